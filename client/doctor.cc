@@ -1,0 +1,155 @@
+#include "client/doctor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler/nvrtc/nvrtc_compiler.h"
+#include "server/store/rocksdb_kernel_store.h"
+#include "worker/cuda/cuda_driver.h"
+
+namespace tir::client {
+namespace {
+
+constexpr char kProbeKernel[] = R"(
+extern "C" __global__ void tir_probe(const float* x, float* y, long n) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * 2.0f + 1.0f;
+}
+)";
+
+Check NvrtcCheck() {
+  Check c{"nvrtc", false, ""};
+  nvrtc::CompileOptions options;
+  options.arch = "sm_90a";
+  auto compiled = nvrtc::CompileToCubin(kProbeKernel, options);
+  if (!compiled.ok()) {
+    c.detail = std::string(compiled.status().message());
+    return c;
+  }
+  c.ok = true;
+  c.detail = absl::StrFormat("NVRTC %s compiled a probe kernel to a %zu-byte sm_90a cubin in %.0f ms (%d registers)",
+                             nvrtc::Version(), compiled->cubin.size(), compiled->seconds * 1e3,
+                             compiled->registers);
+  return c;
+}
+
+Check CudaCheck() {
+  Check c{"cuda", false, ""};
+  auto driver = cuda::CudaDriver::Load();
+  if (!driver.ok()) {
+    c.detail = absl::StrCat(driver.status().message(), "; the host backend will be used");
+    return c;
+  }
+  auto info = (*driver)->Device(0);
+  if (!info.ok()) {
+    c.detail = std::string(info.status().message());
+    return c;
+  }
+  c.ok = true;
+  c.detail = absl::StrFormat("driver %s, device 0: %s (%s, %d SMs, %.1f GiB)",
+                             (*driver)->Version(), info->name, info->Arch(), info->sm_count,
+                             info->memory_bytes / double(1 << 30));
+  return c;
+}
+
+Check StoreCheck(const std::string& cache_dir) {
+  Check c{"store", false, ""};
+  std::error_code ec;
+  const std::string path = (std::filesystem::path(cache_dir) / "store").string();
+  std::filesystem::create_directories(path, ec);
+  if (ec) {
+    c.detail = absl::StrCat("cannot create ", path, ": ", ec.message());
+    return c;
+  }
+  auto store = store::RocksDbKernelStore::Open(path);
+  if (!store.ok()) {
+    c.detail = std::string(store.status().message());
+    return c;
+  }
+  auto stats = (*store)->KernelStats();
+  if (!stats.ok()) {
+    c.detail = std::string(stats.status().message());
+    return c;
+  }
+  c.ok = true;
+  c.detail = absl::StrFormat("RocksDB at %s: %d kernels, %d bytes", path, stats->first,
+                             stats->second);
+  return c;
+}
+
+Check HostCompilerCheck() {
+  Check c{"host-compiler", false, ""};
+  FILE* p = popen("c++ --version 2>&1", "r");
+  if (p == nullptr) {
+    c.detail = "cannot run c++";
+    return c;
+  }
+  char line[256] = {};
+  const bool got = std::fgets(line, sizeof(line), p) != nullptr;
+  const int rc = pclose(p);
+  if (!got || rc != 0) {
+    c.detail = "no system C++ compiler (c++) on PATH; the host backend needs one";
+    return c;
+  }
+  std::string s(line);
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  c.ok = true;
+  c.detail = s;
+  return c;
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          out += absl::StrFormat("\\u%04x", ch);
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DefaultCacheDir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return (std::filesystem::path(xdg) / "tir").string();
+  }
+  const char* home = std::getenv("HOME");
+  return (std::filesystem::path(home ? home : "/tmp") / ".cache" / "tir").string();
+}
+
+std::vector<Check> RunDoctor(const std::string& cache_dir) {
+  return {NvrtcCheck(), CudaCheck(), HostCompilerCheck(), StoreCheck(cache_dir)};
+}
+
+std::string FormatChecks(const std::vector<Check>& checks, bool json) {
+  std::string out;
+  if (json) {
+    out = "{\"checks\": [";
+    for (size_t i = 0; i < checks.size(); ++i) {
+      absl::StrAppend(&out, i ? ", " : "", "{\"name\": \"", JsonEscape(checks[i].name),
+                      "\", \"ok\": ", checks[i].ok ? "true" : "false", ", \"detail\": \"",
+                      JsonEscape(checks[i].detail), "\"}");
+    }
+    out += "]}\n";
+    return out;
+  }
+  for (const Check& c : checks) {
+    absl::StrAppendFormat(&out, "%-14s %-4s %s\n", c.name, c.ok ? "ok" : "no", c.detail);
+  }
+  return out;
+}
+
+}  // namespace tir::client

@@ -1,0 +1,52 @@
+// KernelStore on RocksDB: column families "kernels", "trials" and "jobs", and
+// the schema version in the default family.
+
+#ifndef TIR_SERVER_STORE_ROCKSDB_KERNEL_STORE_H_
+#define TIR_SERVER_STORE_ROCKSDB_KERNEL_STORE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "server/store/kernel_store.h"
+
+namespace tir::store {
+
+class RocksDbKernelStore : public KernelStore {
+ public:
+  // The on-disk schema this code reads and writes.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) the store at `path`. A store written with
+  // another schema version is refused with FAILED_PRECONDITION.
+  static absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> Open(const std::string& path);
+
+  ~RocksDbKernelStore() override;
+
+  absl::Status PutKernel(const tir::v1::KernelBundle& bundle) override;
+  absl::StatusOr<tir::v1::KernelBundle> GetKernel(absl::string_view key) override;
+  absl::StatusOr<bool> DeleteKernel(absl::string_view key) override;
+  absl::StatusOr<KernelPage> ListKernels(uint32_t page_size, absl::string_view page_token,
+                                         absl::string_view arch) override;
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> KernelStats() override;
+  absl::Status Put(Family family, absl::string_view key, absl::string_view value,
+                   bool sync) override;
+  absl::StatusOr<std::string> Get(Family family, absl::string_view key) override;
+  absl::Status Delete(Family family, absl::string_view key) override;
+  absl::Status Scan(Family family, absl::string_view prefix,
+                    const std::function<bool(absl::string_view, absl::string_view)>& fn) override;
+
+ private:
+  RocksDbKernelStore(std::unique_ptr<rocksdb::DB> db,
+                     std::vector<rocksdb::ColumnFamilyHandle*> handles);
+  rocksdb::ColumnFamilyHandle* Handle(Family family) const;
+
+  std::unique_ptr<rocksdb::DB> db_;
+  // default, kernels, trials, jobs.
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
+
+}  // namespace tir::store
+
+#endif  // TIR_SERVER_STORE_ROCKSDB_KERNEL_STORE_H_
