@@ -178,7 +178,7 @@ TEST(ProtoRoundTrip, GraphWithDynamicDimsAndStridesSurvives) {
   y->mutable_type()->add_shape(1);
   (*op->mutable_attributes())["reduction_mode"].set_enum_value("add");
   (*op->mutable_attributes())["dims"].mutable_ints()->add_values(1);
-  g.add_outputs(1);
+  g.add_outputs()->set_value(1);
 
   tir::v1::GraphSource src;
   *src.mutable_graph() = g;

@@ -1,0 +1,46 @@
+// Lossless conversion between the wire graph (tir.v1.Graph) and the dialect.
+//
+// Import checks what the wire format alone cannot: ids defined once and
+// before use (no cycles, no dangling operands), known op kinds, limits (rank
+// <= 8, extents <= 2^40, element counts <= 2^48), then builds the ops and runs
+// the dialect verifier. Every error is INVALID_ARGUMENT with reason
+// INVALID_GRAPH, UNSUPPORTED_OP or LIMIT_EXCEEDED, naming the op or value.
+
+#ifndef TIR_COMPILER_CONVERSION_GRAPHPROTO_H_
+#define TIR_COMPILER_CONVERSION_GRAPHPROTO_H_
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/TirDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "tir/v1/graph.pb.h"
+
+namespace tir {
+
+// The wire schema version this code reads and writes.
+inline constexpr uint32_t kGraphSchemaVersion = 1;
+
+// Builds a module holding one verified tir.graph from `graph`.
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ImportGraph(const tir::v1::Graph &graph,
+                                                              mlir::MLIRContext *context);
+
+// Serializes a verified graph. Value ids are assigned in definition order:
+// inputs 0..n-1, then op results.
+absl::StatusOr<tir::v1::Graph> ExportGraph(GraphOp graph);
+
+// A graph from any accepted encoding, parsed and verified: the module and its
+// single tir.graph (a source with zero or several graphs is INVALID_GRAPH).
+struct LoadedGraph {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  GraphOp graph;
+};
+absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
+                                            mlir::MLIRContext *context);
+
+// Same, for MLIR text in tir's or TensorIR's form, or MLIR bytecode.
+absl::StatusOr<LoadedGraph> LoadGraphText(llvm::StringRef text, mlir::MLIRContext *context,
+                                          llvm::StringRef bufferName = "graph.mlir");
+
+}  // namespace tir
+
+#endif  // TIR_COMPILER_CONVERSION_GRAPHPROTO_H_

@@ -1,0 +1,61 @@
+//===- GraphSource.cpp - load a graph from any accepted encoding ----------===//
+
+#include "absl/strings/str_cat.h"
+#include "compiler/conversion/DiagnosticStatus.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/support/status.h"
+
+namespace tir {
+namespace {
+
+absl::StatusOr<LoadedGraph> SingleGraph(mlir::OwningOpRef<mlir::ModuleOp> module) {
+  LoadedGraph out;
+  int graphs = 0;
+  for (mlir::Operation &op : module->getBody()->getOperations()) {
+    if (auto g = llvm::dyn_cast<GraphOp>(op)) {
+      out.graph = g;
+      ++graphs;
+      continue;
+    }
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     absl::StrCat("expected only tir.graph ops at the top level, found '",
+                                  op.getName().getStringRef().str(), "'"));
+  }
+  if (graphs != 1) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     absl::StrCat("expected exactly one tir.graph, found ", graphs));
+  }
+  out.module = std::move(module);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<LoadedGraph> LoadGraphText(llvm::StringRef text, mlir::MLIRContext *context,
+                                          llvm::StringRef bufferName) {
+  DiagnosticCollector diagnostics(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseTirModule(text, context, bufferName);
+  if (!module) return diagnostics.ToStatus("INVALID_GRAPH", "graph does not parse or verify");
+  return SingleGraph(std::move(module));
+}
+
+absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
+                                            mlir::MLIRContext *context) {
+  switch (source.source_case()) {
+    case tir::v1::GraphSource::kGraph: {
+      TIR_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ImportGraph(source.graph(), context));
+      return SingleGraph(std::move(module));
+    }
+    case tir::v1::GraphSource::kMlirText:
+      return LoadGraphText(source.mlir_text(), context, "graph.mlir");
+    case tir::v1::GraphSource::kMlirBytecode:
+      return LoadGraphText(source.mlir_bytecode(), context, "graph.mlirbc");
+    case tir::v1::GraphSource::SOURCE_NOT_SET:
+      break;
+  }
+  return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                   "graph source is empty: set graph, mlir_text or mlir_bytecode");
+}
+
+}  // namespace tir

@@ -1,0 +1,152 @@
+#include "compiler/fingerprint/Fingerprint.h"
+
+#include <string>
+
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir {
+namespace {
+
+class FingerprintTest : public ::testing::Test {
+ protected:
+  std::string Fp(const std::string &text) {
+    auto loaded = LoadGraphText(text, ctx_.get());
+    EXPECT_TRUE(loaded.ok()) << loaded.status() << "\n" << text;
+    if (!loaded.ok()) return "";
+    modules_.push_back(std::move(loaded->module));
+    return FingerprintGraph(loaded->graph);
+  }
+  std::unique_ptr<mlir::MLIRContext> ctx_ = makeTirContext();
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules_;
+};
+
+constexpr char kBase[] = R"mlir(
+tir.graph @g(%x: tensor<4x8xf32>, %b: tensor<1x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  %bb = broadcast %b : tensor<1x8xf32> -> tensor<4x8xf32>
+  %y = add %x, %bb : tensor<4x8xf32>
+  %e = exp %x : tensor<4x8xf32>
+  %s = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<4x8xf32> -> tensor<4x1xf32>
+  results %y, %s : tensor<4x8xf32>, tensor<4x1xf32>
+}
+)mlir";
+
+TEST_F(FingerprintTest, IsStableHex) {
+  const std::string a = Fp(kBase);
+  EXPECT_THAT(a, ::testing::MatchesRegex("[0-9a-f]{64}"));
+  EXPECT_EQ(a, Fp(kBase));
+}
+
+TEST_F(FingerprintTest, IgnoresNamesGraphNameAndOpOrder) {
+  const std::string a = Fp(kBase);
+  // Renamed values and graph, independent ops reordered.
+  EXPECT_EQ(a, Fp(R"mlir(
+tir.graph @other(%in: tensor<4x8xf32>, %bias: tensor<1x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  %ex = exp %in : tensor<4x8xf32>
+  %sum = reduce(%ex)<dimensions = [1], reduction_mode = <add>> : tensor<4x8xf32> -> tensor<4x1xf32>
+  %bcast = broadcast %bias : tensor<1x8xf32> -> tensor<4x8xf32>
+  %out = add %in, %bcast : tensor<4x8xf32>
+  results %out, %sum : tensor<4x8xf32>, tensor<4x1xf32>
+}
+)mlir"));
+}
+
+TEST_F(FingerprintTest, TensorIrFormAndExplicitDefaultStridesMatch) {
+  const std::string a = Fp(kBase);
+  EXPECT_EQ(a, Fp(R"mlir(
+nv_tensor_ir.graph @g(%x: tensor<4x8xf32> {nv_tensor_ir.stride = "(8,1)"}, %b: tensor<1x8xf32>)
+    -> (tensor<4x8xf32> {nv_tensor_ir.stride = "(8,1)"}, tensor<4x1xf32>) {
+  %bb = broadcast %b : tensor<1x8xf32> -> tensor<4x8xf32>
+  %y = add %x, %bb : tensor<4x8xf32>
+  %e = exp %x : tensor<4x8xf32>
+  %s = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<4x8xf32> -> tensor<4x1xf32>
+  results %y, %s : tensor<4x8xf32>, tensor<4x1xf32>
+}
+)mlir"));
+}
+
+TEST_F(FingerprintTest, SurvivesProtoRoundTrip) {
+  auto loaded = LoadGraphText(kBase, ctx_.get());
+  ASSERT_TRUE(loaded.ok());
+  auto proto = ExportGraph(loaded->graph);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  auto back = ImportGraph(*proto, ctx_.get());
+  ASSERT_TRUE(back.ok()) << back.status();
+  auto graph = *(*back)->getOps<GraphOp>().begin();
+  EXPECT_EQ(FingerprintGraph(loaded->graph), FingerprintGraph(graph));
+}
+
+// Each variant changes one thing the graph computes; all must differ from the
+// base and from each other.
+TEST_F(FingerprintTest, NearMissesDiffer) {
+  auto variant = [](const std::string &from, const std::string &to) {
+    std::string s = kBase;
+    size_t pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    while (pos != std::string::npos) {
+      s.replace(pos, from.size(), to);
+      pos = s.find(from, pos + to.size());
+    }
+    return s;
+  };
+  std::vector<std::string> texts = {
+      kBase,
+      variant("%y = add %x, %bb", "%y = sub %x, %bb"),                      // op kind
+      variant("%y = add %x, %bb : tensor<4x8xf32>",
+              "%y = sub %bb, %x : tensor<4x8xf32>"),                        // operand order (with sub)
+      variant("reduction_mode = <add>", "reduction_mode = <max>"),          // enum attribute
+      variant("results %y, %s : tensor<4x8xf32>, tensor<4x1xf32>",
+              "results %y, %s : tensor<4x8xf32>, tensor<4x1xf32>\n") ,      // same (control)
+      variant("-> (tensor<4x8xf32>, tensor<4x1xf32>) {",
+              "-> (tensor<4x8xf32> {tir.stride = \"(16,1)\"}, tensor<4x1xf32>) {"),  // output stride
+      variant("%x: tensor<4x8xf32>,", "%x: tensor<4x8xf32> {tir.stride = \"(1,4)\"},"),  // input stride
+      variant("%e = exp %x", "%e = log %x"),                                // unary kind
+      variant("%x: tensor<4x8xf32>, %b", "%x: tensor<4x8xf32> {tir.alignment = 16}, %b"),  // alignment
+  };
+  // The control (index 4) equals the base; everything else is distinct.
+  std::vector<std::string> fps;
+  for (const auto &t : texts) fps.push_back(Fp(t));
+  EXPECT_EQ(fps[4], fps[0]);
+  for (size_t i = 0; i < fps.size(); ++i) {
+    for (size_t j = i + 1; j < fps.size(); ++j) {
+      if (i == 0 && j == 4) continue;
+      EXPECT_NE(fps[i], fps[j]) << "variants " << i << " and " << j << " collide";
+    }
+  }
+}
+
+TEST_F(FingerprintTest, ShapeDtypeOutputOrderDeadOpsAndConstantsMatter) {
+  auto g = [](const std::string &type, const std::string &extra, bool swap,
+              const std::string &c) {
+    return "tir.graph @g(%x: " + type + ") -> (" + type + ", " + type + ") {\n" +
+           "  %c = constant dense<" + c + "> : " + type + "\n" +
+           "  %a = add %x, %c : " + type + "\n  %m = mul %x, %x : " + type + "\n" + extra +
+           (swap ? "  results %m, %a : " : "  results %a, %m : ") + type + ", " + type + "\n}\n";
+  };
+  const std::string base = Fp(g("tensor<4x8xf32>", "", false, "1.0"));
+  EXPECT_NE(base, Fp(g("tensor<8x4xf32>", "", false, "1.0")));   // shape
+  EXPECT_NE(base, Fp(g("tensor<4x8xf16>", "", false, "1.0")));   // dtype
+  EXPECT_NE(base, Fp(g("tensor<4x8xf32>", "", true, "1.0")));    // output order
+  EXPECT_NE(base, Fp(g("tensor<4x8xf32>", "", false, "2.0")));   // constant value
+  EXPECT_NE(base, Fp(g("tensor<4x8xf32>", "  %d = neg %x : tensor<4x8xf32>\n", false, "1.0")));
+}
+
+TEST_F(FingerprintTest, DynamicAndStaticDimsDiffer) {
+  EXPECT_NE(Fp("tir.graph @g(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {\n"
+               "  %y = exp %x : tensor<?x8xf32>\n  results %y : tensor<?x8xf32>\n}\n"),
+            Fp("tir.graph @g(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+               "  %y = exp %x : tensor<4x8xf32>\n  results %y : tensor<4x8xf32>\n}\n"));
+}
+
+TEST_F(FingerprintTest, BetaAttributeMatters) {
+  auto g = [](const std::string &beta) {
+    return "tir.graph @g(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = softplus_fwd<beta = " + beta +
+           " : f32> %x : tensor<4xf32>\n  results %y : tensor<4xf32>\n}\n";
+  };
+  EXPECT_NE(Fp(g("1.0")), Fp(g("2.0")));
+}
+
+}  // namespace
+}  // namespace tir
