@@ -1,0 +1,661 @@
+//===- Interpreter.cpp - reference evaluation of tir graphs ---------------===//
+
+#include "compiler/reference/Interpreter.h"
+
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/conversion/DTypes.h"
+#include "compiler/reference/Elementwise.h"
+#include "compiler/support/status.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace tir::reference {
+namespace {
+
+absl::Status Invalid(const std::string &m) {
+  return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", m);
+}
+
+std::string Str(const std::vector<int64_t> &shape) {
+  Tensor t;
+  t.shape = shape;
+  return t.ShapeString();
+}
+
+std::vector<int64_t> Strides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+// Multi-index of row-major position k.
+void Unravel(int64_t k, const std::vector<int64_t> &shape, std::vector<int64_t> &idx) {
+  idx.resize(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = shape[d] ? k % shape[d] : 0;
+    k = shape[d] ? k / shape[d] : 0;
+  }
+}
+
+// Row-major position in `shape` of idx, with size-1 dims broadcast.
+int64_t BroadcastIndex(const std::vector<int64_t> &idx, const std::vector<int64_t> &shape) {
+  int64_t k = 0;
+  for (size_t d = 0; d < shape.size(); ++d) k = k * shape[d] + (shape[d] == 1 ? 0 : idx[d]);
+  return k;
+}
+
+class Interpreter {
+ public:
+  absl::StatusOr<std::vector<Tensor>> Run(GraphOp graph, const std::vector<Tensor> &inputs) {
+    mlir::Block &block = graph.getBodyBlock();
+    if (inputs.size() != block.getNumArguments()) {
+      return Invalid(absl::StrCat("graph @", graph.getSymName().str(), " takes ",
+                                  block.getNumArguments(), " inputs, got ", inputs.size()));
+    }
+    for (mlir::BlockArgument arg : block.getArguments()) {
+      const Tensor &t = inputs[arg.getArgNumber()];
+      TIR_RETURN_IF_ERROR(CheckMatches(t, arg.getType(), absl::StrCat("input #", arg.getArgNumber())));
+      values_[arg.getAsOpaquePointer()] = t;
+    }
+    for (mlir::Operation &op : block.without_terminator()) TIR_RETURN_IF_ERROR(Eval(op));
+    std::vector<Tensor> out;
+    for (mlir::Value v : block.getTerminator()->getOperands()) out.push_back(Get(v));
+    return out;
+  }
+
+ private:
+  absl::Status CheckMatches(const Tensor &t, mlir::Type type, const std::string &what) {
+    if (auto tensor = type.dyn_cast<mlir::RankedTensorType>()) {
+      if (t.scalar) return Invalid(what + " must be a tensor, got a scalar");
+      if (t.dtype != DTypeOf(tensor.getElementType())) {
+        return Invalid(absl::StrCat(what, " has dtype ", DTypeName(t.dtype), ", expected ",
+                                    DTypeName(DTypeOf(tensor.getElementType()))));
+      }
+      if (static_cast<int64_t>(t.shape.size()) != tensor.getRank()) {
+        return Invalid(absl::StrCat(what, " has shape ", t.ShapeString(), ", expected rank ", tensor.getRank()));
+      }
+      for (int64_t d = 0; d < tensor.getRank(); ++d) {
+        if (t.shape[d] < 0 || (!tensor.isDynamicDim(d) && tensor.getDimSize(d) != t.shape[d])) {
+          return Invalid(absl::StrCat(what, " has shape ", t.ShapeString(), ", which does not fit the declared type"));
+        }
+      }
+      return absl::OkStatus();
+    }
+    if (!t.scalar) return Invalid(what + " must be a scalar");
+    if (t.dtype != DTypeOf(type)) return Invalid(absl::StrCat(what, " has the wrong scalar dtype"));
+    return absl::OkStatus();
+  }
+
+  const Tensor &Get(mlir::Value v) { return values_.at(v.getAsOpaquePointer()); }
+
+  // Result shape: static dims from the type, dynamic ones from `dynamic`
+  // (in order), else from `fallback`.
+  absl::StatusOr<std::vector<int64_t>> ResultShape(mlir::Operation &op, mlir::ValueRange dynamicDims,
+                                                   const std::vector<int64_t> &fallback) {
+    auto type = op.getResult(0).getType().cast<mlir::RankedTensorType>();
+    std::vector<int64_t> shape;
+    size_t next = 0;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d)) {
+        shape.push_back(type.getDimSize(d));
+      } else if (!dynamicDims.empty()) {
+        shape.push_back(Get(dynamicDims[next++]).GetI(0));
+      } else if (d < static_cast<int64_t>(fallback.size()) && fallback[d] >= 0) {
+        shape.push_back(fallback[d]);
+      } else {
+        return Invalid(absl::StrCat(op.getName().getStringRef().str(), ": dynamic result dimension ", d,
+                                    " has no size (give dynamic_dims)"));
+      }
+      if (shape.back() < 0) return Invalid("negative dynamic extent");
+    }
+    return shape;
+  }
+
+  absl::Status Eval(mlir::Operation &op) {
+    if (std::optional<Pointwise> pw = PointwiseOf(op.getName().getStringRef())) return EvalPointwise(op, *pw);
+    return llvm::TypeSwitch<mlir::Operation *, absl::Status>(&op)
+        .Case<CmpOp>([&](CmpOp o) { return EvalCmp(o); })
+        .Case<BinarySelectOp>([&](BinarySelectOp o) { return EvalSelect(o); })
+        .Case<ConvertOp>([&](ConvertOp o) {
+          const Tensor &in = Get(o.getInput());
+          Tensor out = Tensor::Zeros(DTypeOf(ElementOf(o.getOutput())), in.shape);
+          for (int64_t k = 0; k < in.NumElements(); ++k) {
+            if (in.UsesInts() && out.UsesInts()) out.SetI(k, in.GetI(k)); else out.SetF(k, in.GetF(k));
+          }
+          return Set(o.getOutput(), std::move(out));
+        })
+        .Case<ConstantOp>([&](ConstantOp o) { return EvalConstant(o); })
+        .Case<SplatOp>([&](SplatOp o) -> absl::Status {
+          TIR_ASSIGN_OR_RETURN(auto shape, ResultShape(op, o.getDynamicDims(), {}));
+          const Tensor &v = Get(o.getValue());
+          Tensor out = Tensor::Zeros(v.dtype, shape);
+          for (int64_t k = 0; k < out.NumElements(); ++k) {
+            if (out.UsesInts()) out.SetI(k, v.GetI(0)); else out.SetF(k, v.GetF(0));
+          }
+          return Set(o.getOutput(), std::move(out));
+        })
+        .Case<IotaOp>([&](IotaOp o) -> absl::Status {
+          TIR_ASSIGN_OR_RETURN(auto shape, ResultShape(op, o.getDynamicDims(), {}));
+          Tensor out = Tensor::Zeros(DTypeOf(ElementOf(o.getOutput())), shape);
+          std::vector<int64_t> idx;
+          for (int64_t k = 0; k < out.NumElements(); ++k) {
+            Unravel(k, shape, idx);
+            out.SetI(k, idx[o.getDimension()]);
+          }
+          return Set(o.getOutput(), std::move(out));
+        })
+        .Case<DimOp>([&](DimOp o) {
+          return Set(o.getOutput(), Tensor::ScalarInt(tir::v1::DTYPE_INDEX,
+                                                      Get(o.getInput()).shape[o.getDimension()]));
+        })
+        .Case<BroadcastOp>([&](BroadcastOp o) -> absl::Status {
+          const Tensor &in = Get(o.getInput());
+          std::vector<int64_t> fallback = in.shape;
+          for (int64_t &d : fallback) if (d == 1) d = -1;
+          TIR_ASSIGN_OR_RETURN(auto shape, ResultShape(op, o.getDynamicDims(), fallback));
+          for (size_t d = 0; d < shape.size(); ++d) {
+            if (in.shape[d] != 1 && in.shape[d] != shape[d]) {
+              return Invalid(absl::StrCat("broadcast of ", in.ShapeString(), " to ", Str(shape), " at run time"));
+            }
+          }
+          return Set(o.getOutput(), Gather(in, shape, [&](const std::vector<int64_t> &idx) {
+                       return BroadcastIndex(idx, in.shape);
+                     }));
+        })
+        .Case<ReshapeOp>([&](ReshapeOp o) { return EvalReshape(o); })
+        .Case<TransposeOp>([&](TransposeOp o) -> absl::Status {
+          const Tensor &in = Get(o.getInput());
+          auto perm = o.getPermutation();
+          std::vector<int64_t> shape;
+          for (int64_t p : perm) shape.push_back(in.shape[p]);
+          const std::vector<int64_t> inStrides = Strides(in.shape);
+          return Set(o.getOutput(), Gather(in, shape, [&](const std::vector<int64_t> &idx) {
+                       int64_t k = 0;
+                       for (size_t d = 0; d < perm.size(); ++d) k += idx[d] * inStrides[perm[d]];
+                       return k;
+                     }));
+        })
+        .Case<SliceOp>([&](SliceOp o) -> absl::Status {
+          const Tensor &in = Get(o.getInput());
+          auto starts = o.getStarts(), limits = o.getLimits(), steps = o.getStrides();
+          std::vector<int64_t> shape;
+          for (size_t d = 0; d < in.shape.size(); ++d) {
+            if (limits[d] > in.shape[d]) {
+              return Invalid(absl::StrCat("slice limit ", limits[d], " exceeds extent ", in.shape[d],
+                                          " of dimension ", d, " at run time"));
+            }
+            shape.push_back((limits[d] - starts[d] + steps[d] - 1) / steps[d]);
+          }
+          const std::vector<int64_t> inStrides = Strides(in.shape);
+          return Set(o.getOutput(), Gather(in, shape, [&](const std::vector<int64_t> &idx) {
+                       int64_t k = 0;
+                       for (size_t d = 0; d < idx.size(); ++d) k += (starts[d] + idx[d] * steps[d]) * inStrides[d];
+                       return k;
+                     }));
+        })
+        .Case<ConcatenateOp>([&](ConcatenateOp o) { return EvalConcat(o); })
+        .Case<ReduceOp>([&](ReduceOp o) { return EvalReduce(o); })
+        .Case<ReduceUdOp>([&](ReduceUdOp o) { return EvalReduceUd(o); })
+        .Case<MatmulOp>([&](MatmulOp o) { return EvalMatmul(o); })
+        .Default([&](mlir::Operation *) {
+          return MakeError(absl::StatusCode::kUnimplemented, "UNSUPPORTED_OP",
+                           absl::StrCat("the reference interpreter cannot evaluate ",
+                                        op.getName().getStringRef().str()));
+        });
+  }
+
+  static mlir::Type ElementOf(mlir::Value v) {
+    mlir::Type t = v.getType();
+    if (auto s = t.dyn_cast<mlir::ShapedType>()) return s.getElementType();
+    return t;
+  }
+
+  absl::Status Set(mlir::Value v, Tensor t) {
+    values_[v.getAsOpaquePointer()] = std::move(t);
+    return absl::OkStatus();
+  }
+
+  template <typename IndexFn>
+  Tensor Gather(const Tensor &in, const std::vector<int64_t> &shape, IndexFn source) {
+    Tensor out = Tensor::Zeros(in.dtype, shape);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < out.NumElements(); ++k) {
+      Unravel(k, shape, idx);
+      const int64_t s = source(idx);
+      if (out.UsesInts()) out.i[k] = in.i[s]; else out.f[k] = in.f[s];
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<int64_t>> MergeShapes(mlir::Operation &op) {
+    std::vector<int64_t> shape = Get(op.getOperand(0)).shape;
+    for (mlir::Value v : op.getOperands().drop_front()) {
+      const std::vector<int64_t> &s = Get(v).shape;
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] == s[d] || s[d] == 1) continue;
+        if (shape[d] == 1) { shape[d] = s[d]; continue; }
+        return Invalid(absl::StrCat(op.getName().getStringRef().str(), ": operand shapes ", Str(shape), " and ",
+                                    Str(s), " do not broadcast at run time"));
+      }
+    }
+    return shape;
+  }
+
+  absl::Status EvalPointwise(mlir::Operation &op, Pointwise pw) {
+    TIR_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MergeShapes(op));
+    const DType outType = DTypeOf(ElementOf(op.getResult(0)));
+    const DType inType = DTypeOf(ElementOf(op.getOperand(0)));
+    double beta = 1.0;
+    if (auto b = op.getAttrOfType<mlir::FloatAttr>("beta")) beta = b.getValueAsDouble();
+    Tensor out = Tensor::Zeros(outType, shape);
+    const Tensor &a = Get(op.getOperand(0));
+    const Tensor *b = op.getNumOperands() > 1 ? &Get(op.getOperand(1)) : nullptr;
+    const bool ints = IsInteger(inType) && (b == nullptr || IsInteger(b->dtype)) && IsInteger(outType);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < out.NumElements(); ++k) {
+      Unravel(k, shape, idx);
+      const int64_t ka = BroadcastIndex(idx, a.shape);
+      if (IsUnaryPointwise(pw)) {
+        if (ints) {
+          out.SetI(k, IsUnsigned(inType) && pw == Pointwise::kAbs ? a.GetI(ka) : IntUnary(pw, a.GetI(ka)));
+        } else {
+          out.SetF(k, FloatUnary(pw, a.GetF(ka), beta));
+        }
+        continue;
+      }
+      const int64_t kb = BroadcastIndex(idx, b->shape);
+      if (ints || ((pw == Pointwise::kAnd || pw == Pointwise::kOr) && IsInteger(inType))) {
+        out.SetI(k, IntBinary(pw, a.GetI(ka), b->GetI(kb), IsUnsigned(inType)));
+      } else {
+        out.SetF(k, FloatBinary(pw, a.GetF(ka), b->GetF(kb), beta));
+      }
+    }
+    return Set(op.getResult(0), std::move(out));
+  }
+
+  absl::Status EvalCmp(CmpOp o) {
+    TIR_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MergeShapes(*o));
+    const Tensor &a = Get(o.getLhs()), &b = Get(o.getRhs());
+    Tensor out = Tensor::Zeros(tir::v1::DTYPE_I1, shape);
+    const bool isUnsigned = IsUnsigned(a.dtype);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < out.NumElements(); ++k) {
+      Unravel(k, shape, idx);
+      const int64_t ka = BroadcastIndex(idx, a.shape), kb = BroadcastIndex(idx, b.shape);
+      bool r = false;
+      if (isFloatPredicate(o.getPredicate())) {
+        const double x = a.GetF(ka), y = b.GetF(kb);
+        const bool unordered = std::isnan(x) || std::isnan(y);
+        switch (o.getPredicate()) {
+          case CmpPredicate::oeq: r = !unordered && x == y; break;
+          case CmpPredicate::one: r = !unordered && x != y; break;
+          case CmpPredicate::ogt: r = !unordered && x > y; break;
+          case CmpPredicate::oge: r = !unordered && x >= y; break;
+          case CmpPredicate::olt: r = !unordered && x < y; break;
+          case CmpPredicate::ole: r = !unordered && x <= y; break;
+          case CmpPredicate::ueq: r = unordered || x == y; break;
+          case CmpPredicate::une: r = unordered || x != y; break;
+          case CmpPredicate::ugt: r = unordered || x > y; break;
+          case CmpPredicate::uge: r = unordered || x >= y; break;
+          case CmpPredicate::ult: r = unordered || x < y; break;
+          case CmpPredicate::ule: r = unordered || x <= y; break;
+          default: break;
+        }
+      } else {
+        const int64_t x = a.GetI(ka), y = b.GetI(kb);
+        const uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+        switch (o.getPredicate()) {
+          case CmpPredicate::eq: r = x == y; break;
+          case CmpPredicate::neq: r = x != y; break;
+          case CmpPredicate::gt: r = isUnsigned ? ux > uy : x > y; break;
+          case CmpPredicate::ge: r = isUnsigned ? ux >= uy : x >= y; break;
+          case CmpPredicate::lt: r = isUnsigned ? ux < uy : x < y; break;
+          case CmpPredicate::le: r = isUnsigned ? ux <= uy : x <= y; break;
+          default: break;
+        }
+      }
+      out.f[k] = r ? 1.0 : 0.0;
+    }
+    return Set(o.getOutput(), std::move(out));
+  }
+
+  absl::Status EvalSelect(BinarySelectOp o) {
+    TIR_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MergeShapes(*o));
+    const Tensor &c = Get(o.getCond()), &a = Get(o.getLhs()), &b = Get(o.getRhs());
+    Tensor out = Tensor::Zeros(a.dtype, shape);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < out.NumElements(); ++k) {
+      Unravel(k, shape, idx);
+      const bool pick = c.GetF(BroadcastIndex(idx, c.shape)) != 0;
+      const Tensor &src = pick ? a : b;
+      const int64_t s = BroadcastIndex(idx, src.shape);
+      if (out.UsesInts()) out.i[k] = src.i[s]; else out.f[k] = src.f[s];
+    }
+    return Set(o.getOutput(), std::move(out));
+  }
+
+  absl::Status EvalConstant(ConstantOp o) {
+    mlir::Attribute value = o.getValue();
+    if (auto dense = value.dyn_cast<mlir::DenseElementsAttr>()) {
+      auto type = dense.getType().cast<mlir::RankedTensorType>();
+      Tensor out = Tensor::Zeros(DTypeOf(type.getElementType()),
+                                 std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+      const int64_t n = out.NumElements();
+      if (type.getElementType().isa<mlir::FloatType>()) {
+        auto values = dense.getValues<llvm::APFloat>();
+        for (int64_t k = 0; k < n; ++k) out.SetF(k, ToDouble(values[k]));
+      } else {
+        auto values = dense.getValues<llvm::APInt>();
+        const bool isUnsigned = type.getElementType().isUnsignedInteger() || type.getElementType().isInteger(1);
+        for (int64_t k = 0; k < n; ++k) {
+          const llvm::APInt v = values[k];
+          const int64_t x = isUnsigned ? static_cast<int64_t>(v.getZExtValue()) : v.getSExtValue();
+          if (out.UsesInts()) out.SetI(k, x); else out.SetF(k, static_cast<double>(x));
+        }
+      }
+      return Set(o.getOutput(), std::move(out));
+    }
+    const DType dtype = DTypeOf(o.getOutput().getType());
+    if (auto f = value.dyn_cast<mlir::FloatAttr>()) return Set(o.getOutput(), Tensor::Scalar(dtype, f.getValueAsDouble()));
+    if (auto b = value.dyn_cast<mlir::BoolAttr>()) return Set(o.getOutput(), Tensor::Scalar(dtype, b.getValue() ? 1 : 0));
+    auto i = value.cast<mlir::IntegerAttr>();
+    const int64_t x = i.getType().isUnsignedInteger() ? static_cast<int64_t>(i.getValue().getZExtValue())
+                                                      : i.getValue().getSExtValue();
+    Tensor t = IsInteger(dtype) ? Tensor::ScalarInt(dtype, x) : Tensor::Scalar(dtype, static_cast<double>(x));
+    return Set(o.getOutput(), std::move(t));
+  }
+
+  static double ToDouble(const llvm::APFloat &v) {
+    llvm::APFloat d = v;
+    bool lost = false;
+    d.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+    return d.convertToDouble();
+  }
+
+  absl::Status EvalReshape(ReshapeOp o) {
+    const Tensor &in = Get(o.getInput());
+    auto type = o.getOutput().getType().cast<mlir::RankedTensorType>();
+    std::vector<int64_t> shape;
+    if (!o.getDynamicDims().empty() || type.hasStaticShape()) {
+      TIR_ASSIGN_OR_RETURN(shape, ResultShape(*o, o.getDynamicDims(), {}));
+    } else {
+      // Infer the single dynamic extent from the element count.
+      int64_t known = 1, unknown = -1;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        if (type.isDynamicDim(d)) {
+          if (unknown >= 0) return Invalid("reshape with several dynamic extents needs dynamic_dims");
+          unknown = d;
+          shape.push_back(-1);
+        } else {
+          known *= type.getDimSize(d);
+          shape.push_back(type.getDimSize(d));
+        }
+      }
+      if (known == 0 || in.NumElements() % known) return Invalid("reshape cannot infer its dynamic extent");
+      shape[unknown] = in.NumElements() / known;
+    }
+    Tensor out = in;
+    out.shape = shape;
+    if (out.NumElements() != in.NumElements()) {
+      return Invalid(absl::StrCat("reshape of ", in.ShapeString(), " to ", Str(shape),
+                                  " changes the element count at run time"));
+    }
+    return Set(o.getOutput(), std::move(out));
+  }
+
+  absl::Status EvalConcat(ConcatenateOp o) {
+    const int64_t dim = o.getDimension();
+    std::vector<int64_t> shape = Get(o.getInputs()[0]).shape;
+    shape[dim] = 0;
+    for (mlir::Value v : o.getInputs()) {
+      const Tensor &t = Get(v);
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (static_cast<int64_t>(d) != dim && t.shape[d] != shape[d]) {
+          return Invalid(absl::StrCat("concatenate inputs disagree at run time: ", t.ShapeString(), " vs ", Str(shape)));
+        }
+      }
+      shape[dim] += t.shape[dim];
+    }
+    Tensor out = Tensor::Zeros(Get(o.getInputs()[0]).dtype, shape);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < out.NumElements(); ++k) {
+      Unravel(k, shape, idx);
+      int64_t pos = idx[dim];
+      for (mlir::Value v : o.getInputs()) {
+        const Tensor &t = Get(v);
+        if (pos < t.shape[dim]) {
+          std::vector<int64_t> local = idx;
+          local[dim] = pos;
+          const int64_t s = BroadcastIndex(local, t.shape);
+          if (out.UsesInts()) out.i[k] = t.i[s]; else out.f[k] = t.f[s];
+          break;
+        }
+        pos -= t.shape[dim];
+      }
+    }
+    return Set(o.getOutput(), std::move(out));
+  }
+
+  // Calls fn(outputIndex, inputIndex) for every input element.
+  template <typename Fn>
+  static void ForEachReduced(const std::vector<int64_t> &inShape, llvm::ArrayRef<int32_t> dims,
+                             std::vector<int64_t> &outShape, Fn fn) {
+    outShape = inShape;
+    for (int32_t d : dims) outShape[d] = 1;
+    std::vector<int64_t> idx;
+    int64_t n = 1;
+    for (int64_t e : inShape) n *= e;
+    for (int64_t k = 0; k < n; ++k) {
+      Unravel(k, inShape, idx);
+      for (int32_t d : dims) idx[d] = 0;
+      int64_t o = 0;
+      for (size_t d = 0; d < outShape.size(); ++d) o = o * outShape[d] + idx[d];
+      fn(o, k);
+    }
+  }
+
+  absl::Status EvalReduce(ReduceOp o) {
+    const Tensor &in = Get(o.getInput());
+    std::vector<int64_t> outShape;
+    ForEachReduced(in.shape, o.getDimensions(), outShape, [](int64_t, int64_t) {});
+    const int64_t outN = std::accumulate(outShape.begin(), outShape.end(), int64_t{1}, std::multiplies<>());
+    const int64_t count = outN ? in.NumElements() / outN : 0;
+    const ReductionMode mode = o.getReductionMode();
+    const bool ints = in.UsesInts();
+    const bool isUnsigned = IsUnsigned(in.dtype);
+    // Accumulators: f64 for floats, int64 (wrapping) for integers.
+    std::vector<double> accF(outN);
+    std::vector<int64_t> accI(outN);
+    std::vector<bool> first(outN, true);
+    ForEachReduced(in.shape, o.getDimensions(), outShape, [&](int64_t out, int64_t k) {
+      if (ints) {
+        int64_t x = in.GetI(k);
+        int64_t &a = accI[out];
+        const bool init = first[out];
+        first[out] = false;
+        switch (mode) {
+          case ReductionMode::add: case ReductionMode::mean: a = init ? x : IntBinary(Pointwise::kAdd, a, x, isUnsigned); break;
+          case ReductionMode::mul: a = init ? x : IntBinary(Pointwise::kMul, a, x, isUnsigned); break;
+          case ReductionMode::max: a = init ? x : IntBinary(Pointwise::kMax, a, x, isUnsigned); break;
+          case ReductionMode::min: a = init ? x : IntBinary(Pointwise::kMin, a, x, isUnsigned); break;
+          case ReductionMode::amax: x = isUnsigned ? x : IntUnary(Pointwise::kAbs, x); a = init ? x : std::max(a, x); break;
+          case ReductionMode::norm1: x = isUnsigned ? x : IntUnary(Pointwise::kAbs, x); a = init ? x : a + x; break;
+          case ReductionMode::norm2: accF[out] += static_cast<double>(x) * static_cast<double>(x); break;
+        }
+        return;
+      }
+      const double x = in.GetF(k);
+      double &a = accF[out];
+      const bool init = first[out];
+      first[out] = false;
+      switch (mode) {
+        case ReductionMode::add: case ReductionMode::mean: a = init ? x : a + x; break;
+        case ReductionMode::mul: a = init ? x : a * x; break;
+        case ReductionMode::max: a = init ? x : FloatBinary(Pointwise::kMax, a, x, 0); break;
+        case ReductionMode::min: a = init ? x : FloatBinary(Pointwise::kMin, a, x, 0); break;
+        case ReductionMode::amax: a = init ? std::fabs(x) : FloatBinary(Pointwise::kMax, a, std::fabs(x), 0); break;
+        case ReductionMode::norm1: a = init ? std::fabs(x) : a + std::fabs(x); break;
+        case ReductionMode::norm2: a = init ? x * x : a + x * x; break;
+      }
+    });
+    Tensor out = Tensor::Zeros(in.dtype, outShape);
+    for (int64_t k = 0; k < outN; ++k) {
+      if (count == 0) {  // empty reduction: the identity of the combiner
+        const bool one = mode == ReductionMode::mul;
+        const double v = mode == ReductionMode::max ? -INFINITY : mode == ReductionMode::min ? INFINITY : (one ? 1 : 0);
+        if (ints) out.SetI(k, one ? 1 : 0); else out.SetF(k, v);
+        continue;
+      }
+      if (mode == ReductionMode::norm2) {
+        out.SetF(k, std::sqrt(accF[k]));
+      } else if (ints) {
+        out.SetI(k, mode == ReductionMode::mean ? accI[k] / count : accI[k]);
+      } else {
+        out.SetF(k, mode == ReductionMode::mean ? accF[k] / count : accF[k]);
+      }
+    }
+    return Set(o.getOutput(), std::move(out));
+  }
+
+  absl::Status EvalReduceUd(ReduceUdOp o) {
+    const size_t n = o.getInputs().size();
+    std::vector<const Tensor *> ins;
+    for (mlir::Value v : o.getInputs()) ins.push_back(&Get(v));
+    std::vector<int64_t> outShape;
+    ForEachReduced(ins[0]->shape, o.getDimensions(), outShape, [](int64_t, int64_t) {});
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < n; ++i) outs.push_back(Tensor::Zeros(ins[i]->dtype, outShape));
+    const int64_t outN = outs[0].NumElements();
+    std::vector<std::vector<double>> acc(outN, std::vector<double>(n));
+    for (int64_t k = 0; k < outN; ++k) {
+      for (size_t i = 0; i < n; ++i) {
+        mlir::Attribute id = o.getIdentity()[i];
+        acc[k][i] = id.isa<mlir::FloatAttr>() ? id.cast<mlir::FloatAttr>().getValueAsDouble()
+                                              : static_cast<double>(id.cast<mlir::IntegerAttr>().getInt());
+      }
+    }
+    mlir::Block &body = o.getBody().front();
+    absl::Status status;
+    ForEachReduced(ins[0]->shape, o.getDimensions(), outShape, [&](int64_t out, int64_t k) {
+      if (!status.ok()) return;
+      llvm::DenseMap<mlir::Value, double> scalars;
+      for (size_t i = 0; i < n; ++i) {
+        scalars[body.getArgument(i)] = acc[out][i];
+        scalars[body.getArgument(n + i)] = ins[i]->GetF(k);
+      }
+      for (mlir::Operation &inner : body.without_terminator()) {
+        absl::StatusOr<double> r = EvalArith(inner, scalars);
+        if (!r.ok()) { status = r.status(); return; }
+        scalars[inner.getResult(0)] = *r;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        // Round the partial result to its element type, as a kernel would.
+        acc[out][i] = RoundToFloat(scalars[body.getTerminator()->getOperand(i)], outs[i].dtype);
+      }
+    });
+    TIR_RETURN_IF_ERROR(status);
+    for (size_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < outN; ++k) outs[i].SetF(k, acc[k][i]);
+      TIR_RETURN_IF_ERROR(Set(o.getOutputs()[i], std::move(outs[i])));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<double> EvalArith(mlir::Operation &op, llvm::DenseMap<mlir::Value, double> &s) {
+    auto arg = [&](unsigned i) { return s.lookup(op.getOperand(i)); };
+    return llvm::TypeSwitch<mlir::Operation *, absl::StatusOr<double>>(&op)
+        .Case<mlir::arith::AddFOp, mlir::arith::AddIOp>([&](auto) { return arg(0) + arg(1); })
+        .Case<mlir::arith::SubFOp, mlir::arith::SubIOp>([&](auto) { return arg(0) - arg(1); })
+        .Case<mlir::arith::MulFOp, mlir::arith::MulIOp>([&](auto) { return arg(0) * arg(1); })
+        .Case<mlir::arith::DivFOp>([&](auto) { return arg(0) / arg(1); })
+        .Case<mlir::arith::MaxFOp>([&](auto) { return std::max(arg(0), arg(1)); })
+        .Case<mlir::arith::MinFOp>([&](auto) { return std::min(arg(0), arg(1)); })
+        .Case<mlir::arith::NegFOp>([&](auto) { return -arg(0); })
+        .Case<mlir::arith::SelectOp>([&](auto) { return arg(0) != 0 ? arg(1) : arg(2); })
+        .Case<mlir::arith::ConstantOp>([&](mlir::arith::ConstantOp c) -> absl::StatusOr<double> {
+          if (auto f = c.getValue().dyn_cast<mlir::FloatAttr>()) return f.getValueAsDouble();
+          if (auto i = c.getValue().dyn_cast<mlir::IntegerAttr>()) return static_cast<double>(i.getInt());
+          return Invalid("unsupported arith.constant in reduce_ud");
+        })
+        .Case<mlir::arith::CmpFOp>([&](mlir::arith::CmpFOp c) -> absl::StatusOr<double> {
+          const double a = arg(0), b = arg(1);
+          switch (c.getPredicate()) {
+            case mlir::arith::CmpFPredicate::OEQ: return a == b;
+            case mlir::arith::CmpFPredicate::OGT: return a > b;
+            case mlir::arith::CmpFPredicate::OGE: return a >= b;
+            case mlir::arith::CmpFPredicate::OLT: return a < b;
+            case mlir::arith::CmpFPredicate::OLE: return a <= b;
+            case mlir::arith::CmpFPredicate::ONE: return a != b;
+            default: return Invalid("unsupported arith.cmpf predicate in reduce_ud");
+          }
+        })
+        .Default([&](mlir::Operation *) -> absl::StatusOr<double> {
+          return MakeError(absl::StatusCode::kUnimplemented, "UNSUPPORTED_OP",
+                           absl::StrCat("the reference interpreter cannot evaluate ",
+                                        op.getName().getStringRef().str(), " in a reduce_ud body"));
+        });
+  }
+
+  absl::Status EvalMatmul(MatmulOp o) {
+    const Tensor &a = Get(o.getA()), &b = Get(o.getB());
+    const int64_t r = a.shape.size();
+    const int64_t m = a.shape[r - 2], kk = a.shape[r - 1], n = b.shape[r - 1];
+    if (b.shape[r - 2] != kk) {
+      return Invalid(absl::StrCat("matmul contracting extents differ at run time: ", kk, " vs ", b.shape[r - 2]));
+    }
+    std::vector<int64_t> shape;
+    for (int64_t d = 0; d < r - 2; ++d) {
+      const int64_t x = a.shape[d], y = b.shape[d];
+      if (x != y && x != 1 && y != 1) return Invalid("matmul batch extents do not broadcast at run time");
+      shape.push_back(x == 1 ? y : x);
+    }
+    shape.push_back(m);
+    shape.push_back(n);
+    Tensor out = Tensor::Zeros(DTypeOf(ElementOf(o.getC())), shape);
+    const Tensor *acc = o.getAccumulator() ? &Get(o.getAccumulator()) : nullptr;
+    std::vector<int64_t> batchShape(shape.begin(), shape.end() - 2), aBatch(a.shape.begin(), a.shape.end() - 2),
+        bBatch(b.shape.begin(), b.shape.end() - 2);
+    int64_t batches = 1;
+    for (int64_t e : batchShape) batches *= e;
+    std::vector<int64_t> idx;
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      Unravel(bi, batchShape, idx);
+      const int64_t ab = BroadcastIndex(idx, aBatch), bb = BroadcastIndex(idx, bBatch);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t o = (bi * m + i) * n + j;
+          if (out.UsesInts()) {
+            int64_t sum = acc ? acc->GetI(o) : 0;
+            for (int64_t p = 0; p < kk; ++p) sum += a.GetI((ab * m + i) * kk + p) * b.GetI((bb * kk + p) * n + j);
+            out.SetI(o, sum);
+          } else {
+            double sum = acc ? acc->GetF(o) : 0.0;
+            for (int64_t p = 0; p < kk; ++p) sum += a.GetF((ab * m + i) * kk + p) * b.GetF((bb * kk + p) * n + j);
+            out.SetF(o, sum);
+          }
+        }
+      }
+    }
+    return Set(o.getC(), std::move(out));
+  }
+
+  // Node-based, so references stay valid while results are added.
+  std::map<const void *, Tensor> values_;
+};
+
+}  // namespace
+
+DType DTypeOf(mlir::Type t) {
+  std::optional<DType> d = ToDType(t);
+  return d ? *d : tir::v1::DTYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Tensor> &inputs) {
+  return Interpreter().Run(graph, inputs);
+}
+
+}  // namespace tir::reference

@@ -1,0 +1,30 @@
+// The reference interpreter: evaluates a verified tir.graph on the CPU.
+//
+// Used to verify generated kernels, so it favours clarity over speed: every
+// op is evaluated element by element in f64 (integers in int64 with wrap-around)
+// and rounded to its result dtype on store (Tensor.h). Shapes come from the
+// actual inputs; dynamic extents are resolved per op (dynamic_dims operands
+// when given). Scalar semantics are in Elementwise.h.
+
+#ifndef TIR_COMPILER_REFERENCE_INTERPRETER_H_
+#define TIR_COMPILER_REFERENCE_INTERPRETER_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/TirDialect.h"
+#include "compiler/reference/Tensor.h"
+
+namespace tir::reference {
+
+// Evaluates `graph` on `inputs` (one per argument, dense row-major; scalars
+// for scalar and index arguments). Errors: INVALID_ARGUMENT for inputs that do
+// not match the signature or shapes that conflict at run time.
+absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Tensor> &inputs);
+
+// The dtype of an MLIR element type (must be a tir element type or index).
+DType DTypeOf(mlir::Type elementOrScalar);
+
+}  // namespace tir::reference
+
+#endif  // TIR_COMPILER_REFERENCE_INTERPRETER_H_

@@ -1,0 +1,309 @@
+#include "compiler/reference/Interpreter.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/reference/Elementwise.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::reference {
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+
+constexpr auto F32 = tir::v1::DTYPE_F32;
+
+Tensor T(tir::v1::DType d, std::vector<int64_t> shape, std::vector<double> v) {
+  Tensor t = Tensor::Zeros(d, std::move(shape));
+  for (size_t k = 0; k < v.size(); ++k) t.SetF(k, v[k]);
+  return t;
+}
+
+Tensor I(tir::v1::DType d, std::vector<int64_t> shape, std::vector<int64_t> v) {
+  Tensor t = Tensor::Zeros(d, std::move(shape));
+  for (size_t k = 0; k < v.size(); ++k) t.SetI(k, v[k]);
+  return t;
+}
+
+std::vector<double> Values(const Tensor &t) {
+  std::vector<double> v;
+  for (int64_t k = 0; k < t.NumElements(); ++k) v.push_back(t.GetF(k));
+  return v;
+}
+
+class InterpreterTest : public ::testing::Test {
+ protected:
+  absl::StatusOr<std::vector<Tensor>> Run(const std::string &text, const std::vector<Tensor> &in) {
+    auto loaded = LoadGraphText(text, ctx_.get());
+    if (!loaded.ok()) return loaded.status();
+    modules_.push_back(std::move(loaded->module));
+    return Evaluate(loaded->graph, in);
+  }
+  // Runs a one-op graph `%r = <body>` over inputs of the given types.
+  std::vector<double> One(const std::string &args, const std::string &body, const std::string &resultType,
+                          const std::vector<Tensor> &in) {
+    auto out = Run("tir.graph @g(" + args + ") -> " + resultType + " {\n  %r = " + body +
+                       "\n  results %r : " + resultType + "\n}\n",
+                   in);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? Values((*out)[0]) : std::vector<double>{};
+  }
+  std::unique_ptr<mlir::MLIRContext> ctx_ = makeTirContext();
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules_;
+};
+
+TEST_F(InterpreterTest, BinaryArithmeticWithBroadcast) {
+  Tensor a = T(F32, {2, 3}, {1, 2, 3, 4, 5, 6}), b = T(F32, {1, 3}, {10, 20, 30});
+  const std::string args = "%a: tensor<2x3xf32>, %b: tensor<1x3xf32>";
+  const std::string ty = " : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>";
+  EXPECT_THAT(One(args, "add %a, %b" + ty, "tensor<2x3xf32>", {a, b}), ElementsAre(11, 22, 33, 14, 25, 36));
+  EXPECT_THAT(One(args, "sub %a, %b" + ty, "tensor<2x3xf32>", {a, b}), ElementsAre(-9, -18, -27, -6, -15, -24));
+  EXPECT_THAT(One(args, "max %a, %b" + ty, "tensor<2x3xf32>", {a, b}), ElementsAre(10, 20, 30, 10, 20, 30));
+  EXPECT_THAT(One(args, "add_square %a, %b" + ty, "tensor<2x3xf32>", {a, b}),
+              ElementsAre(101, 402, 903, 104, 405, 906));
+  EXPECT_THAT(One(args, "div %a, %b" + ty, "tensor<2x3xf32>", {a, b}),
+              Pointwise(DoubleNear(1e-7), std::vector<double>{0.1, 0.1, 0.1, 0.4, 0.25, 0.2}));
+}
+
+TEST_F(InterpreterTest, ModAndRemFollowDivisorAndDividendSigns) {
+  Tensor a = T(F32, {4}, {7, -7, 7, -7}), b = T(F32, {4}, {3, 3, -3, -3});
+  const std::string args = "%a: tensor<4xf32>, %b: tensor<4xf32>";
+  EXPECT_THAT(One(args, "mod %a, %b : tensor<4xf32>", "tensor<4xf32>", {a, b}), ElementsAre(1, 2, -2, -1));
+  EXPECT_THAT(One(args, "rem %a, %b : tensor<4xf32>", "tensor<4xf32>", {a, b}), ElementsAre(1, -1, 1, -1));
+  Tensor ia = I(tir::v1::DTYPE_SI32, {4}, {7, -7, 7, -7}), ib = I(tir::v1::DTYPE_SI32, {4}, {3, 3, -3, 0});
+  const std::string iargs = "%a: tensor<4xsi32>, %b: tensor<4xsi32>";
+  EXPECT_THAT(One(iargs, "mod %a, %b : tensor<4xsi32>", "tensor<4xsi32>", {ia, ib}), ElementsAre(1, 2, -2, 0));
+  EXPECT_THAT(One(iargs, "rem %a, %b : tensor<4xsi32>", "tensor<4xsi32>", {ia, ib}), ElementsAre(1, -1, 1, 0));
+  EXPECT_THAT(One(iargs, "div %a, %b : tensor<4xsi32>", "tensor<4xsi32>", {ia, ib}), ElementsAre(2, -2, -2, 0));
+}
+
+TEST_F(InterpreterTest, IntegersWrapToTheirWidth) {
+  Tensor a = I(tir::v1::DTYPE_SI8, {3}, {100, -128, 5}), b = I(tir::v1::DTYPE_SI8, {3}, {100, -1, 3});
+  const std::string args = "%a: tensor<3xsi8>, %b: tensor<3xsi8>";
+  EXPECT_THAT(One(args, "add %a, %b : tensor<3xsi8>", "tensor<3xsi8>", {a, b}), ElementsAre(-56, 127, 8));
+  EXPECT_THAT(One(args, "mul %a, %b : tensor<3xsi8>", "tensor<3xsi8>", {a, b}), ElementsAre(16, -128, 15));
+  EXPECT_THAT(One(args, "pow %a, %b : tensor<3xsi8>", "tensor<3xsi8>", {a, b}), ElementsAre(0, 0, 125));
+  Tensor u = I(tir::v1::DTYPE_UI8, {2}, {250, 3}), v = I(tir::v1::DTYPE_UI8, {2}, {10, 5});
+  const std::string uargs = "%a: tensor<2xui8>, %b: tensor<2xui8>";
+  EXPECT_THAT(One(uargs, "add %a, %b : tensor<2xui8>", "tensor<2xui8>", {u, v}), ElementsAre(4, 8));
+  EXPECT_THAT(One(uargs, "sub %b, %a : tensor<2xui8>", "tensor<2xui8>", {u, v}), ElementsAre(16, 2));
+  // Unsigned comparison: 250 > 10 even though the bits are negative as si8.
+  EXPECT_THAT(One(uargs, "cmp %a gt %b : tensor<2xui8>", "tensor<2xi1>", {u, v}), ElementsAre(1, 0));
+}
+
+TEST_F(InterpreterTest, UnaryAndActivationsAtKnownPoints) {
+  Tensor x = T(tir::v1::DTYPE_F64, {3}, {-1, 0, 1});
+  const std::string args = "%x: tensor<3xf64>";
+  auto run = [&](const std::string &op) { return One(args, op + " %x : tensor<3xf64>", "tensor<3xf64>", {x}); };
+  EXPECT_THAT(run("relu_fwd"), ElementsAre(0, 0, 1));
+  EXPECT_THAT(run("sigmoid_fwd"), Pointwise(DoubleNear(1e-12), std::vector<double>{0.2689414213699951, 0.5, 0.7310585786300049}));
+  EXPECT_THAT(run("gelu_fwd"), Pointwise(DoubleNear(1e-9), std::vector<double>{-0.15865525393145707, 0, 0.8413447460685429}));
+  EXPECT_THAT(run("gelu_approx_tanh_fwd"), Pointwise(DoubleNear(1e-9), std::vector<double>{-0.15880800939172324, 0, 0.8411919906082768}));
+  EXPECT_THAT(run("elu_fwd<beta = 2.0 : f32>"), Pointwise(DoubleNear(1e-12), std::vector<double>{2 * (std::exp(-1.0) - 1), 0, 1}));
+  EXPECT_THAT(run("softplus_fwd<beta = 2.0 : f32>"),
+              Pointwise(DoubleNear(1e-12), std::vector<double>{std::log1p(std::exp(-2.0)) / 2, std::log(2.0) / 2, std::log1p(std::exp(2.0)) / 2}));
+  EXPECT_THAT(run("swish_fwd<beta = 1.0 : f32>"), Pointwise(DoubleNear(1e-12), std::vector<double>{-0.2689414213699951, 0, 0.7310585786300049}));
+  EXPECT_THAT(run("abs"), ElementsAre(1, 0, 1));
+  EXPECT_THAT(run("neg"), ElementsAre(1, 0, -1));
+  EXPECT_THAT(run("exp"), Pointwise(DoubleNear(1e-12), std::vector<double>{std::exp(-1.0), 1, std::exp(1.0)}));
+  EXPECT_THAT(run("erf"), Pointwise(DoubleNear(1e-12), std::vector<double>{std::erf(-1.0), 0, std::erf(1.0)}));
+}
+
+// dx = dy * f'(x): each backward op against a central difference of its forward op.
+TEST_F(InterpreterTest, BackwardOpsMatchFiniteDifferencesOfForwardOps) {
+  const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"relu_bwd", "relu_fwd"},       {"sigmoid_bwd", "sigmoid_fwd"},
+      {"tanh_bwd", "tanh_fwd"},       {"gelu_bwd", "gelu_fwd"},
+      {"gelu_approx_tanh_bwd", "gelu_approx_tanh_fwd"},
+      {"softplus_bwd<beta = 1.5 : f32>", "softplus_fwd<beta = 1.5 : f32>"},
+      {"swish_bwd<beta = 0.7 : f32>", "swish_fwd<beta = 0.7 : f32>"},
+      {"elu_bwd<beta = 0.5 : f32>", "elu_fwd<beta = 0.5 : f32>"},
+  };
+  const std::vector<double> xs = {-2.1, -0.6, 0.3, 1.7};
+  const double h = 1e-6, dy = 0.75;
+  for (const auto &[bwd, fwd] : pairs) {
+    SCOPED_TRACE(bwd);
+    Tensor x = T(tir::v1::DTYPE_F64, {4}, xs), g = T(tir::v1::DTYPE_F64, {4}, {dy, dy, dy, dy});
+    std::vector<double> got = One("%x: tensor<4xf64>, %g: tensor<4xf64>", bwd + " %x, %g : tensor<4xf64>",
+                                  "tensor<4xf64>", {x, g});
+    std::vector<double> plus, minus;
+    for (double v : xs) { plus.push_back(v + h); minus.push_back(v - h); }
+    std::vector<double> fp = One("%x: tensor<4xf64>", fwd + " %x : tensor<4xf64>", "tensor<4xf64>", {T(tir::v1::DTYPE_F64, {4}, plus)});
+    std::vector<double> fm = One("%x: tensor<4xf64>", fwd + " %x : tensor<4xf64>", "tensor<4xf64>", {T(tir::v1::DTYPE_F64, {4}, minus)});
+    for (size_t k = 0; k < xs.size(); ++k) EXPECT_NEAR(got[k], dy * (fp[k] - fm[k]) / (2 * h), 1e-6) << xs[k];
+  }
+}
+
+TEST_F(InterpreterTest, ComparisonsHandleNaNAndSelectPicks) {
+  Tensor a = T(F32, {3}, {1, NAN, 3}), b = T(F32, {3}, {2, 2, 3});
+  const std::string args = "%a: tensor<3xf32>, %b: tensor<3xf32>";
+  EXPECT_THAT(One(args, "cmp %a olt %b : tensor<3xf32>", "tensor<3xi1>", {a, b}), ElementsAre(1, 0, 0));
+  EXPECT_THAT(One(args, "cmp %a ult %b : tensor<3xf32>", "tensor<3xi1>", {a, b}), ElementsAre(1, 1, 0));
+  EXPECT_THAT(One(args, "cmp %a oeq %b : tensor<3xf32>", "tensor<3xi1>", {a, b}), ElementsAre(0, 0, 1));
+  auto m = One(args, "max %a, %b : tensor<3xf32>", "tensor<3xf32>", {a, b});
+  EXPECT_TRUE(std::isnan(m[1])) << "max propagates NaN";
+  Tensor c = T(tir::v1::DTYPE_I1, {3}, {1, 0, 1});
+  EXPECT_THAT(One("%c: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf32>", "binary_select %c, %a, %b : tensor<3xf32>",
+                  "tensor<3xf32>", {c, b, T(F32, {3}, {7, 8, 9})}),
+              ElementsAre(2, 8, 3));
+  Tensor p = T(tir::v1::DTYPE_I1, {4}, {0, 0, 1, 1}), q = T(tir::v1::DTYPE_I1, {4}, {0, 1, 0, 1});
+  EXPECT_THAT(One("%p: tensor<4xi1>, %q: tensor<4xi1>", "and %p, %q : tensor<4xi1>", "tensor<4xi1>", {p, q}), ElementsAre(0, 0, 0, 1));
+  EXPECT_THAT(One("%p: tensor<4xi1>, %q: tensor<4xi1>", "or %p, %q : tensor<4xi1>", "tensor<4xi1>", {p, q}), ElementsAre(0, 1, 1, 1));
+  EXPECT_THAT(One("%p: tensor<4xi1>", "not %p : tensor<4xi1>", "tensor<4xi1>", {p}), ElementsAre(1, 1, 0, 0));
+}
+
+TEST_F(InterpreterTest, ConvertRoundsTruncatesAndSaturates) {
+  Tensor x = T(tir::v1::DTYPE_F64, {5}, {1.00390625, 1.01171875, 70000.0, -3.7, 1e10});
+  const std::string args = "%x: tensor<5xf64>";
+  // bf16 has 8 bits of mantissa: 1 + 2^-8 ties to even (1.0); 1 + 3*2^-8 rounds up.
+  EXPECT_THAT(One(args, "convert %x : tensor<5xf64> -> tensor<5xbf16>", "tensor<5xbf16>", {x}),
+              ElementsAre(1.0, 1.015625, 70144.0, -3.703125, 9999220736.0));
+  auto h = One(args, "convert %x : tensor<5xf64> -> tensor<5xf16>", "tensor<5xf16>", {x});
+  EXPECT_TRUE(std::isinf(h[2])) << "70000 overflows f16";
+  EXPECT_THAT(One(args, "convert %x : tensor<5xf64> -> tensor<5xsi8>", "tensor<5xsi8>", {x}), ElementsAre(1, 1, 127, -3, 127));
+  EXPECT_THAT(One(args, "convert %x : tensor<5xf64> -> tensor<5xui8>", "tensor<5xui8>", {x}), ElementsAre(1, 1, 255, 0, 255));
+}
+
+TEST_F(InterpreterTest, DataMovement) {
+  Tensor x = T(F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  const std::string args = "%x: tensor<2x3xf32>";
+  EXPECT_THAT(One(args, "transpose %x permutation = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>", "tensor<3x2xf32>", {x}),
+              ElementsAre(1, 4, 2, 5, 3, 6));
+  EXPECT_THAT(One(args, "reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>", "tensor<3x2xf32>", {x}), ElementsAre(1, 2, 3, 4, 5, 6));
+  EXPECT_THAT(One(args, "slice %x starts = [0, 0] limits = [2, 3] strides = [1, 2] : tensor<2x3xf32> -> tensor<2x2xf32>",
+                  "tensor<2x2xf32>", {x}),
+              ElementsAre(1, 3, 4, 6));
+  EXPECT_THAT(One("%x: tensor<2x3xf32>, %y: tensor<2x1xf32>",
+                  "concatenate %x, %y dimension = 1 : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>", "tensor<2x4xf32>",
+                  {x, T(F32, {2, 1}, {9, 8})}),
+              ElementsAre(1, 2, 3, 9, 4, 5, 6, 8));
+  EXPECT_THAT(One("%x: tensor<2x1xf32>", "broadcast %x : tensor<2x1xf32> -> tensor<2x3xf32>", "tensor<2x3xf32>",
+                  {T(F32, {2, 1}, {7, 8})}),
+              ElementsAre(7, 7, 7, 8, 8, 8));
+  EXPECT_THAT(One("", "iota dimension = 1 : tensor<2x3xsi32>", "tensor<2x3xsi32>", {}), ElementsAre(0, 1, 2, 0, 1, 2));
+  EXPECT_THAT(One("", "constant dense<[[1, 2], [3, 4]]> : tensor<2x2xui8>", "tensor<2x2xui8>", {}), ElementsAre(1, 2, 3, 4));
+}
+
+TEST_F(InterpreterTest, ReductionsInEveryMode) {
+  Tensor x = T(F32, {2, 3}, {1, -2, 3, 4, 5, -6});
+  const std::string args = "%x: tensor<2x3xf32>";
+  auto reduce = [&](const std::string &mode) {
+    return One(args, "reduce(%x)<dimensions = [1], reduction_mode = <" + mode + ">> : tensor<2x3xf32> -> tensor<2x1xf32>",
+               "tensor<2x1xf32>", {x});
+  };
+  EXPECT_THAT(reduce("add"), ElementsAre(2, 3));
+  EXPECT_THAT(reduce("mul"), ElementsAre(-6, -120));
+  EXPECT_THAT(reduce("max"), ElementsAre(3, 5));
+  EXPECT_THAT(reduce("min"), ElementsAre(-2, -6));
+  EXPECT_THAT(reduce("mean"), Pointwise(DoubleNear(1e-6), std::vector<double>{2.0 / 3, 1}));
+  EXPECT_THAT(reduce("amax"), ElementsAre(3, 6));
+  EXPECT_THAT(reduce("norm1"), ElementsAre(6, 15));
+  EXPECT_THAT(reduce("norm2"), Pointwise(DoubleNear(1e-6), std::vector<double>{std::sqrt(14.0), std::sqrt(77.0)}));
+  EXPECT_THAT(One(args, "reduce(%x)<dimensions = [0, 1], reduction_mode = <add>> : tensor<2x3xf32> -> tensor<1x1xf32>",
+                  "tensor<1x1xf32>", {x}),
+              ElementsAre(5));
+  EXPECT_THAT(One(args,
+                  "reduce_ud(%x)<dimensions = [0], identity = [0.0 : f32]> (%a: f32, %v: f32) {\n"
+                  "    %s = arith.mulf %v, %v : f32\n    %t = arith.addf %a, %s : f32\n    yield %t : f32\n"
+                  "  } : tensor<2x3xf32> -> tensor<1x3xf32>",
+                  "tensor<1x3xf32>", {x}),
+              ElementsAre(17, 29, 45));
+}
+
+TEST_F(InterpreterTest, BatchedMatmulWithBroadcastAndAccumulator) {
+  // A: 2 batches of 2x2; B: one 2x2 shared; acc adds 100.
+  Tensor a = T(F32, {2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), b = T(F32, {1, 2, 2}, {1, 0, 1, 1});
+  Tensor acc = T(F32, {2, 2, 2}, {100, 100, 100, 100, 100, 100, 100, 100});
+  EXPECT_THAT(One("%a: tensor<2x2x2xf32>, %b: tensor<1x2x2xf32>, %c: tensor<2x2x2xf32>",
+                  "matmul(%a, %b) accum(%c : tensor<2x2x2xf32>) : (tensor<2x2x2xf32>, tensor<1x2x2xf32>) -> tensor<2x2x2xf32>",
+                  "tensor<2x2x2xf32>", {a, b, acc}),
+              ElementsAre(103, 102, 107, 104, 111, 106, 115, 108));
+}
+
+TEST_F(InterpreterTest, StridedInputsAreGatheredByTheirStrides) {
+  // A 2x3 tensor stored column-major: element (i, j) at offset i + 2j.
+  const float buffer[6] = {1, 4, 2, 5, 3, 6};
+  Tensor x = FromBuffer(F32, {2, 3}, {1, 2}, buffer);
+  EXPECT_THAT(Values(x), ElementsAre(1, 2, 3, 4, 5, 6));
+  float out[6] = {};
+  ToBuffer(x, {1, 2}, out);
+  EXPECT_THAT(std::vector<float>(out, out + 6), ElementsAre(1, 4, 2, 5, 3, 6));
+  EXPECT_EQ(BufferBytes(F32, {2, 3}, {1, 2}), 24);
+  // bf16 stored as raw bits.
+  const uint16_t bf[2] = {0x3f80, 0xc040};  // 1.0, -3.0
+  EXPECT_THAT(Values(FromBuffer(tir::v1::DTYPE_BF16, {2}, {}, bf)), ElementsAre(1.0, -3.0));
+}
+
+TEST_F(InterpreterTest, DynamicShapesResolveFromInputsAndDynamicDims) {
+  const std::string g = R"mlir(
+tir.graph @g(%x: tensor<?x3xf32>, %v: f32) -> (tensor<?x3xf32>, tensor<?x1xf32>) {
+  %n = dim %x dimension = 0 : tensor<?x3xf32>
+  %f = splat %v dynamic_dims(%n) : tensor<?x3xf32>
+  %y = mul %x, %f : tensor<?x3xf32>
+  %s = reduce(%y)<dimensions = [1], reduction_mode = <add>> : tensor<?x3xf32> -> tensor<?x1xf32>
+  results %y, %s : tensor<?x3xf32>, tensor<?x1xf32>
+}
+)mlir";
+  for (int64_t rows : {1, 2, 5}) {
+    Tensor x = Tensor::Zeros(F32, {rows, 3});
+    for (int64_t k = 0; k < x.NumElements(); ++k) x.SetF(k, k);
+    auto out = Run(g, {x, Tensor::Scalar(F32, 2.0)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT((*out)[0].shape, ElementsAre(rows, 3));
+    EXPECT_THAT((*out)[1].shape, ElementsAre(rows, 1));
+    EXPECT_EQ((*out)[1].GetF(rows - 1), 2.0 * (3 * (rows - 1) * 3 + 3));
+  }
+}
+
+TEST_F(InterpreterTest, BadInputsAreRejected) {
+  const std::string g = "tir.graph @g(%x: tensor<?x3xf32>, %y: tensor<?x3xf32>) -> tensor<?x3xf32> {\n"
+                        "  %r = add %x, %y : tensor<?x3xf32>\n  results %r : tensor<?x3xf32>\n}\n";
+  auto count = Run(g, {Tensor::Zeros(F32, {2, 3})});
+  EXPECT_THAT(std::string(count.status().message()), HasSubstr("takes 2 inputs, got 1"));
+  auto shape = Run(g, {Tensor::Zeros(F32, {2, 4}), Tensor::Zeros(F32, {2, 3})});
+  EXPECT_THAT(std::string(shape.status().message()), HasSubstr("input #0 has shape [2, 4]"));
+  auto dtype = Run(g, {Tensor::Zeros(tir::v1::DTYPE_F16, {2, 3}), Tensor::Zeros(F32, {2, 3})});
+  EXPECT_THAT(std::string(dtype.status().message()), HasSubstr("dtype f16, expected f32"));
+  auto runtime = Run(g, {Tensor::Zeros(F32, {2, 3}), Tensor::Zeros(F32, {3, 3})});
+  EXPECT_THAT(std::string(runtime.status().message()), HasSubstr("do not broadcast at run time"));
+}
+
+TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
+  std::ifstream in("tests/graphs/every_op.mlir");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto module = parseTirModule(ss.str(), ctx_.get());
+  ASSERT_TRUE(module);
+  int graphs = 0;
+  for (GraphOp graph : module->getOps<GraphOp>()) {
+    SCOPED_TRACE(graph.getSymName().str());
+    std::vector<Tensor> inputs;
+    uint64_t seed = 1;
+    for (mlir::Type t : graph.getArgumentTypes()) {
+      if (auto tensor = t.dyn_cast<mlir::RankedTensorType>()) {
+        inputs.push_back(RandomTensor(DTypeOf(tensor.getElementType()),
+                                      std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()), seed++));
+      } else if (t.isIndex()) {
+        inputs.push_back(Tensor::ScalarInt(tir::v1::DTYPE_INDEX, 3));
+      } else {
+        inputs.push_back(Tensor::Scalar(DTypeOf(t), 0.5));
+      }
+    }
+    auto out = Evaluate(graph, inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->size(), graph.getResultTypes().size());
+    ++graphs;
+  }
+  EXPECT_EQ(graphs, 3);
+}
+
+}  // namespace
+}  // namespace tir::reference

@@ -1,0 +1,280 @@
+#include "compiler/reference/Tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "absl/strings/str_join.h"
+#include "llvm/ADT/APFloat.h"
+
+namespace tir::reference {
+namespace {
+
+const llvm::fltSemantics *Semantics(DType d) {
+  switch (d) {
+    case tir::v1::DTYPE_F16: return &llvm::APFloat::IEEEhalf();
+    case tir::v1::DTYPE_BF16: return &llvm::APFloat::BFloat();
+    case tir::v1::DTYPE_F8E4M3FN: return &llvm::APFloat::Float8E4M3FN();
+    case tir::v1::DTYPE_F8E5M2: return &llvm::APFloat::Float8E5M2();
+    default: return nullptr;
+  }
+}
+
+uint64_t LoadBits(const uint8_t *p, int bytes) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, bytes);  // little-endian host
+  return v;
+}
+
+void StoreBits(uint8_t *p, uint64_t v, int bytes) { std::memcpy(p, &v, bytes); }
+
+std::vector<int64_t> RowMajor(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+// Calls fn(linear row-major index, buffer element offset) for every element.
+template <typename Fn>
+void ForEachStrided(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides, Fn fn) {
+  const int64_t rank = shape.size();
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n == 0) return;
+  std::vector<int64_t> idx(rank, 0);
+  int64_t offset = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    fn(k, offset);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      ++idx[d];
+      offset += strides[d];
+      if (idx[d] < shape[d]) break;
+      offset -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+bool IsFloat(DType d) {
+  return d == tir::v1::DTYPE_F16 || d == tir::v1::DTYPE_BF16 || d == tir::v1::DTYPE_F32 ||
+         d == tir::v1::DTYPE_F64 || d == tir::v1::DTYPE_F8E4M3FN || d == tir::v1::DTYPE_F8E5M2;
+}
+bool IsUnsigned(DType d) {
+  return d == tir::v1::DTYPE_UI8 || d == tir::v1::DTYPE_UI16 || d == tir::v1::DTYPE_UI32 ||
+         d == tir::v1::DTYPE_UI64;
+}
+bool IsInteger(DType d) {
+  return IsUnsigned(d) || d == tir::v1::DTYPE_SI8 || d == tir::v1::DTYPE_SI16 ||
+         d == tir::v1::DTYPE_SI32 || d == tir::v1::DTYPE_SI64 || d == tir::v1::DTYPE_INDEX;
+}
+int BitWidth(DType d) {
+  switch (d) {
+    case tir::v1::DTYPE_I1: return 1;
+    case tir::v1::DTYPE_SI8: case tir::v1::DTYPE_UI8: case tir::v1::DTYPE_F8E4M3FN:
+    case tir::v1::DTYPE_F8E5M2: return 8;
+    case tir::v1::DTYPE_SI16: case tir::v1::DTYPE_UI16: case tir::v1::DTYPE_F16:
+    case tir::v1::DTYPE_BF16: return 16;
+    case tir::v1::DTYPE_SI32: case tir::v1::DTYPE_UI32: case tir::v1::DTYPE_F32: return 32;
+    default: return 64;
+  }
+}
+int StorageBytes(DType d) { return d == tir::v1::DTYPE_I1 ? 1 : BitWidth(d) / 8; }
+
+double RoundToFloat(double v, DType d) {
+  if (d == tir::v1::DTYPE_F64) return v;
+  if (d == tir::v1::DTYPE_F32) return static_cast<double>(static_cast<float>(v));
+  const llvm::fltSemantics *sem = Semantics(d);
+  if (sem == nullptr) return v;
+  llvm::APFloat x(v);
+  bool lost = false;
+  x.convert(*sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+  x.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return x.convertToDouble();
+}
+
+int64_t WrapToInteger(int64_t v, DType d) {
+  const int bits = BitWidth(d);
+  if (bits >= 64) return v;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (!IsUnsigned(d) && (u >> (bits - 1)) & 1) u |= ~mask;  // sign-extend
+  return static_cast<int64_t>(u);
+}
+
+Tensor Tensor::Zeros(DType dtype, std::vector<int64_t> shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  const int64_t n = t.NumElements();
+  if (t.UsesInts()) t.i.assign(n, 0); else t.f.assign(n, 0.0);
+  return t;
+}
+
+Tensor Tensor::Scalar(DType dtype, double value) {
+  Tensor t = Zeros(dtype, {});
+  t.scalar = true;
+  t.SetF(0, value);
+  return t;
+}
+
+Tensor Tensor::ScalarInt(DType dtype, int64_t value) {
+  Tensor t = Zeros(dtype, {});
+  t.scalar = true;
+  t.SetI(0, value);
+  return t;
+}
+
+int64_t Tensor::NumElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+int64_t Tensor::GetI(int64_t k) const {
+  if (UsesInts()) return i[k];
+  const double v = f[k];
+  return std::isnan(v) ? 0 : static_cast<int64_t>(v);
+}
+
+double Tensor::AsDouble(int64_t k) const {
+  return IsUnsigned(dtype) ? static_cast<double>(static_cast<uint64_t>(i[k]))
+                           : static_cast<double>(i[k]);
+}
+
+void Tensor::SetF(int64_t k, double v) {
+  if (UsesInts()) {
+    // Float -> integer: NaN is 0, truncate toward zero, saturate.
+    if (std::isnan(v)) { i[k] = 0; return; }
+    const int bits = BitWidth(dtype);
+    if (IsUnsigned(dtype)) {
+      const double hi = bits >= 64 ? 18446744073709549568.0 : std::ldexp(1.0, bits) - 1;
+      const double c = std::min(std::max(std::trunc(v), 0.0), hi);
+      i[k] = WrapToInteger(static_cast<int64_t>(static_cast<uint64_t>(c)), dtype);
+    } else {
+      const double lim = std::ldexp(1.0, bits - 1);
+      const double c = std::min(std::max(std::trunc(v), -lim), lim - (bits >= 64 ? 1024 : 1));
+      i[k] = WrapToInteger(static_cast<int64_t>(c), dtype);
+    }
+    return;
+  }
+  if (dtype == tir::v1::DTYPE_I1) { f[k] = (v != 0 && !std::isnan(v)) ? 1.0 : 0.0; return; }
+  f[k] = RoundToFloat(v, dtype);
+}
+
+void Tensor::SetI(int64_t k, int64_t v) {
+  if (UsesInts()) { i[k] = WrapToInteger(v, dtype); return; }
+  SetF(k, static_cast<double>(v));
+}
+
+std::string Tensor::ShapeString() const { return "[" + absl::StrJoin(shape, ", ") + "]"; }
+
+Tensor FromBuffer(DType dtype, const std::vector<int64_t> &shape,
+                  const std::vector<int64_t> &strides, const void *data) {
+  Tensor t = Tensor::Zeros(dtype, shape);
+  const std::vector<int64_t> s = strides.empty() ? RowMajor(shape) : strides;
+  const int bytes = StorageBytes(dtype);
+  const uint8_t *base = static_cast<const uint8_t *>(data);
+  const llvm::fltSemantics *sem = Semantics(dtype);
+  ForEachStrided(shape, s, [&](int64_t k, int64_t off) {
+    const uint64_t bits = LoadBits(base + off * bytes, bytes);
+    if (t.UsesInts()) {
+      t.i[k] = WrapToInteger(static_cast<int64_t>(bits), dtype);
+    } else if (dtype == tir::v1::DTYPE_F32) {
+      float x;
+      std::memcpy(&x, &bits, 4);
+      t.f[k] = x;
+    } else if (dtype == tir::v1::DTYPE_F64) {
+      double x;
+      std::memcpy(&x, &bits, 8);
+      t.f[k] = x;
+    } else if (dtype == tir::v1::DTYPE_I1) {
+      t.f[k] = bits != 0 ? 1.0 : 0.0;
+    } else {
+      llvm::APFloat x(*sem, llvm::APInt(BitWidth(dtype), bits));
+      bool lost = false;
+      x.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
+      t.f[k] = x.convertToDouble();
+    }
+  });
+  return t;
+}
+
+void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data) {
+  const std::vector<int64_t> s = strides.empty() ? RowMajor(t.shape) : strides;
+  const int bytes = StorageBytes(t.dtype);
+  uint8_t *base = static_cast<uint8_t *>(data);
+  const llvm::fltSemantics *sem = Semantics(t.dtype);
+  ForEachStrided(t.shape, s, [&](int64_t k, int64_t off) {
+    uint64_t bits = 0;
+    if (t.UsesInts()) {
+      bits = static_cast<uint64_t>(t.i[k]);
+    } else if (t.dtype == tir::v1::DTYPE_F32) {
+      float x = static_cast<float>(t.f[k]);
+      std::memcpy(&bits, &x, 4);
+    } else if (t.dtype == tir::v1::DTYPE_F64) {
+      std::memcpy(&bits, &t.f[k], 8);
+    } else if (t.dtype == tir::v1::DTYPE_I1) {
+      bits = t.f[k] != 0 ? 1 : 0;
+    } else {
+      llvm::APFloat x(t.f[k]);
+      bool lost = false;
+      x.convert(*sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+      bits = x.bitcastToAPInt().getZExtValue();
+    }
+    StoreBits(base + off * bytes, bits, bytes);
+  });
+}
+
+int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &strides) {
+  const std::vector<int64_t> s = strides.empty() ? RowMajor(shape) : strides;
+  int64_t last = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return 0;
+    last += (shape[d] - 1) * s[d];
+  }
+  return (last + 1) * StorageBytes(dtype);
+}
+
+Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t seed) {
+  Tensor t = Tensor::Zeros(dtype, shape);
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull + 1);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  const int64_t n = t.NumElements();
+  for (int64_t k = 0; k < n; ++k) {
+    if (t.UsesInts()) {
+      const int64_t lo = IsUnsigned(dtype) ? 0 : -8;
+      t.SetI(k, lo + static_cast<int64_t>(rng() % 17));
+    } else if (dtype == tir::v1::DTYPE_I1) {
+      t.f[k] = static_cast<double>(rng() & 1);
+    } else {
+      double v = uni(rng);
+      if (v == 0.0) v = 0.5;
+      t.SetF(k, v);
+    }
+  }
+  return t;
+}
+
+double RelativeL2Error(const Tensor &got, const Tensor &want) {
+  if (got.shape != want.shape) return std::numeric_limits<double>::infinity();
+  double num = 0, den = 0;
+  const int64_t n = want.NumElements();
+  for (int64_t k = 0; k < n; ++k) {
+    const double g = got.GetF(k), w = want.GetF(k);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isnan(g) || std::isnan(w)) return std::numeric_limits<double>::infinity();
+    if (std::isinf(w) || std::isinf(g)) {
+      if (g != w) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    num += (g - w) * (g - w);
+    den += w * w;
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+}  // namespace tir::reference

@@ -1,0 +1,83 @@
+// Host tensors for the reference interpreter.
+//
+// Values are kept dense and row-major. Float dtypes (and i1) are stored as
+// doubles already rounded to the dtype (f32, f16, bf16 and f8 rounding is
+// emulated on every store); integer and index dtypes as int64 with the
+// dtype's wrap-around applied (ui64 keeps its bit pattern).
+
+#ifndef TIR_COMPILER_REFERENCE_TENSOR_H_
+#define TIR_COMPILER_REFERENCE_TENSOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tir/v1/graph.pb.h"
+
+namespace tir::reference {
+
+using DType = tir::v1::DType;
+
+bool IsFloat(DType d);
+bool IsInteger(DType d);   // si*, ui*, index
+bool IsUnsigned(DType d);  // ui*
+int BitWidth(DType d);     // i1 -> 1, index -> 64
+int StorageBytes(DType d); // bytes per element in a buffer (i1 -> 1)
+
+// Rounds `v` to the nearest value of float dtype `d` (ties to even).
+double RoundToFloat(double v, DType d);
+// Wraps `v` to integer dtype `d` (two's complement truncation).
+int64_t WrapToInteger(int64_t v, DType d);
+
+struct Tensor {
+  DType dtype = tir::v1::DTYPE_F32;
+  std::vector<int64_t> shape;
+  bool scalar = false;       // a scalar value, not a rank-0 tensor
+  std::vector<double> f;     // float and i1 dtypes
+  std::vector<int64_t> i;    // integer and index dtypes
+
+  static Tensor Zeros(DType dtype, std::vector<int64_t> shape);
+  static Tensor Scalar(DType dtype, double value);
+  static Tensor ScalarInt(DType dtype, int64_t value);
+
+  int64_t NumElements() const;
+  bool UsesInts() const { return IsInteger(dtype); }
+
+  // Element `k` (row-major) as a double / as an int64.
+  double GetF(int64_t k) const { return UsesInts() ? AsDouble(k) : f[k]; }
+  int64_t GetI(int64_t k) const;
+  // Stores `v` at `k` with the dtype's rounding or wrap.
+  void SetF(int64_t k, double v);
+  void SetI(int64_t k, int64_t v);
+
+  std::string ShapeString() const;
+
+ private:
+  double AsDouble(int64_t k) const;
+};
+
+// Reads a tensor of `shape` from a buffer laid out with element `strides`
+// (empty: row-major), elements stored natively (f16/bf16/f8 as raw bits,
+// i1 as one byte).
+Tensor FromBuffer(DType dtype, const std::vector<int64_t> &shape,
+                  const std::vector<int64_t> &strides, const void *data);
+
+// Writes `t` into a buffer laid out with `strides` (empty: row-major).
+void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data);
+
+// Size in bytes a buffer with `shape` and `strides` spans.
+int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &strides);
+
+// Deterministic random values: floats uniform in [-1, 1) (never all zero),
+// integers in a small range that avoids overflow in typical graphs, i1 0/1.
+Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t seed);
+
+// Relative L2 error ||got - want|| / max(||want||, tiny); infinity when the
+// shapes differ or any NaN appears in `got` where `want` has none.
+double RelativeL2Error(const Tensor &got, const Tensor &want);
+
+}  // namespace tir::reference
+
+#endif  // TIR_COMPILER_REFERENCE_TENSOR_H_
