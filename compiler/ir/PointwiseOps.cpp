@@ -87,8 +87,10 @@ ParseResult parseOperandTypes(OpAsmParser &parser, OperationState &result,
   return success();
 }
 
-// The short form reproduces these types exactly.
+// The short form reproduces these types exactly. `pow` always prints its
+// functional type (its operands may legitimately differ in element type).
 bool shortFormFits(Operation *op) {
+  if (op->getName().getStringRef() == "tir.pow") return false;
   Type first = op->getOperand(0).getType();
   const bool select = op->getName().getStringRef() == "tir.binary_select";
   for (unsigned i = 0; i < op->getNumOperands(); ++i) {

@@ -120,8 +120,6 @@ LogicalResult ReduceOp::verify() {
 // reduce_ud
 //===----------------------------------------------------------------------===//
 
-llvm::StringRef ReduceUdOp::getDefaultDialect() { return "tir"; }
-
 ParseResult ReduceUdOp::parse(OpAsmParser &parser, OperationState &result) {
   llvm::SmallVector<OpAsmParser::UnresolvedOperand> inputs;
   llvm::SMLoc loc = parser.getCurrentLocation();

@@ -89,6 +89,11 @@ LogicalResult SplatOp::verify() {
   return verifyDynamicDims(*this, getDynamicDims(), out);
 }
 
+void IotaOp::getAsmResultNames(function_ref<void(Value, llvm::StringRef)> setName) {
+  // "iota_<dimension>", as TensorIR names it (the printer uniquifies repeats).
+  setName(getOutput(), ("iota_" + llvm::Twine(getDimension())).str());
+}
+
 LogicalResult IotaOp::verify() {
   auto out = getOutput().getType().cast<RankedTensorType>();
   const int64_t dim = getDimension();

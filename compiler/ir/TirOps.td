@@ -218,7 +218,8 @@ def Tir_SplatOp : Tir_Op<"splat", [Pure,
   let hasVerifier = 1;
 }
 
-def Tir_IotaOp : Tir_Op<"iota", [Pure]> {
+def Tir_IotaOp : Tir_Op<"iota", [Pure,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "element indices along one dimension: `iota dimension = 1 : T`";
   let arguments = (ins I64Attr:$dimension, Variadic<Index>:$dynamic_dims);
   let results = (outs Tir_Tensor:$output);
@@ -297,8 +298,7 @@ def Tir_ReduceOp : Tir_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tir_ReduceUdOp : Tir_Op<"reduce_ud", [Pure,
-    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getDefaultDialect"]>]> {
+def Tir_ReduceUdOp : Tir_Op<"reduce_ud", [Pure]> {
   let summary = "reduce dimensions with a user-defined combiner region";
   let description = [{
     N inputs reduce together into N results. The region takes

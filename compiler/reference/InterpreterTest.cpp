@@ -212,7 +212,7 @@ TEST_F(InterpreterTest, ReductionsInEveryMode) {
               ElementsAre(5));
   EXPECT_THAT(One(args,
                   "reduce_ud(%x)<dimensions = [0], identity = [0.0 : f32]> (%a: f32, %v: f32) {\n"
-                  "    %s = arith.mulf %v, %v : f32\n    %t = arith.addf %a, %s : f32\n    yield %t : f32\n"
+                  "    %s = arith.mulf %v, %v : f32\n    %t = arith.addf %a, %s : f32\n    tir.yield %t : f32\n"
                   "  } : tensor<2x3xf32> -> tensor<1x3xf32>",
                   "tensor<1x3xf32>", {x}),
               ElementsAre(17, 29, 45));

@@ -89,7 +89,7 @@ tir.graph @contract(%a: tensor<2x4x8xf16>, %b: tensor<1x8x3xf16>, %acc: tensor<2
   %ud = reduce_ud(%w)<dimensions = [1], identity = [0.000000e+00 : f32]> (%acc0: f32, %x0: f32) {
     %sq = arith.mulf %x0, %x0 : f32
     %s = arith.addf %acc0, %sq : f32
-    yield %s : f32
+    tir.yield %s : f32
   } : tensor<4x6xf32> -> tensor<4x1xf32>
   results %m, %sum, %mx, %ud : tensor<2x4x3xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
 }

@@ -1,0 +1,139 @@
+// RUN: tir-opt %s --split-input-file --verify-diagnostics
+
+// Tests that operand shapes that do not broadcast name the dimension.
+tir.graph @noBroadcast(%a: tensor<4x8xf32>, %b: tensor<4x3xf32>) -> tensor<4x8xf32> {
+  // expected-error @below {{operand shapes do not broadcast: dimension 1 is 8 in operand #0 and 3 in operand #1}}
+  %r = add %a, %b : (tensor<4x8xf32>, tensor<4x3xf32>) -> tensor<4x8xf32>
+  results %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that the result of a broadcast must be the merged shape.
+tir.graph @wrongMergedResult(%a: tensor<4x1xf32>, %b: tensor<1x8xf32>) -> tensor<4x4xf32> {
+  // expected-error @below {{expects result dimension 1 to be 8 (the broadcast of the operands), got 4}}
+  %r = mul %a, %b : (tensor<4x1xf32>, tensor<1x8xf32>) -> tensor<4x4xf32>
+  results %r : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that float-only math rejects integers.
+tir.graph @expOfInt(%a: tensor<4xsi32>) -> tensor<4xsi32> {
+  // expected-error @below {{requires a floating point type, got 'si32'}}
+  %r = exp %a : tensor<4xsi32>
+  results %r : tensor<4xsi32>
+}
+
+// -----
+
+// Tests that unknown signature attributes are errors, not dropped.
+// expected-error @below {{does not support signature attribute `tir.strides` on argument #0}}
+tir.graph @unknownSignatureAttr(%a: tensor<4xf32> {tir.strides = "(1)"}) -> tensor<4xf32> {
+  results %a : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a stride on a scalar argument is misplaced.
+// expected-error @below {{expects tir.stride attribute to be applied to tensor type, but got 'f32' on argument #0}}
+tir.graph @strideOnScalar(%a: f32 {tir.stride = "(1)"}) {
+  results
+}
+
+// -----
+
+// Tests that strides must have one entry per dimension.
+// expected-error @below {{expects stride is valid for corresponding shape, but got "(4,1,1)" (3 entries)}}
+tir.graph @strideRank(%a: tensor<4x4xf32> {tir.stride = "(4,1,1)"}) {
+  results
+}
+
+// -----
+
+// Tests that a zero stride is refused.
+// expected-error @below {{stride=0 is not allowed in graph argument stride attribute "(0,1)"}}
+tir.graph @strideZero(%a: tensor<4x4xf32> {tir.stride = "(0,1)"}) {
+  results
+}
+
+// -----
+
+// Tests that ranks above 8 exceed tir's limit.
+// expected-error @below {{argument #0 has rank 9, above the limit of 8}}
+tir.graph @rankLimit(%a: tensor<1x1x1x1x1x1x1x1x1xf32>) {
+  results
+}
+
+// -----
+
+// Tests that extents above 2^40 exceed tir's limit.
+// expected-error @below {{argument #0 dimension 0 has extent 2199023255553, above the limit of 2^40}}
+tir.graph @dimLimit(%a: tensor<2199023255553xf32>) {
+  results
+}
+
+// -----
+
+// Tests that a reduction keeps non-reduced extents exactly.
+tir.graph @reduceInherits(%a: tensor<?x8xf32>) -> tensor<4x1xf32> {
+  // expected-error @below {{expects output dimension 0 to remain dynamic because the corresponding input dimension is dynamic}}
+  %r = reduce(%a)<dimensions = [1], reduction_mode = <add>> : tensor<?x8xf32> -> tensor<4x1xf32>
+  results %r : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that an unknown reduction mode is a parse error naming the choices.
+tir.graph @badMode(%a: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  // expected-error @below {{unknown reduction mode 'sum'; expected add, mul, max, min, mean, amax, norm1 or norm2}}
+  %r = reduce(%a)<dimensions = [1], reduction_mode = <sum>> : tensor<4x8xf32> -> tensor<4x1xf32>
+  results %r : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that matmul contracting extents must agree.
+tir.graph @matmulK(%a: tensor<4x8xf32>, %b: tensor<6x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @below {{expects the contracting dimensions of A and B to match, but got 8 and 6}}
+  %r = matmul(%a, %b) : (tensor<4x8xf32>, tensor<6x2xf32>) -> tensor<4x2xf32>
+  results %r : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that a reduce_ud body may only hold scalar arith ops.
+tir.graph @udBody(%a: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %r = reduce_ud(%a)<dimensions = [1], identity = [0.0 : f32]> (%acc: f32, %v: f32) {
+    // expected-error @below {{is not allowed in a reduce_ud body; use scalar arith ops}}
+    %x = tir.constant 1.0 : f32
+    tir.yield %acc : f32
+  } : tensor<4x8xf32> -> tensor<4x1xf32>
+  results %r : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that an integer comparison needs an integer predicate.
+tir.graph @cmpPredicate(%a: tensor<4xsi8>, %b: tensor<4xsi8>) -> tensor<4xi1> {
+  // expected-error @below {{integer operands require an integer predicate (eq, neq, gt, ge, lt, le), got 'olt'}}
+  %r = cmp %a olt %b : tensor<4xsi8>
+  results %r : tensor<4xi1>
+}
+
+// -----
+
+// Tests that signless integers are not tir element types.
+// expected-error @below {{expects argument #0 to be a TensorIR ranked tensor, but got 'tensor<4xi32>'}}
+tir.graph @signless(%a: tensor<4xi32>) {
+  results
+}
+
+// -----
+
+// Tests that a graph body holds tir ops only.
+tir.graph @foreignOp(%a: f32) -> f32 {
+  // expected-error @below {{is not a tir op; a graph body holds tir ops only}}
+  %r = arith.addf %a, %a : f32
+  results %r : f32
+}

@@ -1,0 +1,87 @@
+"""Checks tir against NVIDIA TensorIR's published test inputs.
+
+The inputs live outside the repository, in $TIR_REFERENCE_DIR/tensor-ir (set
+by tools/test to ../shared/reference); without them the test says it skipped.
+
+1. ops, types, shape-merge, layout_attr: each file's RUN modes (print,
+   print | re-parse, generic print | re-parse) are run through tir-opt and the
+   file's own CHECK lines, with `nv_tensor_ir.` read as `tir.`, must match.
+   Printing is a fixed point: re-parsing the output prints it again unchanged.
+2. canonicalize: parses and round-trips (its CHECKs describe TensorIR's
+   canonicalization patterns, which are not part of this check).
+3. invalid, matmul-invalid, reduce-invalid, pow-invalid: every case (split at
+   `// -----`) with an expected-error is rejected; every other case accepted.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+FILECHECK = "/usr/lib/llvm-16/bin/FileCheck"
+
+
+def run(cmd, stdin=None):
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True)
+
+
+def main():
+    tir_opt = os.path.abspath("compiler/tools/tir-opt")
+    ref = os.environ.get("TIR_REFERENCE_DIR", "")
+    tdir = os.path.join(ref, "tensor-ir")
+    if not ref or not os.path.isdir(tdir):
+        print("SKIPPED: TensorIR reference inputs not found (TIR_REFERENCE_DIR=%r)" % ref)
+        return 0
+    failures = []
+    checked = 0
+
+    for name in ["ops", "types", "shape-merge", "layout_attr", "canonicalize"]:
+        path = os.path.join(tdir, name + ".mlir")
+        text = open(path).read()
+        split = ["--split-input-file"] if "split-input-file" in text else []
+        printed = run([tir_opt] + split + [path])
+        if printed.returncode != 0:
+            failures.append("%s: does not parse: %s" % (name, printed.stderr[:2000]))
+            continue
+        again = run([tir_opt] + split + ["-"], printed.stdout)
+        if again.returncode != 0 or again.stdout != printed.stdout:
+            failures.append("%s: printing is not a fixed point" % name)
+        generic = run([tir_opt] + split + ["--mlir-print-op-generic", path])
+        from_generic = run([tir_opt] + split + ["-"], generic.stdout)
+        if generic.returncode != 0 or from_generic.returncode != 0 or from_generic.stdout != printed.stdout:
+            failures.append("%s: generic form does not round-trip: %s" % (name, from_generic.stderr[:2000]))
+        checked += 1
+        if name == "canonicalize":
+            continue
+        with tempfile.NamedTemporaryFile("w", suffix=".mlir", delete=False) as f:
+            f.write(text.replace("nv_tensor_ir.", "tir."))
+            checks = f.name
+        for mode, output in [("print", printed.stdout), ("re-parse", again.stdout),
+                             ("generic", from_generic.stdout)]:
+            fc = run([FILECHECK, checks], output)
+            if fc.returncode != 0:
+                failures.append("%s (%s): CHECK lines do not match:\n%s" % (name, mode, fc.stderr[:3000]))
+        os.unlink(checks)
+
+    for name in ["invalid", "matmul-invalid", "reduce-invalid", "pow-invalid"]:
+        text = open(os.path.join(tdir, name + ".mlir")).read()
+        for i, case in enumerate(re.split(r"(?m)^// -----\s*$", text)):
+            expect_error = "expected-error" in case
+            p = run([tir_opt, "-"], case)
+            rejected = p.returncode != 0
+            checked += 1
+            if rejected != expect_error:
+                failures.append("%s case %d: %s" % (
+                    name, i, "accepted but TensorIR rejects it" if expect_error
+                    else "rejected: " + p.stderr.strip()[:500]))
+            elif rejected and "error:" not in p.stderr:
+                failures.append("%s case %d: rejected without a diagnostic" % (name, i))
+
+    print("checked %d files/cases" % checked)
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
