@@ -30,6 +30,9 @@ absl::StatusOr<tir::v1::Graph> ExportGraph(GraphOp graph);
 
 // A graph from any accepted encoding, parsed and verified: the module and its
 // single tir.graph (a source with zero or several graphs is INVALID_GRAPH).
+// LoadGraphSource is what a compile request goes through, so it also refuses
+// a graph without outputs (valid IR, as in TensorIR, but nothing to compile);
+// LoadGraphText accepts it.
 struct LoadedGraph {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   GraphOp graph;

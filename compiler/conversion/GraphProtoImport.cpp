@@ -9,7 +9,10 @@
 //    attributes and regions, located at a NameLoc carrying its result name.
 // 4. Run the dialect verifier; its diagnostics become the error message.
 
+#include <cctype>
 #include <deque>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/conversion/AttributeProto.h"
@@ -24,6 +27,21 @@ namespace {
 
 absl::Status Invalid(const std::string &message) {
   return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", message);
+}
+
+// Attribute names must print and re-parse as bare identifiers.
+bool IsValidAttributeName(const std::string &name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.')) return false;
+  }
+  return true;
+}
+
+absl::Status CheckAttributeName(const std::string &name, const std::string &where) {
+  if (IsValidAttributeName(name)) return absl::OkStatus();
+  return Invalid(absl::StrCat("attribute name '", name, "' of ", where,
+                              " is not an identifier ([A-Za-z_][A-Za-z0-9_$.]*)"));
 }
 
 std::string OpLabel(const tir::v1::Op &op, int index, const std::string &scope) {
@@ -142,6 +160,7 @@ class Importer {
     for (const auto &[k, unused] : attrs) keys.push_back(k);
     std::sort(keys.begin(), keys.end());
     for (const std::string &k : keys) {
+      TIR_RETURN_IF_ERROR(CheckAttributeName(k, what));
       TIR_ASSIGN_OR_RETURN(mlir::Attribute a, ImportAttribute(attrs.at(k), k, ctx_, what));
       set(k, a);
     }
@@ -153,10 +172,10 @@ class Importer {
                          const std::string &scope) {
     const int n = ops.size();
     std::vector<int> missing(n, 0);
-    llvm::DenseMap<uint32_t, llvm::SmallVector<int>> waiting;  // id -> ops that need it
+    std::unordered_map<uint32_t, std::vector<int>> waiting;  // id -> ops that need it
     std::deque<int> ready;
     for (int i = 0; i < n; ++i) {
-      llvm::SmallDenseSet<uint32_t> seen;
+      std::unordered_set<uint32_t> seen;
       for (uint32_t id : ops[i].operands()) {
         if (values_.count(id) || !seen.insert(id).second) continue;
         ++missing[i];
@@ -183,7 +202,7 @@ class Importer {
     }
     if (built == n) return absl::OkStatus();
     // Explain the first op left over.
-    llvm::DenseMap<uint32_t, int> producer;
+    std::unordered_map<uint32_t, int> producer;
     for (int i = 0; i < n; ++i) {
       for (const auto &r : ops[i].results()) producer[r.id()] = i;
     }
@@ -228,7 +247,7 @@ class Importer {
       loc = mlir::FusedLoc::get(ctx_, locs);
     }
     mlir::OperationState state(loc, *name);
-    for (uint32_t id : op.operands()) state.operands.push_back(values_.lookup(id));
+    for (uint32_t id : op.operands()) state.operands.push_back(values_.at(id));
     for (int k = 0; k < op.results_size(); ++k) {
       TIR_ASSIGN_OR_RETURN(mlir::Type t,
                            ImportType(op.results(k).type(), ctx_, absl::StrCat(label, " result #", k)));
@@ -241,6 +260,7 @@ class Importer {
     for (const auto &[k, unused] : op.attributes()) keys.push_back(k);
     std::sort(keys.begin(), keys.end());
     for (const std::string &k : keys) {
+      TIR_RETURN_IF_ERROR(CheckAttributeName(k, label));
       TIR_ASSIGN_OR_RETURN(mlir::Attribute a, ImportAttribute(op.attributes().at(k), k, ctx_, label));
       state.addAttribute(k, a);
     }
@@ -273,7 +293,8 @@ class Importer {
 
   mlir::MLIRContext *ctx_;
   mlir::OpBuilder builder_;
-  llvm::DenseMap<uint32_t, mlir::Value> values_;
+  // Any uint32 is a valid wire id, so no DenseMap (it reserves two keys).
+  std::unordered_map<uint32_t, mlir::Value> values_;
   std::set<uint32_t> all_ids_;
   std::set<std::string> names_;
 };

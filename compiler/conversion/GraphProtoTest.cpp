@@ -160,6 +160,9 @@ TEST_F(GraphProtoTest, MalformedGraphsAreRejectedWithReasonNamingTheCulprit) {
       {"shape mismatch",
        [](auto &g) { g.mutable_ops(0)->mutable_results(0)->mutable_type()->set_shape(0, 5); },
        "INVALID_GRAPH", "loc(\"e\"): error: 'tir.exp' op requires the result shape"},
+      {"empty attribute name",
+       [](auto &g) { (*g.mutable_ops(0)->mutable_attributes())[""].set_int_value(1); }, "INVALID_GRAPH",
+       "attribute name '' of op #0 (exp) is not an identifier"},
       {"newer schema", [](auto &g) { g.set_schema_version(7); }, "INVALID_GRAPH", "schema version 7"},
       {"literal size",
        [](auto &g) {
@@ -213,6 +216,12 @@ TEST_F(GraphProtoTest, GraphSourceAcceptsEveryEncoding) {
   auto fromProto = LoadGraphSource(proto, ctx_.get());
   ASSERT_TRUE(fromProto.ok()) << fromProto.status();
 
+  tir::v1::GraphSource noOutputs;
+  noOutputs.set_mlir_text("nv_tensor_ir.graph @g() {\n  results\n}\n");
+  EXPECT_TRUE(LoadGraphText(noOutputs.mlir_text(), ctx_.get()).ok()) << "valid TensorIR text";
+  EXPECT_THAT(std::string(LoadGraphSource(noOutputs, ctx_.get()).status().message()),
+              HasSubstr("nothing to compile"));
+
   auto empty = LoadGraphSource(tir::v1::GraphSource(), ctx_.get());
   EXPECT_EQ(ReasonOf(empty.status()), "INVALID_GRAPH");
 }
@@ -230,6 +239,23 @@ TEST_F(GraphProtoTest, TextErrorsCarryLocationAndReason) {
   EXPECT_THAT(std::string(two.status().message()), HasSubstr("exactly one tir.graph, found 2"));
   auto junk = LoadGraphText("this is not mlir", ctx_.get());
   EXPECT_EQ(ReasonOf(junk.status()), "INVALID_GRAPH");
+}
+
+}  // namespace
+}  // namespace tir
+
+namespace tir {
+namespace {
+
+TEST_F(GraphProtoTest, AnyUint32IsAValidValueId) {
+  tir::v1::Graph g = Valid();
+  // 0xffffffff and 0xfffffffe are reserved keys in LLVM's DenseMap.
+  g.mutable_inputs(0)->set_id(0xffffffffu);
+  g.mutable_ops(0)->set_operands(0, 0xffffffffu);
+  g.mutable_ops(0)->mutable_results(0)->set_id(0xfffffffeu);
+  g.mutable_ops(1)->set_operands(0, 0xfffffffeu);
+  auto m = ImportGraph(g, ctx_.get());
+  ASSERT_TRUE(m.ok()) << m.status();
 }
 
 }  // namespace

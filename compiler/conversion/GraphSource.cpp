@@ -48,9 +48,17 @@ absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
       return SingleGraph(std::move(module));
     }
     case tir::v1::GraphSource::kMlirText:
-      return LoadGraphText(source.mlir_text(), context, "graph.mlir");
-    case tir::v1::GraphSource::kMlirBytecode:
-      return LoadGraphText(source.mlir_bytecode(), context, "graph.mlirbc");
+    case tir::v1::GraphSource::kMlirBytecode: {
+      const bool text = source.source_case() == tir::v1::GraphSource::kMlirText;
+      TIR_ASSIGN_OR_RETURN(LoadedGraph loaded,
+                           LoadGraphText(text ? source.mlir_text() : source.mlir_bytecode(), context,
+                                         text ? "graph.mlir" : "graph.mlirbc"));
+      if (loaded.graph.getNumResults() == 0) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                         "empty graph: it has no outputs, so there is nothing to compile");
+      }
+      return loaded;
+    }
     case tir::v1::GraphSource::SOURCE_NOT_SET:
       break;
   }

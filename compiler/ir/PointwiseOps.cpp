@@ -22,23 +22,20 @@ Type withElementType(Type t, Type element) {
   return element;
 }
 
-// `<beta = 1.0 : f32>` (the type defaults to f32).
+// `<beta = 1.0 : f32>`: any float literal MLIR accepts (including the hex
+// form the printer uses for inf and NaN); an untyped literal is f64.
 ParseResult parseBeta(OpAsmParser &parser, OperationState &result) {
   if (failed(parser.parseOptionalLess())) return success();
-  double value = 0;
-  if (parser.parseKeyword("beta") || parser.parseEqual() || parser.parseFloat(value)) {
-    return failure();
-  }
-  Type type = parser.getBuilder().getF32Type();
-  if (succeeded(parser.parseOptionalColon())) {
-    if (parser.parseType(type)) return failure();
-    if (!type.isa<FloatType>()) {
-      return parser.emitError(parser.getCurrentLocation(), "beta must have a float type, got ")
-             << type;
-    }
+  Attribute beta;
+  llvm::SMLoc loc;
+  if (parser.parseKeyword("beta") || parser.parseEqual()) return failure();
+  loc = parser.getCurrentLocation();
+  if (parser.parseAttribute(beta)) return failure();
+  if (!beta.isa<FloatAttr>()) {
+    return parser.emitError(loc, "beta must be a floating-point literal, got ") << beta;
   }
   if (parser.parseGreater()) return failure();
-  result.addAttribute("beta", parser.getBuilder().getFloatAttr(type, value));
+  result.addAttribute("beta", beta);
   return success();
 }
 

@@ -30,6 +30,7 @@ def tir_cc_proto_library(name, srcs, deps = [], proto_deps = [], grpc = False, v
         name = name + "_gen",
         srcs = srcs + proto_deps,
         outs = outs,
+        visibility = visibility,
         cmd = ("protoc -I" + native.package_name() +
                " --cpp_out=$(RULEDIR)" + plugin +
                " " + " ".join(["$(location %s)" % s for s in srcs])),

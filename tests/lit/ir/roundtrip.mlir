@@ -8,7 +8,7 @@
 // CHECK-SAME: (%[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<1x8xf32>)
 // CHECK: %[[ADD:.*]] = add %[[A]], %[[B]] : (tensor<4x8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>
 // CHECK: %[[MUL:.*]] = mul %[[ADD]], %[[A]] : tensor<4x8xf32>
-// CHECK: %[[SP:.*]] = softplus_fwd<beta = 2.000000e+00 : f32> %[[MUL]] : tensor<4x8xf32>
+// CHECK: %[[SP:.*]] = softplus_fwd<beta = 2.000000e+00 : f64> %[[MUL]] : tensor<4x8xf32>
 // CHECK: %[[CMP:.*]] = cmp %[[SP]] olt %[[A]] : tensor<4x8xf32>
 // CHECK: %[[SEL:.*]] = binary_select %[[CMP]], %[[SP]], %[[A]] : tensor<4x8xf32>
 // CHECK: results %[[SEL]] : tensor<4x8xf32>
