@@ -10,7 +10,7 @@
 // 4. Run the dialect verifier; its diagnostics become the error message.
 
 #include <cctype>
-#include <deque>
+#include <queue>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -173,7 +173,8 @@ class Importer {
     const int n = ops.size();
     std::vector<int> missing(n, 0);
     std::unordered_map<uint32_t, std::vector<int>> waiting;  // id -> ops that need it
-    std::deque<int> ready;
+    // Min-heap: among ready ops, the earliest in the message goes first.
+    std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
     for (int i = 0; i < n; ++i) {
       std::unordered_set<uint32_t> seen;
       for (uint32_t id : ops[i].operands()) {
@@ -181,14 +182,13 @@ class Importer {
         ++missing[i];
         waiting[id].push_back(i);
       }
-      if (missing[i] == 0) ready.push_back(i);
+      if (missing[i] == 0) ready.push(i);
     }
     std::vector<bool> done(n, false);
     int built = 0;
     while (!ready.empty()) {
-      std::sort(ready.begin(), ready.end());
-      const int i = ready.front();
-      ready.pop_front();
+      const int i = ready.top();
+      ready.pop();
       TIR_RETURN_IF_ERROR(BuildOp(ops[i], i, scope));
       done[i] = true;
       ++built;
@@ -196,7 +196,7 @@ class Importer {
         auto it = waiting.find(r.id());
         if (it == waiting.end()) continue;
         for (int j : it->second) {
-          if (--missing[j] == 0) ready.push_back(j);
+          if (--missing[j] == 0) ready.push(j);
         }
       }
     }

@@ -24,6 +24,7 @@ def Tir_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
   let useDefaultAttributePrinterParser = 1;
+  let useFoldAPI = kEmitFoldAdaptorFolder;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     // Names of the signature attributes a graph argument or result may carry.
