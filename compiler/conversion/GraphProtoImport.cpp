@@ -230,13 +230,14 @@ class Importer {
     if (op.kind().empty()) return Invalid(label + " has no kind");
     const std::string fullName = op.kind().find('.') == std::string::npos ? "tir." + op.kind() : op.kind();
     std::optional<mlir::RegisteredOperationName> name = mlir::RegisteredOperationName::lookup(fullName, ctx_);
-    const bool structural = fullName == "tir.graph" || fullName == "tir.results" || fullName == "tir.yield";
+    const bool structural = fullName == "tir.graph" || fullName == "tir.results" ||
+                            fullName == "tir.yield" || fullName == "tir.launch";
     const bool allowed = name && !structural &&
                          (fullName.rfind("tir.", 0) == 0 || (!scope.empty() && fullName.rfind("arith.", 0) == 0));
     if (!allowed) {
       return MakeError(absl::StatusCode::kInvalidArgument, "UNSUPPORTED_OP",
                        absl::StrCat(label, ": unknown op kind '", op.kind(), "'",
-                                    structural ? " (structural ops are implied by the graph)" : ""));
+                                    structural ? " (structural ops are implied by the graph; launch exists only in partitioned modules)" : ""));
     }
     llvm::SmallVector<std::string> names;
     for (const auto &r : op.results()) names.push_back(r.name());

@@ -172,6 +172,17 @@ LogicalResult GraphOp::verifyRegions() {
   return success();
 }
 
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto callee = symbols.lookupNearestSymbolFrom<GraphOp>(*this, getCalleeAttr());
+  if (!callee) return emitOpError() << "launches " << getCalleeAttr() << ", which is not a tir.graph";
+  FunctionType type = callee.getFunctionType();
+  if (type.getInputs() != getArgs().getTypes() || type.getResults() != getResults().getTypes()) {
+    return emitOpError() << "types do not match kernel " << getCalleeAttr() << " of type " << type;
+  }
+  if (callee->isAncestor(*this)) return emitOpError() << "a kernel cannot launch itself";
+  return success();
+}
+
 LogicalResult ResultsOp::verify() {
   auto graph = (*this)->getParentOfType<GraphOp>();
   llvm::ArrayRef<Type> expected = graph.getFunctionType().getResults();

@@ -271,6 +271,7 @@ void ConcatenateOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult ConcatenateOp::verify() {
+  if (getInputs().empty()) return emitOpError() << "expected 1 or more operands, but found 0";
   auto out = getOutput().getType().cast<RankedTensorType>();
   auto first = getInputs()[0].getType().cast<RankedTensorType>();
   const int64_t rank = first.getRank();

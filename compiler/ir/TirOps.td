@@ -71,6 +71,23 @@ def Tir_YieldOp : Tir_Op<"yield", [Pure, Terminator, HasParent<"ReduceUdOp">]> {
   let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
 }
 
+def Tir_LaunchOp : Tir_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run one kernel graph of a partitioned graph";
+  let description = [{
+    After partitioning, the stitching graph holds only launches: each runs the
+    kernel graph `callee` on its operands (graph inputs or intermediates from
+    earlier launches) and yields the kernel's outputs, which become global
+    intermediates or graph outputs.
+
+    ```mlir
+    %t = launch @softmax_k0(%x) : (tensor<8x4096xf32>) -> tensor<8x1xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = "$callee `(` $args `)` attr-dict `:` functional-type($args, $results)";
+}
+
 //===----------------------------------------------------------------------===//
 // Pointwise binary
 //===----------------------------------------------------------------------===//

@@ -201,6 +201,15 @@ class Interpreter {
         .Case<ReduceOp>([&](ReduceOp o) { return EvalReduce(o); })
         .Case<ReduceUdOp>([&](ReduceUdOp o) { return EvalReduceUd(o); })
         .Case<MatmulOp>([&](MatmulOp o) { return EvalMatmul(o); })
+        .Case<LaunchOp>([&](LaunchOp o) -> absl::Status {
+          auto callee = mlir::SymbolTable::lookupNearestSymbolFrom<GraphOp>(o, o.getCalleeAttr());
+          if (!callee) return Invalid("launch of an unknown kernel graph");
+          std::vector<Tensor> args;
+          for (mlir::Value v : o.getArgs()) args.push_back(Get(v));
+          TIR_ASSIGN_OR_RETURN(std::vector<Tensor> outs, Interpreter().Run(callee, args));
+          for (auto [i, r] : llvm::enumerate(o.getResults())) TIR_RETURN_IF_ERROR(Set(r, std::move(outs[i])));
+          return absl::OkStatus();
+        })
         .Default([&](mlir::Operation *) {
           return MakeError(absl::StatusCode::kUnimplemented, "UNSUPPORTED_OP",
                            absl::StrCat("the reference interpreter cannot evaluate ",

@@ -302,7 +302,7 @@ TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
     EXPECT_EQ(out->size(), graph.getResultTypes().size());
     ++graphs;
   }
-  EXPECT_EQ(graphs, 3);
+  EXPECT_EQ(graphs, 5);
 }
 
 }  // namespace

@@ -93,3 +93,21 @@ tir.graph @contract(%a: tensor<2x4x8xf16>, %b: tensor<1x8x3xf16>, %acc: tensor<2
   } : tensor<4x6xf32> -> tensor<4x1xf32>
   results %m, %sum, %mx, %ud : tensor<2x4x3xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
 }
+
+// A partitioned graph: the stitching graph launches two kernel graphs.
+tir.graph @stitched_k0(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<4x8xf32> -> tensor<4x1xf32>
+  results %m : tensor<4x1xf32>
+}
+
+tir.graph @stitched(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %m = launch @stitched_k0(%x) : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %y = launch @stitched_k1(%x, %m) : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  results %y : tensor<4x8xf32>
+}
+
+tir.graph @stitched_k1(%x: tensor<4x8xf32>, %m: tensor<4x1xf32>) -> tensor<4x8xf32> {
+  %s = sub %x, %m : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %e = exp %s : tensor<4x8xf32>
+  results %e : tensor<4x8xf32>
+}
