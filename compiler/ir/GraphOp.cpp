@@ -176,7 +176,8 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto callee = symbols.lookupNearestSymbolFrom<GraphOp>(*this, getCalleeAttr());
   if (!callee) return emitOpError() << "launches " << getCalleeAttr() << ", which is not a tir.graph";
   FunctionType type = callee.getFunctionType();
-  if (type.getInputs() != getArgs().getTypes() || type.getResults() != getResults().getTypes()) {
+  if (mlir::TypeRange(type.getInputs()) != mlir::TypeRange(getArgs().getTypes()) ||
+      mlir::TypeRange(type.getResults()) != mlir::TypeRange(getResults().getTypes())) {
     return emitOpError() << "types do not match kernel " << getCalleeAttr() << " of type " << type;
   }
   if (callee->isAncestor(*this)) return emitOpError() << "a kernel cannot launch itself";

@@ -1,0 +1,538 @@
+//===- Partition.cpp - kernels with one iteration space each --------------===//
+//
+// See Partition.h for the kinds, domains and the algorithm.
+
+#include "compiler/planning/Partition.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "compiler/support/status.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace tir::planning {
+namespace {
+
+// Where in a kernel an op's result lives.
+enum class Domain { kMain, kRow, kReduced, kA, kB, kC };
+
+std::vector<int64_t> ShapeOf(mlir::Type t) {
+  auto r = t.dyn_cast<mlir::RankedTensorType>();
+  if (!r) return {};
+  std::vector<int64_t> s;
+  for (int64_t d : r.getShape()) s.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  return s;
+}
+
+std::string Fmt(const std::vector<int64_t> &shape) {
+  std::vector<std::string> parts;
+  for (int64_t d : shape) parts.push_back(d < 0 ? "?" : std::to_string(d));
+  return "[" + absl::StrJoin(parts, ", ") + "]";
+}
+
+bool IsReduction(mlir::Operation *op) { return llvm::isa<ReduceOp, ReduceUdOp>(op); }
+bool IsMatmul(mlir::Operation *op) { return llvm::isa<MatmulOp>(op); }
+bool IsPointwiseLike(mlir::Operation *op) { return !IsReduction(op) && !IsMatmul(op) && !llvm::isa<LaunchOp>(op); }
+
+// `a` can be read per element of `b`: same rank, each extent equal or 1.
+bool BroadcastsInto(const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+  if (a.size() != b.size()) return a.empty();  // scalars broadcast anywhere
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i] && a[i] != 1) return false;
+  }
+  return true;
+}
+
+std::vector<int> ReducedDims(mlir::Operation *op) {
+  llvm::ArrayRef<int32_t> dims = llvm::isa<ReduceOp>(op) ? llvm::cast<ReduceOp>(op).getDimensions()
+                                                         : llvm::cast<ReduceUdOp>(op).getDimensions();
+  std::vector<int> out(dims.begin(), dims.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Draft {
+  IterationSpace space;
+  std::set<mlir::Operation *> ops;
+  std::map<mlir::Operation *, Domain> domain;
+  std::string reason;
+};
+
+class Partitioner {
+ public:
+  Partitioner(GraphOp graph, const target::ArchInfo &arch) : graph_(graph), arch_(arch) {}
+
+  absl::StatusOr<Partition> Run() {
+    mlir::Block &block = graph_.getBodyBlock();
+    for (mlir::Operation &op : block.without_terminator()) {
+      if (IsPointwiseLike(&op) && op.getNumRegions() == 0) {
+        bool leaf = true;
+        for (mlir::Value v : op.getOperands()) {
+          if (auto *def = v.getDefiningOp(); def && !leaf_.count(def)) leaf = false;
+        }
+        if (leaf) leaf_.insert(&op);
+      }
+    }
+    for (mlir::Value v : block.getTerminator()->getOperands()) {
+      if (mlir::Operation *def = v.getDefiningOp()) returned_.insert(def);
+    }
+    llvm::SmallVector<mlir::Operation *> order;
+    for (mlir::Operation &op : block.without_terminator()) order.push_back(&op);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) TIR_RETURN_IF_ERROR(Place(*it));
+    return Finish();
+  }
+
+ private:
+  // Kernels (by creation index) that contain a user of `op`.
+  std::vector<int> UserKernels(mlir::Operation *op, bool &returned) {
+    std::set<int> ks;
+    returned = returned_.count(op) > 0;
+    for (mlir::Operation *user : op->getUsers()) {
+      auto it = kernels_of_.find(user);
+      if (it == kernels_of_.end()) continue;  // dead user or terminator
+      ks.insert(it->second.begin(), it->second.end());
+    }
+    return std::vector<int>(ks.begin(), ks.end());
+  }
+
+  absl::Status Place(mlir::Operation *op) {
+    bool returned = false;
+    std::vector<int> users = UserKernels(op, returned);
+    if (users.empty() && !returned) return absl::OkStatus();  // dead: computes nothing used
+    if (users.empty()) {
+      NewKernel(op, "it produces a graph output and feeds no other op");
+      return absl::OkStatus();
+    }
+    // Cheap leaves are recomputed in every kernel that uses them.
+    if (leaf_.count(op)) {
+      std::vector<Domain> domains;
+      bool all = true;
+      for (int k : users) {
+        std::string why;
+        std::optional<Domain> d = Fits(op, k, why);
+        if (!d) { all = false; break; }
+        domains.push_back(*d);
+      }
+      if (all) {
+        for (size_t i = 0; i < users.size(); ++i) Join(op, users[i], domains[i]);
+        return absl::OkStatus();
+      }
+    }
+    const int k = *std::max_element(users.begin(), users.end());  // runs first among users
+    std::string why;
+    if (std::optional<Domain> d = Fits(op, k, why)) {
+      Join(op, k, *d);
+      return absl::OkStatus();
+    }
+    NewKernel(op, why);
+    return absl::OkStatus();
+  }
+
+  void Join(mlir::Operation *op, int k, Domain d) {
+    drafts_[k].ops.insert(op);
+    drafts_[k].domain[op] = d;
+    kernels_of_[op].push_back(k);
+  }
+
+  void NewKernel(mlir::Operation *op, const std::string &reason) {
+    Draft draft;
+    draft.reason = reason;
+    std::vector<int64_t> shape = ShapeOf(op->getResult(0).getType());
+    if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
+      SetMatmulSpace(draft.space, mm);
+      draft.domain[op] = Domain::kC;
+    } else if (IsReduction(op)) {
+      SetReductionSpace(draft.space, op, /*rowResident=*/false);
+      draft.domain[op] = Domain::kReduced;
+    } else {
+      draft.space.kind = KernelKind::kPointwise;
+      draft.space.shape = shape;
+      draft.domain[op] = Domain::kMain;
+    }
+    draft.ops.insert(op);
+    drafts_.push_back(std::move(draft));
+    kernels_of_[op].push_back(static_cast<int>(drafts_.size()) - 1);
+  }
+
+  static void SetMatmulSpace(IterationSpace &s, MatmulOp mm) {
+    s.kind = KernelKind::kMatmul;
+    s.shape = ShapeOf(mm.getC().getType());
+    std::vector<int64_t> a = ShapeOf(mm.getA().getType());
+    const size_t r = a.size();
+    s.batch.assign(s.shape.begin(), s.shape.end() - 2);
+    s.m = s.shape[r - 2];
+    s.n = s.shape[r - 1];
+    s.k = a[r - 1];
+  }
+
+  static void SetReductionSpace(IterationSpace &s, mlir::Operation *red, bool rowResident) {
+    s.kind = KernelKind::kReduction;
+    s.shape = ShapeOf(red->getOperand(0).getType());
+    s.reduced_dims = ReducedDims(red);
+    s.row_resident = rowResident;
+  }
+
+  bool RowFits(const IterationSpace &s, mlir::Type element, std::string &why) {
+    int64_t extent = 1;
+    for (int d : s.reduced_dims) {
+      if (s.shape[d] < 0) {
+        why = "the reduced extent is dynamic, so a row is not known to fit on chip";
+        return false;
+      }
+      extent *= s.shape[d];
+    }
+    const int64_t bytes = extent * std::max<int64_t>(4, element.getIntOrFloatBitWidth() / 8);
+    if (bytes > arch_.row_budget_bytes) {
+      why = absl::StrCat("a row of ", extent, " elements (", bytes, " bytes) exceeds the ",
+                         arch_.row_budget_bytes, "-byte on-chip row budget of ", arch_.name);
+      return false;
+    }
+    return true;
+  }
+
+  std::vector<int64_t> DomainShape(const Draft &k, Domain d, mlir::Operation *anchor) {
+    switch (d) {
+      case Domain::kMain: return k.space.shape;
+      case Domain::kRow: return k.space.shape;
+      case Domain::kReduced: {
+        std::vector<int64_t> s = k.space.shape;
+        for (int r : k.space.reduced_dims) s[r] = 1;
+        return s;
+      }
+      case Domain::kC: return k.space.shape;
+      case Domain::kA:
+      case Domain::kB: return ShapeOf(anchor->getOperand(d == Domain::kA ? 0 : 1).getType());
+    }
+    return {};
+  }
+
+  // The domain `op` would take in kernel `k`, or nullopt with the reason.
+  std::optional<Domain> Fits(mlir::Operation *op, int k, std::string &why) {
+    Draft &draft = drafts_[k];
+    // 1. The domain the users in k need op's result in.
+    std::optional<Domain> need;
+    mlir::Operation *anchor = nullptr;
+    for (mlir::Operation *user : op->getUsers()) {
+      if (!draft.ops.count(user)) continue;
+      Domain d = draft.domain[user];
+      if (auto mm = llvm::dyn_cast<MatmulOp>(user)) {
+        anchor = user;
+        if (mm.getA().getDefiningOp() == op) d = Domain::kA;
+        else if (mm.getB().getDefiningOp() == op) d = Domain::kB;
+        else d = Domain::kC;  // accumulator
+      } else if (IsReduction(user)) {
+        d = Domain::kRow;
+      }
+      if (need && *need != d) {
+        why = "its value is used in two different iteration domains of the consumer kernel";
+        return std::nullopt;
+      }
+      need = d;
+    }
+    if (!need) {
+      why = "no user in the kernel";
+      return std::nullopt;
+    }
+    if (!anchor) {
+      for (mlir::Operation *o : draft.ops) {
+        if (IsMatmul(o)) anchor = o;
+      }
+    }
+    const std::vector<int64_t> target = DomainShape(draft, *need, anchor);
+    const std::vector<int64_t> shape = ShapeOf(op->getResult(0).getType());
+    const bool tiled = *need == Domain::kRow || *need == Domain::kA || *need == Domain::kB ||
+                       (draft.space.kind != KernelKind::kPointwise && *need == Domain::kMain);
+
+    if (IsPointwiseLike(op)) {
+      if (llvm::isa<ReshapeOp>(op) && tiled && ShapeOf(op->getOperand(0).getType()) != shape) {
+        why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
+        return std::nullopt;
+      }
+      if (shape == target || BroadcastsInto(shape, target)) return *need;
+      // A pointwise producer of a reshape: same elements, addressed linearly.
+      if (draft.space.kind == KernelKind::kPointwise && *need == Domain::kMain) {
+        bool onlyReshapes = true;
+        for (mlir::Operation *user : op->getUsers()) {
+          if (draft.ops.count(user) && !llvm::isa<ReshapeOp>(user)) onlyReshapes = false;
+        }
+        auto count = [](const std::vector<int64_t> &s) {
+          int64_t n = 1;
+          for (int64_t d : s) {
+            if (d < 0) return int64_t{-1};
+            n *= d;
+          }
+          return n;
+        };
+        if (onlyReshapes && count(shape) >= 0 && count(shape) == count(target)) return *need;
+      }
+      why = absl::StrCat("its shape ", Fmt(shape), " does not map onto the consumer kernel's ",
+                         Fmt(target), " iteration space");
+      return std::nullopt;
+    }
+
+    if (IsReduction(op)) {
+      IterationSpace mine;
+      SetReductionSpace(mine, op, false);
+      std::vector<int64_t> reduced = mine.shape;
+      for (int r : mine.reduced_dims) reduced[r] = 1;
+      mlir::Type element = op->getOperand(0).getType().cast<mlir::ShapedType>().getElementType();
+      if (draft.space.kind == KernelKind::kMatmul) {
+        why = "a reduction result feeds a matmul kernel; the reduction runs first as its own kernel";
+        return std::nullopt;
+      }
+      if (draft.space.kind == KernelKind::kPointwise) {
+        if (target == reduced) {  // epilogue in the reduced shape
+          ConvertToReduction(draft, op, /*rowResident=*/false, Domain::kReduced);
+          return Domain::kReduced;
+        }
+        if (target == mine.shape) {  // broadcast back over its own rows
+          if (!RowFits(mine, element, why)) {
+            why = "the reduction's result is broadcast back over the reduced dimension and " + why;
+            return std::nullopt;
+          }
+          ConvertToReduction(draft, op, /*rowResident=*/true, Domain::kRow);
+          return Domain::kReduced;
+        }
+        why = absl::StrCat("the reduction of ", Fmt(mine.shape), " feeds a kernel iterating ", Fmt(target));
+        return std::nullopt;
+      }
+      // Reduction kernel: same rows and dims only.
+      if (mine.shape != draft.space.shape || mine.reduced_dims != draft.space.reduced_dims) {
+        why = absl::StrCat("it reduces ", Fmt(mine.shape), " over dims [",
+                           absl::StrJoin(mine.reduced_dims, ", "), "] while the consumer kernel reduces ",
+                           Fmt(draft.space.shape), " over dims [", absl::StrJoin(draft.space.reduced_dims, ", "),
+                           "]");
+        return std::nullopt;
+      }
+      if (*need == Domain::kRow || *need == Domain::kMain) {
+        if (!draft.space.row_resident && !RowFits(mine, element, why)) {
+          why = "the reduction's result is broadcast back over the reduced dimension and " + why;
+          return std::nullopt;
+        }
+        draft.space.row_resident = true;
+      }
+      return Domain::kReduced;
+    }
+
+    // Matmul.
+    if (draft.space.kind == KernelKind::kMatmul) {
+      why = (*need == Domain::kA || *need == Domain::kB)
+                ? "a matmul result is an operand of another matmul, whose K-reduction reads whole rows "
+                  "and columns of it, so it is materialized"
+                : "a kernel holds one matmul";
+      return std::nullopt;
+    }
+    if (draft.space.kind == KernelKind::kReduction) {
+      why = "the matmul output is reduced over its N dimension, which needs every N tile of a row; the "
+            "reduction runs as its own kernel";
+      return std::nullopt;
+    }
+    if (target != shape) {
+      why = absl::StrCat("the matmul result ", Fmt(shape), " feeds a kernel iterating ", Fmt(target));
+      return std::nullopt;
+    }
+    // A pointwise kernel of C's shape becomes the matmul's epilogue.
+    SetMatmulSpace(draft.space, llvm::cast<MatmulOp>(op));
+    for (auto &[o, d] : draft.domain) d = Domain::kC;
+    return Domain::kC;
+  }
+
+  void ConvertToReduction(Draft &draft, mlir::Operation *red, bool rowResident, Domain existing) {
+    SetReductionSpace(draft.space, red, rowResident);
+    for (auto &[o, d] : draft.domain) d = existing;
+  }
+
+  absl::StatusOr<Partition> Finish() {
+    Partition p;
+    const int n = static_cast<int>(drafts_.size());
+    // Execution order is the reverse of creation order.
+    std::vector<int> execIndex(n);
+    for (int c = 0; c < n; ++c) execIndex[c] = n - 1 - c;
+    std::vector<Kernel> kernels(n);
+    mlir::Block &block = graph_.getBodyBlock();
+    llvm::DenseMap<mlir::Operation *, int> position;
+    int pos = 0;
+    for (mlir::Operation &op : block) position[&op] = pos++;
+    // Writer of each value: the kernel that computes it and runs first.
+    auto writer = [&](mlir::Operation *def) {
+      const auto &ks = kernels_of_[def];
+      return execIndex[*std::max_element(ks.begin(), ks.end())];
+    };
+    for (int c = 0; c < n; ++c) {
+      Kernel &k = kernels[execIndex[c]];
+      k.index = execIndex[c];
+      k.space = drafts_[c].space;
+      k.reason = drafts_[c].reason;
+      k.ops.assign(drafts_[c].ops.begin(), drafts_[c].ops.end());
+      std::sort(k.ops.begin(), k.ops.end(),
+                [&](mlir::Operation *a, mlir::Operation *b) { return position[a] < position[b]; });
+    }
+    for (Kernel &k : kernels) {
+      std::set<mlir::Operation *> mine(k.ops.begin(), k.ops.end());
+      llvm::SetVector<mlir::Value> inputs;
+      for (mlir::Operation *op : k.ops) {
+        op->walk([&](mlir::Operation *inner) {
+          for (mlir::Value v : inner->getOperands()) {
+            mlir::Operation *def = v.getDefiningOp();
+            if (def && (mine.count(def) || op->isProperAncestor(def))) continue;
+            if (auto arg = v.dyn_cast<mlir::BlockArgument>(); arg && arg.getOwner() != &block) continue;
+            inputs.insert(v);
+          }
+        });
+      }
+      k.inputs.assign(inputs.begin(), inputs.end());
+      for (mlir::Value v : k.inputs) {
+        if (mlir::Operation *def = v.getDefiningOp(); def && writer(def) >= k.index) {
+          return MakeError(absl::StatusCode::kInternal, "INTERNAL",
+                           absl::StrCat("partition order broken: kernel ", k.index, " reads a value kernel ",
+                                        writer(def), " writes"));
+        }
+      }
+    }
+    // Outputs: values read by another kernel that does not compute them, and graph results.
+    for (Kernel &k : kernels) {
+      llvm::SetVector<mlir::Value> outputs;
+      for (mlir::Operation *op : k.ops) {
+        if (writer(op) != k.index) continue;
+        for (mlir::Value r : op->getResults()) {
+          bool needed = false;
+          for (mlir::OpOperand &use : r.getUses()) {
+            mlir::Operation *user = use.getOwner();
+            if (llvm::isa<ResultsOp>(user)) { needed = true; continue; }
+            for (Kernel &other : kernels) {
+              if (&other == &k) continue;
+              if (std::find(other.inputs.begin(), other.inputs.end(), r) != other.inputs.end()) needed = true;
+            }
+          }
+          if (needed) outputs.insert(r);
+        }
+      }
+      k.outputs.assign(outputs.begin(), outputs.end());
+    }
+    for (const Kernel &k : kernels) {
+      if (k.index + 1 < n) {
+        p.splits.push_back(absl::StrCat("kernel ", k.index, " is separate from the kernels it feeds: ", k.reason));
+      }
+    }
+    p.kernels = std::move(kernels);
+    return p;
+  }
+
+  GraphOp graph_;
+  const target::ArchInfo &arch_;
+  std::vector<Draft> drafts_;
+  llvm::DenseMap<mlir::Operation *, std::vector<int>> kernels_of_;
+  std::set<mlir::Operation *> leaf_, returned_;
+};
+
+}  // namespace
+
+const char *KernelKindName(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kPointwise: return "pointwise";
+    case KernelKind::kReduction: return "reduction";
+    case KernelKind::kMatmul: return "matmul";
+  }
+  return "unknown";
+}
+
+std::vector<int64_t> IterationSpace::Parallel() const {
+  if (kind == KernelKind::kMatmul) {
+    std::vector<int64_t> p = batch;
+    p.push_back(m);
+    p.push_back(n);
+    return p;
+  }
+  if (kind == KernelKind::kPointwise) return shape;
+  std::vector<int64_t> p;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (std::find(reduced_dims.begin(), reduced_dims.end(), static_cast<int>(d)) == reduced_dims.end()) {
+      p.push_back(shape[d]);
+    }
+  }
+  return p;
+}
+
+std::vector<int64_t> IterationSpace::Reduced() const {
+  if (kind == KernelKind::kMatmul) return {k};
+  std::vector<int64_t> r;
+  for (int d : reduced_dims) r.push_back(shape[d]);
+  return r;
+}
+
+std::string IterationSpace::ToString() const {
+  switch (kind) {
+    case KernelKind::kPointwise: return "pointwise " + Fmt(shape);
+    case KernelKind::kReduction:
+      return absl::StrCat("reduction rows ", Fmt(Parallel()), " x reduce ", Fmt(Reduced()),
+                          row_resident ? " (row-resident)" : " (streaming)");
+    case KernelKind::kMatmul:
+      return absl::StrCat("matmul batch ", Fmt(batch), " M=", m < 0 ? "?" : std::to_string(m),
+                          " N=", n < 0 ? "?" : std::to_string(n), " K=", k < 0 ? "?" : std::to_string(k));
+  }
+  return "";
+}
+
+absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch) {
+  return Partitioner(graph, arch).Run();
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> BuildPartitionedModule(GraphOp graph, const Partition &partition) {
+  mlir::OpBuilder b(graph.getContext());
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(graph.getLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  const std::string name = graph.getSymName().str();
+  std::vector<GraphOp> kernelGraphs;
+  for (const Kernel &k : partition.kernels) {
+    llvm::SmallVector<mlir::Type> in, out;
+    for (mlir::Value v : k.inputs) in.push_back(v.getType());
+    for (mlir::Value v : k.outputs) out.push_back(v.getType());
+    auto kg = b.create<GraphOp>(graph.getLoc(), absl::StrCat(name, "_k", k.index), b.getFunctionType(in, out));
+    kg->setAttr("tir.kernel_kind", b.getStringAttr(KernelKindName(k.space.kind)));
+    kg->setAttr("tir.iteration_space", b.getStringAttr(k.space.ToString()));
+    if (k.index + 1 < static_cast<int>(partition.kernels.size())) {
+      kg->setAttr("tir.split_reason", b.getStringAttr(k.reason));
+    }
+    // Graph arguments keep their signature attributes (strides, alignment).
+    for (auto [i, v] : llvm::enumerate(k.inputs)) {
+      if (auto arg = v.dyn_cast<mlir::BlockArgument>()) {
+        if (mlir::DictionaryAttr attrs = graph.getArgAttrDict(arg.getArgNumber())) kg.setArgAttrs(i, attrs);
+      }
+    }
+    mlir::IRMapping map;
+    mlir::Block &body = kg.getBodyBlock();
+    for (auto [i, v] : llvm::enumerate(k.inputs)) map.map(v, body.getArgument(i));
+    mlir::OpBuilder kb = mlir::OpBuilder::atBlockEnd(&body);
+    for (mlir::Operation *op : k.ops) kb.clone(*op, map);
+    llvm::SmallVector<mlir::Value> results;
+    for (mlir::Value v : k.outputs) results.push_back(map.lookup(v));
+    kb.create<ResultsOp>(graph.getLoc(), results);
+    kernelGraphs.push_back(kg);
+  }
+  // The stitching graph: the original signature, one launch per kernel.
+  auto stitch = b.create<GraphOp>(graph.getLoc(), name, graph.getFunctionType());
+  if (mlir::ArrayAttr a = graph.getArgAttrsAttr()) stitch.setArgAttrsAttr(a);
+  if (mlir::ArrayAttr r = graph.getResAttrsAttr()) stitch.setResAttrsAttr(r);
+  stitch->setAttr("tir.kernels", b.getI64IntegerAttr(partition.kernels.size()));
+  mlir::IRMapping map;
+  mlir::Block &body = stitch.getBodyBlock();
+  for (auto [i, arg] : llvm::enumerate(graph.getBodyBlock().getArguments())) map.map(arg, body.getArgument(i));
+  mlir::OpBuilder sb = mlir::OpBuilder::atBlockEnd(&body);
+  for (const Kernel &k : partition.kernels) {
+    llvm::SmallVector<mlir::Value> args;
+    llvm::SmallVector<mlir::Type> types;
+    for (mlir::Value v : k.inputs) args.push_back(map.lookup(v));
+    for (mlir::Value v : k.outputs) types.push_back(v.getType());
+    auto launch = sb.create<LaunchOp>(graph.getLoc(), types, kernelGraphs[k.index].getSymName(), args);
+    for (auto [i, v] : llvm::enumerate(k.outputs)) map.map(v, launch.getResult(i));
+  }
+  llvm::SmallVector<mlir::Value> results;
+  for (mlir::Value v : graph.getBodyBlock().getTerminator()->getOperands()) results.push_back(map.lookup(v));
+  sb.create<ResultsOp>(graph.getLoc(), results);
+  return module;
+}
+
+}  // namespace tir::planning

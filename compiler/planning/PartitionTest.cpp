@@ -1,0 +1,241 @@
+#include "compiler/planning/Partition.h"
+
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/reference/Interpreter.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "mlir/IR/Verifier.h"
+
+namespace tir::planning {
+namespace {
+
+using ::testing::HasSubstr;
+
+class PartitionTest : public ::testing::Test {
+ protected:
+  // Partitions `text` for `arch`, checks the kernel count, and (when `run`)
+  // checks that the partitioned module computes exactly what the graph does.
+  Partition Check(const std::string &text, int kernels, const target::ArchInfo &arch, bool run = true) {
+    auto loaded = LoadGraphText(text, ctx_.get());
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    if (!loaded.ok()) return {};
+    auto p = PartitionGraph(loaded->graph, arch);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return {};
+    EXPECT_EQ(static_cast<int>(p->kernels.size()), kernels);
+    for (const auto &k : p->kernels) SCOPED_TRACE(k.space.ToString());
+    mlir::OwningOpRef<mlir::ModuleOp> module = BuildPartitionedModule(loaded->graph, *p);
+    EXPECT_TRUE(mlir::succeeded(mlir::verify(*module)));
+    if (run) {
+      std::vector<reference::Tensor> inputs;
+      uint64_t seed = 3;
+      for (mlir::Type t : loaded->graph.getArgumentTypes()) {
+        auto tensor = t.cast<mlir::RankedTensorType>();
+        inputs.push_back(reference::RandomTensor(reference::DTypeOf(tensor.getElementType()),
+                                                 {tensor.getShape().begin(), tensor.getShape().end()}, seed++));
+      }
+      auto want = reference::Evaluate(loaded->graph, inputs);
+      GraphOp stitched;
+      for (GraphOp g : module->getOps<GraphOp>()) {
+        if (g.getSymName() == loaded->graph.getSymName()) stitched = g;
+      }
+      auto got = reference::Evaluate(stitched, inputs);
+      EXPECT_TRUE(want.ok() && got.ok());
+      if (want.ok() && got.ok()) {
+        for (size_t i = 0; i < want->size(); ++i) {
+          EXPECT_EQ(reference::RelativeL2Error((*got)[i], (*want)[i]), 0.0) << "output " << i;
+        }
+      }
+    }
+    modules_.push_back(std::move(loaded->module));
+    modules_.push_back(std::move(module));
+    return *p;
+  }
+  target::ArchInfo Arch(const std::string &name = "sm_90a") { return *target::LookupArch(name); }
+  std::unique_ptr<mlir::MLIRContext> ctx_ = makeTirContext();
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules_;
+};
+
+TEST_F(PartitionTest, PointwiseChainWithBroadcastAndTransposedInputIsOneKernel) {
+  Partition p = Check(R"mlir(
+tir.graph @pw(%x: tensor<32x64xf32>, %xt: tensor<64x32xf32>, %b: tensor<1x64xf32>) -> tensor<32x64xf32> {
+  %t = transpose %xt permutation = [1, 0] : tensor<64x32xf32> -> tensor<32x64xf32>
+  %bb = broadcast %b : tensor<1x64xf32> -> tensor<32x64xf32>
+  %a = add %x, %bb : tensor<32x64xf32>
+  %m = mul %a, %t : tensor<32x64xf32>
+  %g = gelu_fwd %m : tensor<32x64xf32>
+  %s = sub %g, %b : (tensor<32x64xf32>, tensor<1x64xf32>) -> tensor<32x64xf32>
+  results %s : tensor<32x64xf32>
+}
+)mlir", 1, Arch());
+  EXPECT_EQ(p.kernels[0].space.kind, KernelKind::kPointwise);
+  EXPECT_EQ(p.kernels[0].inputs.size(), 3u);
+}
+
+TEST_F(PartitionTest, MatmulBiasGeluResidualIsOneKernel) {
+  Partition p = Check(R"mlir(
+tir.graph @mlp(%x: tensor<64x128xbf16>, %w: tensor<128x96xbf16>, %b: tensor<1x96xf32>, %r: tensor<64x96xf32>) -> tensor<64x96xf32> {
+  %m = matmul(%x, %w) : (tensor<64x128xbf16>, tensor<128x96xbf16>) -> tensor<64x96xf32>
+  %bb = broadcast %b : tensor<1x96xf32> -> tensor<64x96xf32>
+  %y = add %m, %bb : tensor<64x96xf32>
+  %g = gelu_approx_tanh_fwd %y : tensor<64x96xf32>
+  %o = add %g, %r : tensor<64x96xf32>
+  results %o : tensor<64x96xf32>
+}
+)mlir", 1, Arch());
+  EXPECT_EQ(p.kernels[0].space.kind, KernelKind::kMatmul);
+  EXPECT_EQ(p.kernels[0].space.ToString(), "matmul batch [] M=64 N=96 K=128");
+}
+
+TEST_F(PartitionTest, LastDimReductionFedByPointwiseIsOneKernel) {
+  Partition p = Check(R"mlir(
+tir.graph @sumsq(%x: tensor<16x256xf32>, %y: tensor<16x256xf32>) -> tensor<16x1xf32> {
+  %d = sub %x, %y : tensor<16x256xf32>
+  %s = mul %d, %d : tensor<16x256xf32>
+  %r = reduce(%s)<dimensions = [1], reduction_mode = <add>> : tensor<16x256xf32> -> tensor<16x1xf32>
+  %q = sqrt %r : tensor<16x1xf32>
+  results %q : tensor<16x1xf32>
+}
+)mlir", 1, Arch());
+  EXPECT_EQ(p.kernels[0].space.kind, KernelKind::kReduction);
+  EXPECT_FALSE(p.kernels[0].space.row_resident);
+}
+
+std::string Softmax(const std::string &rows, const std::string &cols) {
+  const std::string t = "tensor<" + rows + "x" + cols + "xf32>", r = "tensor<" + rows + "x1xf32>";
+  return "tir.graph @softmax(%x: " + t + ") -> " + t + " {\n"
+         "  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : " + t + " -> " + r + "\n"
+         "  %mb = broadcast %m : " + r + " -> " + t + "\n"
+         "  %s = sub %x, %mb : " + t + "\n  %e = exp %s : " + t + "\n"
+         "  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : " + t + " -> " + r + "\n"
+         "  %zb = broadcast %z : " + r + " -> " + t + "\n"
+         "  %y = div %e, %zb : " + t + "\n  results %y : " + t + "\n}\n";
+}
+
+std::string LayerNorm(const std::string &rows, const std::string &cols) {
+  const std::string t = "tensor<" + rows + "x" + cols + "xf32>", r = "tensor<" + rows + "x1xf32>";
+  return "tir.graph @layernorm(%x: " + t + ", %g: tensor<1x" + cols + "xf32>) -> " + t + " {\n"
+         "  %mu = reduce(%x)<dimensions = [1], reduction_mode = <mean>> : " + t + " -> " + r + "\n"
+         "  %mub = broadcast %mu : " + r + " -> " + t + "\n"
+         "  %c = sub %x, %mub : " + t + "\n  %c2 = mul %c, %c : " + t + "\n"
+         "  %var = reduce(%c2)<dimensions = [1], reduction_mode = <mean>> : " + t + " -> " + r + "\n"
+         "  %eps = constant dense<1.0e-05> : " + r + "\n"
+         "  %ve = add %var, %eps : " + r + "\n  %rs = rsqrt %ve : " + r + "\n"
+         "  %rsb = broadcast %rs : " + r + " -> " + t + "\n"
+         "  %n = mul %c, %rsb : " + t + "\n"
+         "  %y = mul %n, %g : (" + t + ", tensor<1x" + cols + "xf32>) -> " + t + "\n  results %y : " + t + "\n}\n";
+}
+
+TEST_F(PartitionTest, SoftmaxAndLayerNormFitOnChipAsOneKernel) {
+  Partition s = Check(Softmax("8", "1024"), 1, Arch());
+  EXPECT_TRUE(s.kernels[0].space.row_resident);
+  Partition l = Check(LayerNorm("8", "1024"), 1, Arch());
+  EXPECT_TRUE(l.kernels[0].space.row_resident);
+}
+
+TEST_F(PartitionTest, RowsTooLargeForChipSplitIntoReduceAndNormalize) {
+  // A 4M-wide softmax row on sm_90a: counted only (too big to interpret here).
+  Partition big = Check(Softmax("2", "4194304"), 3, Arch(), /*run=*/false);
+  EXPECT_THAT(big.splits[0], HasSubstr("exceeds the 98304-byte on-chip row budget of sm_90a"));
+  // The same structure, numerically, on an arch with a tiny row budget.
+  target::ArchInfo tiny = Arch();
+  tiny.row_budget_bytes = 64;
+  Check(Softmax("4", "64"), 3, tiny);
+  Partition ln = Check(LayerNorm("4", "64"), 3, tiny);
+  EXPECT_GE(ln.kernels.size(), 2u);
+}
+
+TEST_F(PartitionTest, ColumnSumBroadcastBackOverMillionRowsSplits) {
+  Partition p = Check(R"mlir(
+tir.graph @colnorm(%x: tensor<1048576x8xf32>) -> tensor<1048576x8xf32> {
+  %s = reduce(%x)<dimensions = [0], reduction_mode = <add>> : tensor<1048576x8xf32> -> tensor<1x8xf32>
+  %sb = broadcast %s : tensor<1x8xf32> -> tensor<1048576x8xf32>
+  %y = div %x, %sb : tensor<1048576x8xf32>
+  results %y : tensor<1048576x8xf32>
+}
+)mlir", 2, Arch(), /*run=*/false);
+  EXPECT_EQ(p.kernels[0].space.kind, KernelKind::kReduction);
+  EXPECT_EQ(p.kernels[1].space.kind, KernelKind::kPointwise);
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("broadcast back"));
+}
+
+TEST_F(PartitionTest, ChainedMatmulsAreTwoKernels) {
+  Partition p = Check(R"mlir(
+tir.graph @mm2(%a: tensor<32x64xf32>, %b: tensor<64x48xf32>, %c: tensor<48x16xf32>) -> tensor<32x16xf32> {
+  %ab = matmul(%a, %b) : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+  %r = relu_fwd %ab : tensor<32x48xf32>
+  %abc = matmul(%r, %c) : (tensor<32x48xf32>, tensor<48x16xf32>) -> tensor<32x16xf32>
+  results %abc : tensor<32x16xf32>
+}
+)mlir", 2, Arch());
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("operand of another matmul"));
+  EXPECT_EQ(p.kernels[0].space.kind, KernelKind::kMatmul);
+}
+
+TEST_F(PartitionTest, MatmulReducedOverNSplits) {
+  Partition p = Check(R"mlir(
+tir.graph @mmsum(%a: tensor<32x64xf32>, %b: tensor<64x48xf32>) -> tensor<32x1xf32> {
+  %ab = matmul(%a, %b) : (tensor<32x64xf32>, tensor<64x48xf32>) -> tensor<32x48xf32>
+  %s = reduce(%ab)<dimensions = [1], reduction_mode = <add>> : tensor<32x48xf32> -> tensor<32x1xf32>
+  results %s : tensor<32x1xf32>
+}
+)mlir", 2, Arch());
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("reduced over its N dimension"));
+}
+
+TEST_F(PartitionTest, ReshapeRemappingReducedDimsSplits) {
+  Partition p = Check(R"mlir(
+tir.graph @rs(%x: tensor<8x64xf32>) -> tensor<16x1xf32> {
+  %e = exp %x : tensor<8x64xf32>
+  %r = reshape %e : tensor<8x64xf32> -> tensor<16x32xf32>
+  %s = reduce(%r)<dimensions = [1], reduction_mode = <add>> : tensor<16x32xf32> -> tensor<16x1xf32>
+  results %s : tensor<16x1xf32>
+}
+)mlir", 2, Arch());
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("reshape remaps"));
+}
+
+TEST_F(PartitionTest, ReshapeInsidePointwiseChainFuses) {
+  Check(R"mlir(
+tir.graph @rs(%x: tensor<8x64xf32>) -> tensor<16x32xf32> {
+  %e = exp %x : tensor<8x64xf32>
+  %r = reshape %e : tensor<8x64xf32> -> tensor<16x32xf32>
+  %n = neg %r : tensor<16x32xf32>
+  results %n : tensor<16x32xf32>
+}
+)mlir", 1, Arch());
+}
+
+TEST_F(PartitionTest, ConcatOfIndependentReductionsSplits) {
+  Partition p = Check(R"mlir(
+tir.graph @cat(%x: tensor<8x64xf32>, %y: tensor<8x32xf32>) -> tensor<8x2xf32> {
+  %a = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<8x64xf32> -> tensor<8x1xf32>
+  %b = reduce(%y)<dimensions = [1], reduction_mode = <max>> : tensor<8x32xf32> -> tensor<8x1xf32>
+  %c = concatenate %a, %b dimension = 1 : (tensor<8x1xf32>, tensor<8x1xf32>) -> tensor<8x2xf32>
+  results %c : tensor<8x2xf32>
+}
+)mlir", 3, Arch());
+  for (const Kernel &k : p.kernels) EXPECT_FALSE(k.reason.empty());
+}
+
+TEST_F(PartitionTest, PartitionIsDeterministicAndRecordedInIr) {
+  const std::string text = Softmax("4", "64");
+  target::ArchInfo tiny = Arch();
+  tiny.row_budget_bytes = 64;
+  auto a = LoadGraphText(text, ctx_.get());
+  auto pa = PartitionGraph(a->graph, tiny);
+  auto pb = PartitionGraph(a->graph, tiny);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  auto ma = BuildPartitionedModule(a->graph, *pa), mb = BuildPartitionedModule(a->graph, *pb);
+  std::string sa, sb;
+  llvm::raw_string_ostream oa(sa), ob(sb);
+  ma->print(oa);
+  mb->print(ob);
+  EXPECT_EQ(oa.str(), ob.str());
+  EXPECT_THAT(oa.str(), HasSubstr("tir.split_reason"));
+  EXPECT_THAT(oa.str(), HasSubstr("launch @softmax_k0"));
+}
+
+}  // namespace
+}  // namespace tir::planning
