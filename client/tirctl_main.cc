@@ -8,18 +8,26 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+#include <sstream>
+
 #include "client/doctor.h"
+#include "client/plan_command.h"
+#include "compiler/support/status.h"
 
 namespace {
 
 constexpr char kUsage[] = R"(usage: tirctl VERB [args] [-o text|json]
 
 verbs:
-  doctor        check NVRTC, the CUDA driver, the host compiler and the local store
-  help          print this help
+  plan FILE [--arch ARCH]  partition a graph (tir or TensorIR text) into kernels and
+                           rank each kernel's tile candidates (default arch sm_90a)
+  doctor                   check NVRTC, the CUDA driver, the host compiler and the local store
+  help                     print this help
 
 flags:
   -o, --output=text|json   output format (default text)
+  --arch=ARCH              sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_120 sm_120a host
 
 exit codes: 0 ok, 1 failure, 2 usage error
 )";
@@ -35,6 +43,7 @@ int Usage(const char* why) {
 int main(int argc, char** argv) {
   std::vector<std::string> positional;
   bool json = false;
+  std::string arch = "sm_90a";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -49,6 +58,14 @@ int main(int argc, char** argv) {
       const std::string v = a.substr(9);
       if (v != "text" && v != "json") return Usage("--output must be text or json");
       json = v == "json";
+      continue;
+    }
+    if (a == "--arch") {
+      if (i + 1 >= argc) return Usage("--arch needs a value");
+      a = std::string("--arch=") + argv[++i];
+    }
+    if (a.rfind("--arch=", 0) == 0) {
+      arch = a.substr(7);
       continue;
     }
     if (!a.empty() && a[0] == '-') return Usage(("unknown flag " + a).c_str());
@@ -68,6 +85,25 @@ int main(int argc, char** argv) {
     for (const auto& c : checks) {
       if (!c.ok && c.name != "cuda") return 1;
     }
+    return 0;
+  }
+  if (verb == "plan") {
+    if (positional.size() != 2) return Usage("plan takes one FILE");
+    std::ifstream in(positional[1]);
+    if (!in) {
+      std::fprintf(stderr, "tirctl: cannot read %s\n", positional[1].c_str());
+      return 1;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<std::string> plan = tir::client::PlanCommand(text.str(), arch, json);
+    if (!plan.ok()) {
+      std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(plan.status()).c_str(),
+                   std::string(plan.status().message()).c_str());
+      return 1;
+    }
+    std::fputs(plan->c_str(), stdout);
+    if (json) std::fputs("\n", stdout);
     return 0;
   }
   return Usage(("unknown verb '" + verb + "'").c_str());

@@ -1,0 +1,49 @@
+// Tile candidates per kernel kind, pruned by what the target arch allows.
+//
+//  - pointwise: threads per block, elements per thread, vector width.
+//  - reduction: row-resident / streaming / split rows across blocks, threads
+//    per row, rows per block, vector width, split factor.
+//  - matmul: block M/N/K, warps, pipeline stages, split-K, rasterization
+//    group size (mma.sync with a cp.async pipeline; the host backend uses
+//    the same tiles without tensor cores).
+// Pruning: threads per block, shared memory per block, registers per thread,
+// tensor-core tile shapes, and the alignment of every operand's contiguous
+// dimension (vector width and cp.async 16-byte copies). The static default —
+// what a heuristic alone would pick — is always kept and marked.
+
+#ifndef TIR_COMPILER_PLANNING_CANDIDATES_H_
+#define TIR_COMPILER_PLANNING_CANDIDATES_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/planning/KernelFacts.h"
+#include "compiler/target/ArchTable.h"
+
+namespace tir::planning {
+
+struct TileCandidate {
+  std::map<std::string, int64_t> params;
+  bool is_default = false;
+  // Resources the candidate needs per block.
+  int threads = 0;
+  int shared_bytes = 0;
+  int registers_per_thread = 0;
+  int64_t blocks = 0;
+};
+
+struct CandidateSpace {
+  int before_pruning = 0;
+  std::vector<TileCandidate> kept;
+  std::map<std::string, int> pruned;  // reason -> count
+};
+
+CandidateSpace GenerateCandidates(const KernelFacts &facts, const target::ArchInfo &arch);
+
+// Whether `c` respects every limit of `arch` (the pruning rule, for tests).
+bool WithinLimits(const TileCandidate &c, const target::ArchInfo &arch, std::string *why);
+
+}  // namespace tir::planning
+
+#endif  // TIR_COMPILER_PLANNING_CANDIDATES_H_

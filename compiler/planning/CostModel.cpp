@@ -1,0 +1,109 @@
+#include "compiler/planning/CostModel.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tir::planning {
+namespace {
+
+double CeilDiv(double a, double b) { return std::ceil(a / b); }
+
+int BlocksPerSm(const TileCandidate &c, const target::ArchInfo &arch) {
+  int n = arch.max_blocks_per_sm;
+  n = std::min(n, arch.max_threads_per_sm / std::max(1, c.threads));
+  if (c.shared_bytes > 0) n = std::min(n, arch.shared_bytes_per_sm / c.shared_bytes);
+  const int64_t regs = int64_t{c.registers_per_thread} * c.threads;
+  if (regs > 0) n = std::min<int64_t>(n, arch.registers_per_sm / regs);
+  return std::max(n, arch.is_gpu ? 0 : 1);
+}
+
+}  // namespace
+
+Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate &c,
+                                      const target::ArchInfo &arch) const {
+  Prediction p;
+  const auto param = [&](const char *name, double fallback) {
+    auto it = c.params.find(name);
+    return it == c.params.end() ? fallback : static_cast<double>(it->second);
+  };
+  double bytes = f.bytes_in + f.bytes_out;
+  double flops = 0, rate = arch.fp32_tflops * 1e12, edge = 1.0;
+  switch (f.space.kind) {
+    case KernelKind::kPointwise: {
+      flops = f.flops_per_point * f.points;
+      const double perBlock = param("threads", 256) * param("elements_per_thread", 1);
+      edge = CeilDiv(f.points, perBlock) * perBlock / std::max(1.0, double(f.points));
+      // Narrow accesses issue more transactions: charge 1/vector of a 16-byte line.
+      const double vec = param("vector_width", 1);
+      bytes *= 1.0 + 0.25 * (1.0 - std::min(1.0, vec * f.element_bytes / 16.0));
+      break;
+    }
+    case KernelKind::kReduction: {
+      flops = f.flops_per_point * f.points;
+      const double strategy = param("strategy", 1), split = param("split", 1);
+      double rows = 1, extent = 1;
+      for (int64_t d : f.space.Parallel()) rows *= d;
+      for (int64_t d : f.space.Reduced()) extent *= d;
+      if (strategy == 2) bytes += 2.0 * rows * split * 4;  // partials out and back in
+      const double tpr = param("threads_per_row", 128), vec = param("vector_width", 1);
+      const double perRowPass = tpr * vec;
+      edge = CeilDiv(extent, perRowPass) * perRowPass / std::max(1.0, extent);
+      bytes *= 1.0 + 0.25 * (1.0 - std::min(1.0, vec * f.element_bytes / 16.0));
+      // Warp-shuffle and block reductions: log2(threads) steps per row.
+      flops += rows * std::log2(std::max(2.0, tpr)) * 32;
+      break;
+    }
+    case KernelKind::kMatmul: {
+      double batch = 1;
+      for (int64_t b : f.space.batch) batch *= b;
+      const double m = f.space.m, n = f.space.n, k = f.space.k;
+      const double bm = param("block_m", 128), bn = param("block_n", 128), bk = param("block_k", 32);
+      const double splitK = param("split_k", 1), group = param("group_m", 1), stages = param("stages", 2);
+      const double warps = param("warps", 4);
+      flops = 2.0 * batch * m * n * k;
+      const double aBytes = batch * m * k * f.operand_bytes, bBytes = batch * k * n * f.operand_bytes;
+      const double cBytes = batch * m * n * f.element_bytes;
+      // Re-reads: A for every N tile column, B for every M tile row; L2 absorbs
+      // part of it, more with grouped rasterization or when operands fit L2.
+      double l2 = group > 1 ? 6.0 : 2.0;
+      if (aBytes + bBytes < 0.5 * arch.l2_bytes) l2 *= 4;
+      const double reread = (aBytes * CeilDiv(n, bn) + bBytes * CeilDiv(m, bm)) / l2;
+      bytes = std::max(aBytes + bBytes, reread) + cBytes * (splitK > 1 ? 2 * splitK : 1) +
+              (f.bytes_in - aBytes - bBytes > 0 ? f.bytes_in - aBytes - bBytes : 0);
+      edge = CeilDiv(m, bm) * bm * CeilDiv(n, bn) * bn * CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
+      if (arch.is_gpu && f.tensor_core) {
+        rate = (f.tf32 ? arch.mma_tf32_tflops : arch.mma_bf16_tflops) * 1e12;
+        const double warpTile = bm * bn / warps;  // elements of C per warp
+        double eff = std::min(1.0, std::sqrt(warpTile / 4096.0));
+        eff *= stages >= 3 ? 1.0 : 0.75;
+        eff *= bk >= 32 ? 1.0 : 0.85;
+        rate *= std::max(0.05, eff);
+      }
+      break;
+    }
+  }
+  const int bps = BlocksPerSm(c, arch);
+  const double capacity = std::max(1.0, double(arch.sm_count) * std::max(1, bps));
+  const double waves = std::max(1.0, CeilDiv(c.blocks, capacity));
+  const double quantization = waves / std::max(1e-9, c.blocks / capacity) ;
+  const double residentThreads = double(std::max(1, bps)) * c.threads;
+  const double occupancy = arch.is_gpu ? std::min(1.0, residentThreads / (0.5 * arch.max_threads_per_sm)) : 1.0;
+  // Few blocks keep few SMs busy; one SM can draw about twice its share of DRAM bandwidth.
+  const double activeSms = arch.is_gpu ? std::min(1.0, 2.0 * c.blocks / arch.sm_count) : 1.0;
+  const double bw = arch.dram_gbps * 1e9 * std::max(0.1, occupancy) * std::max(0.01, activeSms);
+  const double memory = bytes / bw;
+  const double compute = flops * edge / rate;
+  const double core = std::max(memory, compute) * std::min(quantization, 2.0);
+  // Block scheduling: about 5 ns per block per SM, overlapped with nothing.
+  const double scheduling = arch.is_gpu ? 5e-9 * c.blocks / arch.sm_count : 0.0;
+  p.seconds = arch.launch_overhead_us * 1e-6 + core + scheduling;
+  if (bps == 0) p.seconds = 1.0;  // cannot be resident: never preferred
+  p.inputs = {{"bytes", bytes},        {"flops", flops},           {"blocks", double(c.blocks)},
+              {"blocks_per_sm", double(bps)}, {"waves", waves},     {"quantization", quantization},
+              {"edge_waste", edge},    {"occupancy", occupancy},   {"active_sm_fraction", activeSms},
+              {"scheduling_seconds", scheduling}, {"memory_seconds", memory},
+              {"compute_seconds", compute}, {"launch_seconds", arch.launch_overhead_us * 1e-6}};
+  return p;
+}
+
+}  // namespace tir::planning

@@ -1,0 +1,70 @@
+#include "compiler/planning/KernelFacts.h"
+
+#include <algorithm>
+
+#include "compiler/ir/TirDialect.h"
+
+namespace tir::planning {
+namespace {
+
+int64_t Fixed(int64_t d) { return d < 0 ? kAssumedDynamicExtent : d; }
+
+double Bytes(mlir::Type t) {
+  auto r = t.dyn_cast<mlir::RankedTensorType>();
+  if (!r) return 0;
+  double n = 1;
+  for (int64_t d : r.getShape()) n *= Fixed(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  const unsigned bits = r.getElementType().getIntOrFloatBitWidth();
+  return n * std::max(1u, bits / 8);
+}
+
+}  // namespace
+
+KernelFacts ComputeFacts(const Kernel &kernel) {
+  KernelFacts f;
+  f.space = kernel.space;
+  for (int64_t &d : f.space.shape) d = Fixed(d);
+  for (int64_t &d : f.space.batch) d = Fixed(d);
+  f.space.m = Fixed(f.space.m);
+  f.space.n = Fixed(f.space.n);
+  f.space.k = Fixed(f.space.k);
+  for (mlir::Value v : kernel.inputs) f.bytes_in += Bytes(v.getType());
+  for (mlir::Value v : kernel.outputs) f.bytes_out += Bytes(v.getType());
+  f.points = 1;
+  for (int64_t d : f.space.shape) f.points *= d;
+  f.innermost = f.space.shape.empty() ? 1 : f.space.shape.back();
+  int ops = 0;
+  for (mlir::Operation *op : kernel.ops) {
+    if (llvm::isa<BroadcastOp, ReshapeOp, TransposeOp, SliceOp, ConstantOp, DimOp>(op)) continue;
+    ++ops;
+    if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
+      mlir::Type e = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
+      f.operand_bytes = std::max(1u, e.getIntOrFloatBitWidth() / 8);
+      f.tensor_core = e.isBF16() || e.isF16() || e.isF32();
+      f.tf32 = e.isF32();
+    }
+    for (mlir::Type t : op->getResultTypes()) {
+      if (auto r = t.dyn_cast<mlir::RankedTensorType>()) {
+        f.element_bytes = std::max<int>(f.element_bytes, r.getElementType().getIntOrFloatBitWidth() / 8);
+      }
+    }
+  }
+  f.flops_per_point = std::max(1, ops);
+  f.live_values = std::max(1, std::min(ops, 16));
+  // Vector width: the innermost extent of every input/output must be a multiple.
+  int vec = 16 / std::max(1, f.element_bytes);
+  auto limit = [&](mlir::Type t) {
+    auto r = t.dyn_cast<mlir::RankedTensorType>();
+    if (!r || r.getRank() == 0) return;
+    const int64_t inner = r.getShape().back();
+    if (inner == 1) return;  // broadcast along the innermost dim: read once per row
+    if (mlir::ShapedType::isDynamic(inner)) { vec = 1; return; }
+    while (vec > 1 && inner % vec != 0) vec /= 2;
+  };
+  for (mlir::Value v : kernel.inputs) limit(v.getType());
+  for (mlir::Value v : kernel.outputs) limit(v.getType());
+  f.max_vector = std::max(1, vec);
+  return f;
+}
+
+}  // namespace tir::planning

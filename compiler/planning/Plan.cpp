@@ -1,0 +1,105 @@
+#include "compiler/planning/Plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tir::planning {
+namespace {
+
+tir::v1::Candidate ToProto(const TileCandidate &c, const Prediction &p, KernelKind kind, int rank) {
+  tir::v1::Candidate out;
+  out.set_kernel_kind(KernelKindName(kind));
+  for (const auto &[k, v] : c.params) (*out.mutable_params())[k] = v;
+  out.set_is_default(c.is_default);
+  out.set_predicted_seconds(p.seconds);
+  out.set_rank(rank);
+  for (const auto &[k, v] : p.inputs) (*out.mutable_model_inputs())[k] = v;
+  return out;
+}
+
+std::string Params(const tir::v1::Candidate &c) {
+  std::vector<std::string> parts;
+  std::vector<std::pair<std::string, int64_t>> sorted(c.params().begin(), c.params().end());
+  std::sort(sorted.begin(), sorted.end());
+  for (const auto &[k, v] : sorted) parts.push_back(absl::StrCat(k, "=", v));
+  return absl::StrJoin(parts, " ");
+}
+
+}  // namespace
+
+absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
+                                       int top) {
+  PlannedGraph out;
+  absl::StatusOr<Partition> partition = PartitionGraph(graph, arch);
+  if (!partition.ok()) return partition.status();
+  out.partition = *std::move(partition);
+  out.plan.set_graph(graph.getSymName().str());
+  out.plan.set_arch(arch.name);
+  uint32_t intermediates = 0;
+  for (const Kernel &k : out.partition.kernels) {
+    for (mlir::Value v : k.outputs) {
+      bool returned = false;
+      for (mlir::Operation *u : v.getUsers()) returned |= llvm::isa<ResultsOp>(u);
+      intermediates += !returned;
+    }
+    const KernelFacts facts = ComputeFacts(k);
+    CandidateSpace space = GenerateCandidates(facts, arch);
+    std::vector<Prediction> preds;
+    for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch));
+    std::vector<size_t> order(space.kept.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return preds[a].seconds < preds[b].seconds; });
+    CandidateSpace ranked = space;
+    ranked.kept.clear();
+    std::vector<Prediction> rankedPreds;
+    for (size_t i : order) {
+      ranked.kept.push_back(space.kept[i]);
+      rankedPreds.push_back(preds[i]);
+    }
+    tir::v1::KernelPlan *kp = out.plan.add_kernels();
+    kp->set_index(k.index);
+    kp->set_kind(KernelKindName(k.space.kind));
+    kp->set_iteration_space(k.space.ToString());
+    for (int64_t d : k.space.Parallel()) kp->add_parallel(d);
+    for (int64_t d : k.space.Reduced()) kp->add_reduced(d);
+    if (k.index + 1 < static_cast<int>(out.partition.kernels.size())) kp->set_split_reason(k.reason);
+    kp->set_op_count(k.ops.size());
+    kp->set_candidates_before_pruning(ranked.before_pruning);
+    kp->set_candidates_after_pruning(ranked.kept.size());
+    for (const auto &[why, n] : ranked.pruned) (*kp->mutable_pruned())[why] = n;
+    for (size_t r = 0; r < ranked.kept.size(); ++r) {
+      if (static_cast<int>(r) < top) *kp->add_top() = ToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
+      if (ranked.kept[r].is_default) *kp->mutable_default_candidate() = ToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
+    }
+    out.spaces.push_back(std::move(ranked));
+    out.predictions.push_back(std::move(rankedPreds));
+  }
+  out.plan.set_intermediates(intermediates);
+  return out;
+}
+
+std::string PlanToText(const tir::v1::Plan &plan) {
+  std::string s = absl::StrFormat("plan of @%s for %s: %d kernel(s), %d intermediate(s)\n", plan.graph(), plan.arch(),
+                                  plan.kernels_size(), plan.intermediates());
+  for (const tir::v1::KernelPlan &k : plan.kernels()) {
+    absl::StrAppendFormat(&s, "\nkernel %d: %s (%d ops)\n", k.index(), k.iteration_space(), k.op_count());
+    if (!k.split_reason().empty()) absl::StrAppendFormat(&s, "  split: %s\n", k.split_reason());
+    absl::StrAppendFormat(&s, "  candidates: %d, %d after pruning\n", k.candidates_before_pruning(),
+                          k.candidates_after_pruning());
+    for (const tir::v1::Candidate &c : k.top()) {
+      absl::StrAppendFormat(&s, "  #%-3d %9.2f us  %s%s\n", c.rank(), c.predicted_seconds() * 1e6, Params(c),
+                            c.is_default() ? "  (default)" : "");
+    }
+    if (k.has_default_candidate() && k.default_candidate().rank() >= static_cast<uint32_t>(k.top_size())) {
+      absl::StrAppendFormat(&s, "  default #%d %9.2f us  %s\n", k.default_candidate().rank(),
+                            k.default_candidate().predicted_seconds() * 1e6, Params(k.default_candidate()));
+    }
+  }
+  return s;
+}
+
+}  // namespace tir::planning

@@ -1,0 +1,34 @@
+// Full planning of a graph for an arch: partition, per-kernel candidate
+// spaces, cost-model ranking. The result is the wire message tir.v1.Plan, so
+// `tirctl plan -o json` and a service print the same thing.
+
+#ifndef TIR_COMPILER_PLANNING_PLAN_H_
+#define TIR_COMPILER_PLANNING_PLAN_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "compiler/planning/CostModel.h"
+#include "compiler/planning/Partition.h"
+#include "tir/v1/kernel.pb.h"
+
+namespace tir::planning {
+
+struct PlannedGraph {
+  Partition partition;
+  std::vector<CandidateSpace> spaces;          // per kernel, ranked best first
+  std::vector<std::vector<Prediction>> predictions;
+  tir::v1::Plan plan;                          // the summary, `top` candidates per kernel
+};
+
+// Plans `graph` for `arch`, ranking with `model` and keeping `top` candidates
+// per kernel in the summary.
+absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
+                                       int top = 5);
+
+// Multi-line human-readable rendering of a plan.
+std::string PlanToText(const tir::v1::Plan &plan);
+
+}  // namespace tir::planning
+
+#endif  // TIR_COMPILER_PLANNING_PLAN_H_

@@ -1,0 +1,164 @@
+#include "compiler/planning/Plan.h"
+
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::planning {
+namespace {
+
+using ::testing::Gt;
+
+class PlanTest : public ::testing::Test {
+ protected:
+  PlannedGraph Plan(const std::string &text, const std::string &arch = "sm_90a") {
+    auto loaded = LoadGraphText(text, ctx_.get());
+    EXPECT_TRUE(loaded.ok()) << loaded.status();
+    auto p = PlanGraph(loaded->graph, *target::LookupArch(arch), model_, 5);
+    EXPECT_TRUE(p.ok()) << p.status();
+    modules_.push_back(std::move(loaded->module));
+    return *std::move(p);
+  }
+  std::unique_ptr<mlir::MLIRContext> ctx_ = makeTirContext();
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules_;
+  AnalyticCostModel model_;
+};
+
+const char kMatmul4096[] = R"mlir(
+tir.graph @mm(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xf32> {
+  %c = matmul(%a, %b) : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xf32>
+  results %c : tensor<4096x4096xf32>
+}
+)mlir";
+
+// Graphs covering every kernel kind, aligned and unaligned extents.
+const std::vector<std::string> &Corpus() {
+  static const auto *graphs = new std::vector<std::string>{
+      kMatmul4096,
+      R"mlir(
+tir.graph @mmodd(%a: tensor<3x100x72xf32>, %b: tensor<3x72x33xf32>) -> tensor<3x100x33xf32> {
+  %c = matmul(%a, %b) : (tensor<3x100x72xf32>, tensor<3x72x33xf32>) -> tensor<3x100x33xf32>
+  results %c : tensor<3x100x33xf32>
+})mlir",
+      R"mlir(
+tir.graph @pw(%x: tensor<1000x37xf16>, %y: tensor<1000x37xf16>) -> tensor<1000x37xf16> {
+  %s = add %x, %y : tensor<1000x37xf16>
+  %e = exp %s : tensor<1000x37xf16>
+  results %e : tensor<1000x37xf16>
+})mlir",
+      R"mlir(
+tir.graph @pwv(%x: tensor<256x1024xbf16>) -> tensor<256x1024xbf16> {
+  %e = tanh_fwd %x : tensor<256x1024xbf16>
+  results %e : tensor<256x1024xbf16>
+})mlir",
+      R"mlir(
+tir.graph @rows(%x: tensor<64x8192xf32>) -> tensor<64x8192xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<64x8192xf32> -> tensor<64x1xf32>
+  %mb = broadcast %m : tensor<64x1xf32> -> tensor<64x8192xf32>
+  %y = sub %x, %mb : tensor<64x8192xf32>
+  results %y : tensor<64x8192xf32>
+})mlir",
+      R"mlir(
+tir.graph @cols(%x: tensor<100000x12xf32>) -> tensor<1x12xf32> {
+  %s = reduce(%x)<dimensions = [0], reduction_mode = <add>> : tensor<100000x12xf32> -> tensor<1x12xf32>
+  results %s : tensor<1x12xf32>
+})mlir",
+  };
+  return *graphs;
+}
+
+TEST_F(PlanTest, EveryCandidateForSm90aFitsItsLimits) {
+  const target::ArchInfo arch = *target::LookupArch("sm_90a");
+  int walked = 0;
+  for (const std::string &text : Corpus()) {
+    PlannedGraph planned = Plan(text);
+    for (size_t k = 0; k < planned.spaces.size(); ++k) {
+      const Kernel &kernel = planned.partition.kernels[k];
+      const KernelFacts facts = ComputeFacts(kernel);
+      int defaults = 0;
+      for (const TileCandidate &c : planned.spaces[k].kept) {
+        ++walked;
+        defaults += c.is_default;
+        std::string why;
+        EXPECT_TRUE(WithinLimits(c, arch, &why)) << why;
+        EXPECT_LE(c.threads, 1024);
+        EXPECT_LE(c.shared_bytes, 232448);
+        EXPECT_LE(c.registers_per_thread, 255);
+        EXPECT_LE(int64_t{c.registers_per_thread} * c.threads, 65536);
+        if (c.params.count("vector_width")) {
+          const int64_t vec = c.params.at("vector_width");
+          EXPECT_LE(vec * facts.element_bytes, 16);
+          if (kernel.space.kind == KernelKind::kPointwise) {
+            EXPECT_EQ(facts.innermost % vec, 0);
+          }
+        }
+        if (kernel.space.kind == KernelKind::kMatmul) {
+          EXPECT_EQ(c.params.at("block_m") % 16, 0);
+          EXPECT_EQ(c.params.at("block_n") % 8, 0);
+          EXPECT_EQ(c.params.at("block_k") % (facts.tf32 ? 8 : 16), 0);
+          EXPECT_EQ(c.shared_bytes, c.params.at("stages") *
+                                        (c.params.at("block_m") + c.params.at("block_n")) *
+                                        c.params.at("block_k") * facts.operand_bytes);
+        }
+      }
+      EXPECT_EQ(defaults, 1) << kernel.space.ToString();
+    }
+  }
+  EXPECT_GT(walked, 1000);
+}
+
+TEST_F(PlanTest, Bf16Matmul4096HasAtLeastFiftyCandidatesAfterPruning) {
+  PlannedGraph p = Plan(kMatmul4096);
+  ASSERT_EQ(p.plan.kernels_size(), 1);
+  EXPECT_GE(p.plan.kernels(0).candidates_after_pruning(), 50u);
+  EXPECT_LT(p.plan.kernels(0).candidates_after_pruning(), p.plan.kernels(0).candidates_before_pruning());
+}
+
+TEST_F(PlanTest, CandidatesAreRankedAndCarryTheModelInputs) {
+  PlannedGraph p = Plan(kMatmul4096);
+  const tir::v1::KernelPlan &k = p.plan.kernels(0);
+  ASSERT_EQ(k.top_size(), 5);
+  for (int i = 1; i < k.top_size(); ++i) EXPECT_LE(k.top(i - 1).predicted_seconds(), k.top(i).predicted_seconds());
+  EXPECT_LE(k.top(0).predicted_seconds(), k.default_candidate().predicted_seconds());
+  for (const char *input : {"bytes", "flops", "blocks", "waves", "edge_waste", "memory_seconds", "compute_seconds"}) {
+    EXPECT_TRUE(k.top(0).model_inputs().count(input)) << input;
+  }
+  // 2 * 4096^3 flops, and at least the operands and result in bytes.
+  EXPECT_DOUBLE_EQ(k.top(0).model_inputs().at("flops"), 2.0 * 4096 * 4096 * 4096);
+  EXPECT_GE(k.top(0).model_inputs().at("bytes"), 2.0 * 4096 * 4096 * 2 + 4096.0 * 4096 * 4);
+  // Within a factor of the bf16 mma.sync roofline (2*4096^3 / 660e12 = 208 us).
+  EXPECT_GT(k.top(0).predicted_seconds(), 2.0 * 4096 * 4096 * 4096 / 660e12);
+  EXPECT_LT(k.top(0).predicted_seconds(), 3 * 2.0 * 4096 * 4096 * 4096 / 660e12);
+}
+
+TEST_F(PlanTest, MemoryBoundPointwiseIsPredictedNearBandwidth) {
+  PlannedGraph p = Plan(Corpus()[3]);
+  const double bytes = 2.0 * 256 * 1024 * 2;  // read + write bf16
+  const double floor = bytes / 3350e9;
+  EXPECT_GT(p.plan.kernels(0).top(0).predicted_seconds(), floor);
+}
+
+TEST_F(PlanTest, FewLongRowsPreferSplittingRowsAcrossBlocks) {
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @few(%x: tensor<2x4194304xf32>) -> tensor<2x1xf32> {
+  %s = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<2x4194304xf32> -> tensor<2x1xf32>
+  results %s : tensor<2x1xf32>
+})mlir");
+  EXPECT_EQ(p.plan.kernels(0).top(0).params().at("strategy"), 2) << "split across blocks";
+}
+
+TEST_F(PlanTest, EveryArchPlansEveryKind) {
+  for (const target::ArchInfo &arch : target::AllArchs()) {
+    for (const std::string &text : Corpus()) {
+      PlannedGraph p = Plan(text, arch.name);
+      for (const auto &k : p.plan.kernels()) {
+        EXPECT_THAT(k.candidates_after_pruning(), Gt(0u)) << arch.name << " " << k.iteration_space();
+        EXPECT_TRUE(k.has_default_candidate());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tir::planning
