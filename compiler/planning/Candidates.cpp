@@ -116,19 +116,8 @@ struct Builder {
             for (int stages : arch.is_gpu ? std::vector<int>{2, 3, 4, 5} : std::vector<int>{1}) {
               for (int splitK : {1, 2, 4}) {
                 for (int group : {1, 8}) {
-                  TileCandidate c;
-                  c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"warps", warps},
-                              {"stages", stages}, {"split_k", splitK}, {"group_m", group}};
-                  c.threads = warps * (arch.is_gpu ? 32 : 1);
-                  c.shared_bytes = arch.is_gpu ? stages * (bm * bk + bk * bn) * bytes : 0;
-                  const int accPerThread = bm * bn / std::max(1, c.threads);
-                  c.registers_per_thread = arch.is_gpu ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2 : 64;
-                  c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
-                  const int defaultWarps = bm * bn >= 128 * 256 ? 8 : 4;
-                  c.is_default = bm == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(m))) &&
-                                 bn == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(n))) && bk == 32 &&
-                                 (warps == (arch.is_gpu ? defaultWarps : 1)) && stages == (arch.is_gpu ? 3 : 1) &&
-                                 splitK == 1 && group == 8;
+                  const int threads = warps * (arch.is_gpu ? 32 : 1);
+                  const int accPerThread = bm * bn / std::max(1, threads);
                   std::string reject;
                   const int warpTile = bm * bn / warps;
                   if (arch.is_gpu && (bm % 16 != 0 || bn % 8 != 0 || bk % mmaK != 0)) {
@@ -145,7 +134,24 @@ struct Builder {
                   } else if (!f.tensor_core && arch.is_gpu && stages > 3) {
                     reject = "deep pipelines only for tensor-core operands";
                   }
-                  Offer(std::move(c), reject);
+                  if (!reject.empty()) {  // counted without building the candidate
+                    ++space.before_pruning;
+                    ++space.pruned[reject];
+                    continue;
+                  }
+                  TileCandidate c;
+                  c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"warps", warps},
+                              {"stages", stages}, {"split_k", splitK}, {"group_m", group}};
+                  c.threads = threads;
+                  c.shared_bytes = arch.is_gpu ? stages * (bm * bk + bk * bn) * bytes : 0;
+                  c.registers_per_thread = arch.is_gpu ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2 : 64;
+                  c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
+                  const int defaultWarps = bm * bn >= 128 * 256 ? 8 : 4;
+                  c.is_default = bm == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(m))) &&
+                                 bn == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(n))) && bk == 32 &&
+                                 (warps == (arch.is_gpu ? defaultWarps : 1)) && stages == (arch.is_gpu ? 3 : 1) &&
+                                 splitK == 1 && group == 8;
+                  Offer(std::move(c));
                 }
               }
             }

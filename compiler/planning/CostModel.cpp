@@ -20,7 +20,7 @@ int BlocksPerSm(const TileCandidate &c, const target::ArchInfo &arch) {
 }  // namespace
 
 Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate &c,
-                                      const target::ArchInfo &arch) const {
+                                      const target::ArchInfo &arch, bool explain) const {
   Prediction p;
   const auto param = [&](const char *name, double fallback) {
     auto it = c.params.find(name);
@@ -98,6 +98,7 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
   const double scheduling = arch.is_gpu ? 5e-9 * c.blocks / arch.sm_count : 0.0;
   p.seconds = arch.launch_overhead_us * 1e-6 + core + scheduling;
   if (bps == 0) p.seconds = 1.0;  // cannot be resident: never preferred
+  if (!explain) return p;
   p.inputs = {{"bytes", bytes},        {"flops", flops},           {"blocks", double(c.blocks)},
               {"blocks_per_sm", double(bps)}, {"waves", waves},     {"quantization", quantization},
               {"edge_waste", edge},    {"occupancy", occupancy},   {"active_sm_fraction", activeSms},

@@ -21,8 +21,9 @@ struct Prediction {
 class CostModel {
  public:
   virtual ~CostModel() = default;
+  // `explain` fills Prediction::inputs; ranking alone does not need them.
   virtual Prediction Predict(const KernelFacts &facts, const TileCandidate &candidate,
-                             const target::ArchInfo &arch) const = 0;
+                             const target::ArchInfo &arch, bool explain = true) const = 0;
 };
 
 // The analytic model:
@@ -38,7 +39,7 @@ class CostModel {
 class AnalyticCostModel : public CostModel {
  public:
   Prediction Predict(const KernelFacts &facts, const TileCandidate &candidate,
-                     const target::ArchInfo &arch) const override;
+                     const target::ArchInfo &arch, bool explain = true) const override;
 };
 
 }  // namespace tir::planning

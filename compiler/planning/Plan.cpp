@@ -1,6 +1,7 @@
 #include "compiler/planning/Plan.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -29,11 +30,22 @@ std::string Params(const tir::v1::Candidate &c) {
   return absl::StrJoin(parts, " ");
 }
 
+// Everything the candidate space and its ranking depend on.
+std::string FactsKey(const KernelFacts &f) {
+  return absl::StrCat(static_cast<int>(f.space.kind), "|", absl::StrJoin(f.space.shape, ","), "|",
+                      absl::StrJoin(f.space.reduced_dims, ","), "|", f.space.row_resident, "|",
+                      absl::StrJoin(f.space.batch, ","), "|", f.space.m, ",", f.space.n, ",", f.space.k, "|",
+                      f.bytes_in, "|", f.bytes_out, "|", f.flops_per_point, "|", f.element_bytes, "|",
+                      f.operand_bytes, "|", f.tensor_core, f.tf32, "|", f.max_vector, "|", f.live_values);
+}
+
 }  // namespace
 
 absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
                                        int top) {
   PlannedGraph out;
+  // Kernels with identical facts (repeated layers) share one ranked space.
+  std::map<std::string, std::pair<CandidateSpace, std::vector<Prediction>>> memo;
   absl::StatusOr<Partition> partition = PartitionGraph(graph, arch);
   if (!partition.ok()) return partition.status();
   out.partition = *std::move(partition);
@@ -47,19 +59,29 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
       intermediates += !returned;
     }
     const KernelFacts facts = ComputeFacts(k);
-    CandidateSpace space = GenerateCandidates(facts, arch);
-    std::vector<Prediction> preds;
-    for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch));
-    std::vector<size_t> order(space.kept.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return preds[a].seconds < preds[b].seconds; });
-    CandidateSpace ranked = space;
-    ranked.kept.clear();
-    std::vector<Prediction> rankedPreds;
-    for (size_t i : order) {
-      ranked.kept.push_back(space.kept[i]);
-      rankedPreds.push_back(preds[i]);
+    const std::string key = FactsKey(facts);
+    auto hit = memo.find(key);
+    if (hit == memo.end()) {
+      CandidateSpace space = GenerateCandidates(facts, arch);
+      std::vector<Prediction> preds;
+      for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch, /*explain=*/false));
+      std::vector<size_t> order(space.kept.size());
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return preds[a].seconds < preds[b].seconds; });
+      CandidateSpace ranked = space;
+      ranked.kept.clear();
+      std::vector<Prediction> rankedPreds;
+      for (size_t i : order) {
+        ranked.kept.push_back(space.kept[i]);
+        // The candidates a plan shows carry the model's inputs.
+        const bool shown = rankedPreds.size() < static_cast<size_t>(top) || space.kept[i].is_default;
+        rankedPreds.push_back(shown ? model.Predict(facts, space.kept[i], arch, /*explain=*/true) : preds[i]);
+      }
+      hit = memo.emplace(key, std::make_pair(std::move(ranked), std::move(rankedPreds))).first;
     }
+    const CandidateSpace &ranked = hit->second.first;
+    const std::vector<Prediction> &rankedPreds = hit->second.second;
     tir::v1::KernelPlan *kp = out.plan.add_kernels();
     kp->set_index(k.index);
     kp->set_kind(KernelKindName(k.space.kind));
@@ -75,8 +97,8 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
       if (static_cast<int>(r) < top) *kp->add_top() = ToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
       if (ranked.kept[r].is_default) *kp->mutable_default_candidate() = ToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
     }
-    out.spaces.push_back(std::move(ranked));
-    out.predictions.push_back(std::move(rankedPreds));
+    out.spaces.push_back(ranked);
+    out.predictions.push_back(rankedPreds);
   }
   out.plan.set_intermediates(intermediates);
   return out;
