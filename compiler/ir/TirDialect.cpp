@@ -135,7 +135,8 @@ LogicalResult TirDialect::verifyOperationAttribute(Operation *op, NamedAttribute
   // Annotations written by tir's own passes.
   static constexpr llvm::StringLiteral kPassAttrs[] = {
       "tir.partition", "tir.kernel_kind", "tir.split_reason", "tir.iteration_space",
-      "tir.access", "tir.source_graph", "tir.kernels", "tir.intermediate"};
+      "tir.access", "tir.source_graph", "tir.kernels", "tir.intermediate",
+      "tir.iteration_domain", "tir.reduced_dims"};
   for (llvm::StringLiteral known : kPassAttrs) {
     if (name == known) return success();
   }

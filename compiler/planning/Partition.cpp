@@ -251,26 +251,29 @@ class Partitioner {
         why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
         return std::nullopt;
       }
-      if (shape == target || BroadcastsInto(shape, target)) return *need;
-      // A pointwise producer of a reshape: same elements, addressed linearly.
-      if (draft.space.kind == KernelKind::kPointwise && *need == Domain::kMain) {
-        bool onlyReshapes = true;
-        for (mlir::Operation *user : op->getUsers()) {
-          if (draft.ops.count(user) && !llvm::isa<ReshapeOp>(user)) onlyReshapes = false;
-        }
-        auto count = [](const std::vector<int64_t> &s) {
-          int64_t n = 1;
-          for (int64_t d : s) {
-            if (d < 0) return int64_t{-1};
-            n *= d;
+      // Each user in the kernel must address op's elements from its own
+      // indices: elementwise users through a broadcast (unit dims at 0), views
+      // (transpose, slice, reshape) through their index relation, reductions
+      // and matmuls by reading their operand.
+      for (mlir::Operation *user : op->getUsers()) {
+        if (!draft.ops.count(user)) continue;
+        if (llvm::isa<TransposeOp, SliceOp, ReduceOp, ReduceUdOp, MatmulOp>(user)) continue;
+        if (llvm::isa<ReshapeOp>(user)) {
+          if (tiled) {
+            why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
+            return std::nullopt;
           }
-          return n;
-        };
-        if (onlyReshapes && count(shape) >= 0 && count(shape) == count(target)) return *need;
+          continue;
+        }
+        const std::vector<int64_t> userShape = ShapeOf(user->getResult(0).getType());
+        if (shape != userShape && !BroadcastsInto(shape, userShape)) {
+          why = absl::StrCat("its shape ", Fmt(shape), " does not map onto the consumer's ", Fmt(userShape),
+                             " iteration space");
+          return std::nullopt;
+        }
       }
-      why = absl::StrCat("its shape ", Fmt(shape), " does not map onto the consumer kernel's ",
-                         Fmt(target), " iteration space");
-      return std::nullopt;
+      (void)target;
+      return *need;
     }
 
     if (IsReduction(op)) {
@@ -493,6 +496,16 @@ mlir::OwningOpRef<mlir::ModuleOp> BuildPartitionedModule(GraphOp graph, const Pa
     auto kg = b.create<GraphOp>(graph.getLoc(), absl::StrCat(name, "_k", k.index), b.getFunctionType(in, out));
     kg->setAttr("tir.kernel_kind", b.getStringAttr(KernelKindName(k.space.kind)));
     kg->setAttr("tir.iteration_space", b.getStringAttr(k.space.ToString()));
+    // Structured form for passes: the iteration domain (matmul: batch..., M, N,
+    // K) and, for reductions, the reduced dims of the domain.
+    std::vector<int64_t> domain = k.space.shape;
+    if (k.space.kind == KernelKind::kMatmul) domain.push_back(k.space.k);
+    for (int64_t &d : domain) d = d < 0 ? mlir::ShapedType::kDynamic : d;
+    kg->setAttr("tir.iteration_domain", b.getDenseI64ArrayAttr(domain));
+    if (k.space.kind == KernelKind::kReduction) {
+      std::vector<int64_t> dims(k.space.reduced_dims.begin(), k.space.reduced_dims.end());
+      kg->setAttr("tir.reduced_dims", b.getDenseI64ArrayAttr(dims));
+    }
     if (k.index + 1 < static_cast<int>(partition.kernels.size())) {
       kg->setAttr("tir.split_reason", b.getStringAttr(k.reason));
     }

@@ -207,6 +207,18 @@ tir.graph @rs(%x: tensor<8x64xf32>) -> tensor<16x32xf32> {
 )mlir", 1, Arch());
 }
 
+TEST_F(PartitionTest, PointwiseThroughTransposeAndSliceOfComputedValuesFuses) {
+  Check(R"mlir(
+tir.graph @views(%x: tensor<16x32xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = exp %x : tensor<16x32xf32>
+  %t = transpose %e permutation = [1, 0] : tensor<16x32xf32> -> tensor<32x16xf32>
+  %s = slice %t starts = [1, 2] limits = [9, 10] strides = [2, 1] : tensor<32x16xf32> -> tensor<4x8xf32>
+  %o = add %s, %y : tensor<4x8xf32>
+  results %o : tensor<4x8xf32>
+}
+)mlir", 1, Arch());
+}
+
 TEST_F(PartitionTest, ConcatOfIndependentReductionsSplits) {
   Partition p = Check(R"mlir(
 tir.graph @cat(%x: tensor<8x64xf32>, %y: tensor<8x32xf32>) -> tensor<8x2xf32> {

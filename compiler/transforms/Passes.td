@@ -45,3 +45,41 @@ def Partition : Pass<"tir-partition", "::mlir::ModuleOp"> {
            "Target arch whose on-chip budget decides what fuses">,
   ];
 }
+
+def PropagateLayouts : Pass<"tir-propagate-layouts", "::mlir::ModuleOp"> {
+  let summary = "Give every value of a kernel an affine access map from the kernel's iteration space";
+  let description = [{
+    On kernel graphs (from tir-partition), annotates each op with
+    `tir.access`: the affine map from the kernel's iteration domain to the
+    indices of its result; each kernel argument read under a single map gets
+    it as `tir.iter_space_map`. Maps go through broadcast (unit dims read at
+    0), transpose (permuted), slice (start + stride * i), reshape
+    (delinearized, floordiv/mod), concatenate (offset), reductions (reduced
+    dims at 0) and matmul (A: batch, m, k; B: batch, k, n).
+
+    ```mlir
+    %t = transpose %x permutation = [1, 0] {tir.access = affine_map<(d0, d1) -> (d0, d1)>} ...
+    // with %x: tensor<64x32xf32> {tir.iter_space_map = affine_map<(d0, d1) -> (d1, d0)>}
+    ```
+
+    Conflict rule: a value needed under two different maps is recomputed per
+    map (the op is cloned) when it is pointwise; kernel arguments are simply
+    read twice; any other value (a reduction or matmul result) under two maps
+    is an error, because it needs a partition boundary.
+  }];
+}
+
+def Plan : Pass<"tir-plan", "::mlir::ModuleOp"> {
+  let summary = "Report the plan of each graph: kernels, iteration spaces, ranked candidates";
+  let description = [{
+    Emits, as a remark on each (unpartitioned) graph, what `tirctl plan`
+    prints: the partition into kernels with their iteration spaces and split
+    reasons, the number of tile candidates before and after pruning for the
+    target arch, the best candidates with predicted times, and the default.
+    The IR is left unchanged.
+  }];
+  let options = [
+    Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"", "Target arch">,
+    Option<"top", "top", "int", /*default=*/"3", "Candidates shown per kernel">,
+  ];
+}
