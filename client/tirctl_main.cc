@@ -4,6 +4,7 @@
 // Exit codes: 0 ok, 1 failure, 2 usage error.
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -89,9 +90,14 @@ int main(int argc, char** argv) {
   }
   if (verb == "plan") {
     if (positional.size() != 2) return Usage("plan takes one FILE");
-    std::ifstream in(positional[1]);
+    // Under `bazel run`, relative paths are relative to where it was invoked.
+    std::string path = positional[1];
+    if (const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd && !path.empty() && path[0] != '/') {
+      path = std::string(cwd) + "/" + path;
+    }
+    std::ifstream in(path);
     if (!in) {
-      std::fprintf(stderr, "tirctl: cannot read %s\n", positional[1].c_str());
+      std::fprintf(stderr, "tirctl: cannot read %s\n", path.c_str());
       return 1;
     }
     std::stringstream text;
