@@ -302,7 +302,7 @@ TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
     EXPECT_EQ(out->size(), graph.getResultTypes().size());
     ++graphs;
   }
-  EXPECT_EQ(graphs, 5);
+  EXPECT_EQ(graphs, 6);
 }
 
 }  // namespace
