@@ -103,7 +103,8 @@ class Partitioner {
     std::vector<int> users = UserKernels(op, returned);
     if (users.empty() && !returned) return absl::OkStatus();  // dead: computes nothing used
     if (users.empty()) {
-      NewKernel(op, "it produces a graph output and feeds no other op");
+      NewKernel(op, "it computes a graph output that no op of another kernel consumes, so it shares no "
+                    "iteration space with them");
       return absl::OkStatus();
     }
     // Cheap leaves are recomputed in every kernel that uses them.
@@ -500,8 +501,7 @@ mlir::OwningOpRef<mlir::ModuleOp> BuildPartitionedModule(GraphOp graph, const Pa
     // K) and, for reductions, the reduced dims of the domain.
     std::vector<int64_t> domain = k.space.shape;
     if (k.space.kind == KernelKind::kMatmul) domain.push_back(k.space.k);
-    for (int64_t &d : domain) d = d < 0 ? mlir::ShapedType::kDynamic : d;
-    kg->setAttr("tir.iteration_domain", b.getDenseI64ArrayAttr(domain));
+    kg->setAttr("tir.iteration_domain", b.getDenseI64ArrayAttr(domain));  // -1: dynamic
     if (k.space.kind == KernelKind::kReduction) {
       std::vector<int64_t> dims(k.space.reduced_dims.begin(), k.space.reduced_dims.end());
       kg->setAttr("tir.reduced_dims", b.getDenseI64ArrayAttr(dims));

@@ -80,7 +80,8 @@ struct Partition {
 absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch);
 
 // Builds a module with one tir.graph per kernel (@<name>_k<i>, annotated with
-// tir.kernel_kind, tir.iteration_space and tir.split_reason) and the stitching
+// tir.kernel_kind, tir.iteration_space, tir.iteration_domain (extents, -1 for
+// dynamic; matmul: batch..., M, N, K), tir.reduced_dims and tir.split_reason) and the stitching
 // graph @<name> of the original signature whose body launches them in order.
 mlir::OwningOpRef<mlir::ModuleOp> BuildPartitionedModule(GraphOp graph, const Partition &partition);
 

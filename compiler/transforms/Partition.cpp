@@ -39,7 +39,7 @@ class PartitionPass : public impl::PartitionBase<PartitionPass> {
         graph.emitError() << partition.status().message();
         return signalPassFailure();
       }
-      for (const std::string &split : partition->splits) graph.emitRemark() << split;
+      for (const std::string &split : partition->splits) mlir::emitRemark(graph.getLoc()) << split;
       mlir::OwningOpRef<mlir::ModuleOp> parts = planning::BuildPartitionedModule(graph, *partition);
       mlir::Block *body = parts->getBody();
       while (!body->empty()) body->front().moveBefore(graph);

@@ -34,7 +34,7 @@ class PlanPass : public impl::PlanBase<PlanPass> {
         g.emitError() << planned.status().message();
         return signalPassFailure();
       }
-      g.emitRemark() << planning::PlanToText(planned->plan);
+      mlir::emitRemark(g.getLoc()) << planning::PlanToText(planned->plan);
     }
     markAllAnalysesPreserved();
   }

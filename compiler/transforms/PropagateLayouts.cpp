@@ -54,7 +54,7 @@ class Kernel {
   Kernel(GraphOp graph) : graph_(graph), ctx_(graph.getContext()) {
     kind_ = graph->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue().str();
     auto domain = graph->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain");
-    domain_.assign(domain.asArrayRef().begin(), domain.asArrayRef().end());
+    domain_.assign(domain.asArrayRef().begin(), domain.asArrayRef().end());  // -1: dynamic
     if (auto r = graph->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.reduced_dims")) {
       reduced_.assign(r.asArrayRef().begin(), r.asArrayRef().end());
     }
