@@ -6,7 +6,8 @@ by tools/test to ../shared/reference); without them the test says it skipped.
 1. ops, types, shape-merge, layout_attr: each file's RUN modes (print,
    print | re-parse, generic print | re-parse) are run through tir-opt and the
    file's own CHECK lines, with `nv_tensor_ir.` read as `tir.`, must match.
-   Printing is a fixed point: re-parsing the output prints it again unchanged.
+   Printing is a fixed point: re-parsing the output prints it again unchanged;
+   the generic form spelled in TensorIR's namespace parses to the same IR.
 2. canonicalize: parses and round-trips (its CHECKs describe TensorIR's
    canonicalization patterns, which are not part of this check).
 3. invalid, matmul-invalid, reduce-invalid, pow-invalid: every case (split at
@@ -50,6 +51,13 @@ def main():
         from_generic = run([tir_opt] + split + ["-"], generic.stdout)
         if generic.returncode != 0 or from_generic.returncode != 0 or from_generic.stdout != printed.stdout:
             failures.append("%s: generic form does not round-trip: %s" % (name, from_generic.stderr[:2000]))
+        # TensorIR's own generic form: tir's generic output in its namespace.
+        foreign = (generic.stdout.replace('"tir.', '"nv_tensor_ir.').replace("#tir.", "#nv_tensor_ir.")
+                   .replace(" tir.stride", " nv_tensor_ir.stride"))
+        from_foreign = run([tir_opt] + split + ["-"], foreign)
+        if from_foreign.returncode != 0 or from_foreign.stdout != printed.stdout:
+            failures.append("%s: TensorIR's generic form does not parse to the same IR: %s"
+                            % (name, from_foreign.stderr[:2000]))
         checked += 1
         if name == "canonicalize":
             continue

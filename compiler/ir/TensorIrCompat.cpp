@@ -12,7 +12,24 @@ bool isIdentChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.';
 }
 
-// Walks `text`, calling `onToken(pos)` at each `nv_tensor_ir.` identifier start.
+bool isIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Whether the string literal starting at `quote` is a generic-form op name in
+// TensorIR's namespace: "nv_tensor_ir.<ident>" followed by `(`.
+bool isGenericOpName(llvm::StringRef text, size_t quote, size_t close) {
+  llvm::StringRef body = text.slice(quote + 1, close);
+  if (!body.startswith(kForeign) || body.size() == kForeign.size()) return false;
+  if (!isIdentStart(body[kForeign.size()])) return false;
+  for (char c : body.drop_front(kForeign.size())) {
+    if (!isIdentChar(c)) return false;
+  }
+  size_t next = close + 1;
+  while (next < text.size() && (text[next] == ' ' || text[next] == '\t')) ++next;
+  return next < text.size() && text[next] == '(';
+}
+
+// Walks `text`, calling `onToken(pos)` at each `nv_tensor_ir.` identifier
+// start, including generic-form op names ("nv_tensor_ir.add"(...)).
 template <typename Fn>
 void scan(llvm::StringRef text, Fn onToken) {
   size_t i = 0;
@@ -24,12 +41,14 @@ void scan(llvm::StringRef text, Fn onToken) {
       continue;
     }
     if (c == '"') {  // string literal with escapes
+      const size_t quote = i;
       ++i;
       while (i < n && text[i] != '"') {
         if (text[i] == '\\' && i + 1 < n) ++i;
         if (text[i] == '\n') break;  // unterminated: let the parser complain
         ++i;
       }
+      if (i < n && text[i] == '"' && isGenericOpName(text, quote, i)) onToken(quote + 1);
       ++i;
       continue;
     }
@@ -51,9 +70,9 @@ std::string aliasTensorIrNamespace(llvm::StringRef text) {
   scan(text, [&](size_t pos) {
     out.append(text.data() + copied, pos - copied);
     // Same width as the original prefix: pad before the new spelling, except
-    // where the token is glued to a sigil ('#' or '!'), where padding would
-    // split it; there the line just gets shorter after the token.
-    const bool glued = pos > 0 && (text[pos - 1] == '#' || text[pos - 1] == '!');
+    // where the token is glued to a sigil ('#', '!') or a quote, where padding
+    // would change it; there the line just gets shorter after the token.
+    const bool glued = pos > 0 && (text[pos - 1] == '#' || text[pos - 1] == '!' || text[pos - 1] == '"');
     if (!glued) out.append(kForeign.size() - kOwn.size(), ' ');
     out.append(kOwn.data(), kOwn.size());
     copied = pos + kForeign.size();

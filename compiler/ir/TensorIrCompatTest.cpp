@@ -31,6 +31,14 @@ TEST(TensorIrCompat, AttributeAliasesAfterHash) {
   EXPECT_TRUE(usesTensorIrNamespace("x = #nv_tensor_ir.composite_source<>"));
 }
 
+TEST(TensorIrCompat, GenericFormOpNamesAreRespelled) {
+  EXPECT_EQ(aliasTensorIrNamespace("%0 = \"nv_tensor_ir.add\"(%a, %b) : (f32, f32) -> f32"),
+            "%0 = \"tir.add\"(%a, %b) : (f32, f32) -> f32");
+  // Not followed by '(' or not an identifier: an ordinary string.
+  EXPECT_EQ(aliasTensorIrNamespace("{s = \"nv_tensor_ir.add\"}"), "{s = \"nv_tensor_ir.add\"}");
+  EXPECT_EQ(aliasTensorIrNamespace("\"nv_tensor_ir.a b\"(x)"), "\"nv_tensor_ir.a b\"(x)");
+}
+
 TEST(TensorIrCompat, EscapedQuotesDoNotEndStrings) {
   const std::string in = "\"a\\\"nv_tensor_ir.x\" nv_tensor_ir.y";
   EXPECT_EQ(aliasTensorIrNamespace(in), "\"a\\\"nv_tensor_ir.x\"          tir.y");

@@ -28,3 +28,15 @@ nv_tensor_ir.graph @layouts(%a: tensor<4x4xf32>) -> tensor<4x1xf32> {
   } : tensor<4x4xf32> -> tensor<4x1xf32>
   results %r : tensor<4x1xf32>
 }
+
+// -----
+
+// Tests that TensorIR's generic form (op names as strings) is accepted too.
+// CHECK-LABEL: tir.graph @generic
+// CHECK: %[[E:.*]] = exp %{{.*}} : tensor<4xf32>
+// CHECK: results %[[E]] : tensor<4xf32>
+"nv_tensor_ir.graph"() ({
+^bb0(%arg0: tensor<4xf32>):
+  %0 = "nv_tensor_ir.exp"(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+  "nv_tensor_ir.results"(%0) : (tensor<4xf32>) -> ()
+}) {function_type = (tensor<4xf32>) -> tensor<4xf32>, sym_name = "generic"} : () -> ()
