@@ -1,0 +1,203 @@
+// tir's kernel runtime: included by every generated kernel, compiled either by
+// NVRTC for a GPU or by the system C++ compiler for the host backend.
+//
+// The same kernel source runs in both places. On a GPU a block has
+// blockDim.x threads; on the host a block is one thread (blockDim.x == 1), so
+// every strided loop over a block's work covers it all and block collectives
+// reduce nothing. Scalar semantics match compiler/reference/Elementwise.h:
+// bf16/f16 compute in f32 and round (to nearest even) on every op; integers
+// wrap; div/rem/mod by integer zero give 0; max/min propagate NaN.
+
+#ifndef TIR_RUNTIME_H_
+#define TIR_RUNTIME_H_
+
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define TIR_DEVICE 1
+#define TIR_FN __device__ __forceinline__
+#define TIR_KERNEL extern "C" __global__
+#define TIR_SHARED __shared__
+typedef long long tir_i64;
+typedef unsigned long long tir_u64;
+typedef unsigned int tir_u32;
+typedef unsigned short tir_u16;
+typedef unsigned char tir_u8;
+typedef signed char tir_i8;
+typedef short tir_i16;
+typedef int tir_i32;
+#define TIR_INF __int_as_float(0x7f800000)
+#define TIR_NAN __int_as_float(0x7fc00000)
+#define TIR_SYNC() __syncthreads()
+#else
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#define TIR_DEVICE 0
+#define TIR_FN static inline
+#define TIR_KERNEL extern "C"
+#define TIR_SHARED static thread_local
+typedef int64_t tir_i64;
+typedef uint64_t tir_u64;
+typedef uint32_t tir_u32;
+typedef uint16_t tir_u16;
+typedef uint8_t tir_u8;
+typedef int8_t tir_i8;
+typedef int16_t tir_i16;
+typedef int32_t tir_i32;
+#define TIR_INF INFINITY
+#define TIR_NAN NAN
+#define TIR_SYNC() ((void)0)
+struct tir_dim3 { unsigned x, y, z; };
+// Set by the host launcher around each block.
+static thread_local tir_dim3 threadIdx = {0, 0, 0};
+static thread_local tir_dim3 blockIdx = {0, 0, 0};
+static thread_local tir_dim3 blockDim = {1, 1, 1};
+static thread_local tir_dim3 gridDim = {1, 1, 1};
+using std::sqrt; using std::exp; using std::log; using std::sin; using std::cos; using std::tan;
+using std::erf; using std::tanh; using std::atan2; using std::pow; using std::floor; using std::ceil;
+using std::fabs; using std::fmod; using std::log1p; using std::isnan;
+#endif
+
+// ---- storage types ---------------------------------------------------------
+
+struct tir_bf16 { tir_u16 bits; };
+struct tir_f16 { tir_u16 bits; };
+
+TIR_FN tir_u32 tir_float_bits(float f) {
+#if TIR_DEVICE
+  return __float_as_uint(f);
+#else
+  tir_u32 u; std::memcpy(&u, &f, 4); return u;
+#endif
+}
+TIR_FN float tir_bits_float(tir_u32 u) {
+#if TIR_DEVICE
+  return __uint_as_float(u);
+#else
+  float f; std::memcpy(&f, &u, 4); return f;
+#endif
+}
+
+TIR_FN float tir_from_bf16(tir_bf16 v) { return tir_bits_float(((tir_u32)v.bits) << 16); }
+TIR_FN tir_bf16 tir_to_bf16(float f) {
+  tir_u32 u = tir_float_bits(f);
+  tir_bf16 r;
+  if ((u & 0x7fffffffu) > 0x7f800000u) { r.bits = (tir_u16)((u >> 16) | 0x40); return r; }  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  r.bits = (tir_u16)(u >> 16);
+  return r;
+}
+
+TIR_FN float tir_from_f16(tir_f16 v) {
+  const tir_u32 sign = ((tir_u32)v.bits & 0x8000u) << 16;
+  const tir_u32 exp = (v.bits >> 10) & 0x1f, man = v.bits & 0x3ffu;
+  if (exp == 0) {  // zero or subnormal: man * 2^-24
+    const float mag = (float)man * 5.9604644775390625e-8f;
+    return sign ? -mag : mag;
+  }
+  if (exp == 31) return tir_bits_float(sign | 0x7f800000u | (man << 13));
+  return tir_bits_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+TIR_FN tir_f16 tir_to_f16(float f) {
+  tir_f16 r;
+  tir_u32 u = tir_float_bits(f);
+  const tir_u32 sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) { r.bits = (tir_u16)(sign | 0x7e00u); return r; }          // NaN
+  if (u >= 0x477ff000u) { r.bits = (tir_u16)(sign | 0x7c00u); return r; }          // overflow -> inf
+  if (u < 0x38800000u) {                                                            // subnormal or zero
+    const float mag = tir_bits_float(u);
+    // Round mag / 2^-24 to nearest even integer.
+    float q = mag * 16777216.0f;
+    float fl = floor(q);
+    float diff = q - fl;
+    tir_u32 m = (tir_u32)fl;
+    if (diff > 0.5f || (diff == 0.5f && (m & 1u))) ++m;
+    r.bits = (tir_u16)(sign | m);
+    return r;
+  }
+  tir_u32 man = u & 0x7fffffu, exp = (u >> 23) - 112;
+  tir_u32 bits = (exp << 10) | (man >> 13);
+  const tir_u32 rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;
+  r.bits = (tir_u16)(sign | bits);
+  return r;
+}
+
+TIR_FN float tir_round_bf16(float f) { return tir_from_bf16(tir_to_bf16(f)); }
+TIR_FN float tir_round_f16(float f) { return tir_from_f16(tir_to_f16(f)); }
+
+// ---- scalar math (see compiler/reference/Elementwise.h) --------------------
+
+template <typename T> TIR_FN T tir_max(T a, T b) { return a > b ? a : b; }
+template <typename T> TIR_FN T tir_min(T a, T b) { return a < b ? a : b; }
+TIR_FN float tir_fmax(float a, float b) { return (isnan(a) || isnan(b)) ? TIR_NAN : (a > b ? a : b); }
+TIR_FN float tir_fmin(float a, float b) { return (isnan(a) || isnan(b)) ? TIR_NAN : (a < b ? a : b); }
+TIR_FN double tir_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? (double)TIR_NAN : (a > b ? a : b); }
+TIR_FN double tir_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? (double)TIR_NAN : (a < b ? a : b); }
+template <typename T> TIR_FN T tir_fmodf(T a, T b) { T r = fmod(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }
+template <typename T> TIR_FN T tir_sigmoid(T x) { return (T)1 / ((T)1 + exp(-x)); }
+template <typename T> TIR_FN T tir_gelu(T x) { return x * (T)0.5 * ((T)1 + erf(x * (T)0.7071067811865476)); }
+template <typename T> TIR_FN T tir_gelu_tanh(T x) {
+  return (T)0.5 * x * ((T)1 + tanh((T)0.7978845608028654 * (x + (T)0.044715 * x * x * x)));
+}
+template <typename T> TIR_FN T tir_softplus(T x, T beta) { T bx = beta * x; return bx > (T)20 ? x : log1p(exp(bx)) / beta; }
+template <typename T> TIR_FN T tir_swish(T x, T beta) { return x * tir_sigmoid(beta * x); }
+template <typename T> TIR_FN T tir_elu(T x, T beta) { return x > 0 ? x : beta * (exp(x) - (T)1); }
+template <typename T> TIR_FN T tir_relu_bwd(T x, T dy) { return x > 0 ? dy : (T)0; }
+template <typename T> TIR_FN T tir_sigmoid_bwd(T x, T dy) { T s = tir_sigmoid(x); return dy * s * ((T)1 - s); }
+template <typename T> TIR_FN T tir_tanh_bwd(T x, T dy) { T t = tanh(x); return dy * ((T)1 - t * t); }
+template <typename T> TIR_FN T tir_gelu_bwd(T x, T dy) {
+  return dy * ((T)0.5 * ((T)1 + erf(x * (T)0.7071067811865476)) + x * exp((T)-0.5 * x * x) * (T)0.3989422804014327);
+}
+template <typename T> TIR_FN T tir_gelu_tanh_bwd(T x, T dy) {
+  T u = (T)0.7978845608028654 * (x + (T)0.044715 * x * x * x), t = tanh(u);
+  T du = (T)0.7978845608028654 * ((T)1 + (T)3 * (T)0.044715 * x * x);
+  return dy * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * du);
+}
+template <typename T> TIR_FN T tir_softplus_bwd(T x, T dy, T beta) { return dy * tir_sigmoid(beta * x); }
+template <typename T> TIR_FN T tir_swish_bwd(T x, T dy, T beta) {
+  T s = tir_sigmoid(beta * x); return dy * (s + beta * x * s * ((T)1 - s));
+}
+template <typename T> TIR_FN T tir_elu_bwd(T x, T dy, T beta) { return x > 0 ? dy : dy * beta * exp(x); }
+
+TIR_FN tir_i64 tir_idiv(tir_i64 a, tir_i64 b) { return b == 0 ? 0 : (b == -1 ? (tir_i64)(0 - (tir_u64)a) : a / b); }
+TIR_FN tir_i64 tir_irem(tir_i64 a, tir_i64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+TIR_FN tir_i64 tir_imod(tir_i64 a, tir_i64 b) {
+  if (b == 0 || b == -1) return 0;
+  tir_i64 r = a % b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r;
+}
+TIR_FN tir_u64 tir_udiv(tir_u64 a, tir_u64 b) { return b == 0 ? 0 : a / b; }
+TIR_FN tir_u64 tir_urem(tir_u64 a, tir_u64 b) { return b == 0 ? 0 : a % b; }
+TIR_FN tir_i64 tir_ipow(tir_i64 a, tir_i64 b) {
+  if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+  tir_u64 base = (tir_u64)a, r = 1, e = (tir_u64)b;
+  while (e) { if (e & 1) r *= base; base *= base; e >>= 1; }
+  return (tir_i64)r;
+}
+
+// ---- block collectives -----------------------------------------------------
+
+// Reduces `v` over each group of `group` consecutive threads of the block
+// (group is a power of two <= blockDim.x); every thread of a group gets the
+// result. `scratch` holds blockDim.x values. On the host a block is one
+// thread, so the value is returned as is.
+template <typename T, typename Op>
+TIR_FN T tir_group_reduce(T v, int group, T *scratch, Op op) {
+#if TIR_DEVICE
+  const int t = threadIdx.x;
+  scratch[t] = v;
+  __syncthreads();
+  for (int s = group / 2; s > 0; s /= 2) {
+    if ((t % group) < s) scratch[t] = op(scratch[t], scratch[t + s]);
+    __syncthreads();
+  }
+  T r = scratch[t - t % group];
+  __syncthreads();
+  return r;
+#else
+  (void)group; (void)scratch;
+  return v;
+#endif
+}
+
+#endif  // TIR_RUNTIME_H_

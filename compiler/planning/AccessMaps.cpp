@@ -1,0 +1,253 @@
+//===- AccessMaps.cpp - affine access maps of a kernel's values -----------===//
+//
+// 1. Seed: each kernel output is reached from the iteration domain by its
+//    natural map (unit dims at 0; a reshaped output through its linear index).
+// 2. Propagate from outputs to inputs, op by op in reverse: an op's result map
+//    gives each operand's map through the op's index relation (broadcast,
+//    transpose, slice, reshape, concatenate, reduce, matmul).
+// 3. Resolve conflicts: a pointwise op whose result is needed under several
+//    maps is cloned, one clone per map; arguments may be read under several
+//    maps; anything else is an error (it needs a partition boundary).
+// 4. Annotate ops with tir.access and single-map arguments with
+//    tir.iter_space_map.
+
+#include "compiler/planning/AccessMaps.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "mlir/IR/Builders.h"
+
+namespace tir::planning {
+namespace {
+
+using mlir::AffineExpr;
+using mlir::AffineMap;
+
+bool IsPointwiseLikeOp(mlir::Operation *op) {
+  return !llvm::isa<ReduceOp, ReduceUdOp, MatmulOp, LaunchOp, ResultsOp>(op);
+}
+
+std::vector<int64_t> Shape(mlir::Type t) {
+  auto r = t.dyn_cast<mlir::RankedTensorType>();
+  if (!r) return {};
+  return {r.getShape().begin(), r.getShape().end()};
+}
+
+bool Static(const std::vector<int64_t> &s) {
+  return llvm::none_of(s, [](int64_t d) { return mlir::ShapedType::isDynamic(d); });
+}
+
+// Row-major strides of a static shape.
+std::vector<int64_t> Strides(const std::vector<int64_t> &s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+class Builder {
+ public:
+  Builder(GraphOp graph) : graph_(graph), ctx_(graph.getContext()) {
+    kind_ = graph->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue().str();
+    auto domain = graph->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain");
+    domain_.assign(domain.asArrayRef().begin(), domain.asArrayRef().end());  // -1: dynamic
+    if (auto r = graph->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.reduced_dims")) {
+      reduced_.assign(r.asArrayRef().begin(), r.asArrayRef().end());
+    }
+  }
+
+  const llvm::DenseMap<mlir::OpOperand *, AffineMap> &UseMaps() const { return use_map_; }
+
+  mlir::LogicalResult Run() {
+    mlir::Block &block = graph_.getBodyBlock();
+    mlir::Operation *terminator = block.getTerminator();
+    for (mlir::OpOperand &use : terminator->getOpOperands()) {
+      if (use.get().getType().isa<mlir::RankedTensorType>()) use_map_[&use] = Natural(use.get().getType());
+    }
+    llvm::SmallVector<mlir::Operation *> ops;
+    for (mlir::Operation &op : block.without_terminator()) ops.push_back(&op);
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      if (mlir::failed(Visit(*it))) return mlir::failure();
+    }
+    for (mlir::BlockArgument arg : block.getArguments()) {
+      llvm::SetVector<AffineMap> maps;
+      for (mlir::OpOperand &use : arg.getUses()) {
+        if (auto m = use_map_.lookup(&use)) maps.insert(m);
+      }
+      if (maps.size() == 1 && annotate_) {
+        graph_.setArgAttr(arg.getArgNumber(), TirDialect::kIterSpaceMapAttr, mlir::AffineMapAttr::get(maps[0]));
+      }
+    }
+    return mlir::success();
+  }
+
+ private:
+  unsigned Rank() const { return domain_.size(); }
+  AffineExpr D(unsigned i) const { return mlir::getAffineDimExpr(i, ctx_); }
+  AffineExpr C(int64_t v) const { return mlir::getAffineConstantExpr(v, ctx_); }
+  AffineMap Map(llvm::ArrayRef<AffineExpr> results) const { return AffineMap::get(Rank(), 0, results, ctx_); }
+
+  // The map of a value of `type` placed in the iteration domain.
+  AffineMap Natural(mlir::Type type) {
+    std::vector<int64_t> s = Shape(type);
+    llvm::SmallVector<AffineExpr> r;
+    if (kind_ == "matmul") {
+      // Domain (batch..., M, N, K); values live in C's space (batch..., M, N).
+      for (size_t i = 0; i < s.size(); ++i) r.push_back(s[i] == 1 && domain_[i] != 1 ? C(0) : D(i));
+      return Map(r);
+    }
+    if (s.size() == domain_.size()) {
+      for (size_t i = 0; i < s.size(); ++i) r.push_back(s[i] == 1 && domain_[i] != 1 ? C(0) : D(i));
+      return Map(r);
+    }
+    // A reshaped value: through the linear index of the domain.
+    return Delinearize(LinearIndex(IdentityExprs(), domain_), s);
+  }
+
+  llvm::SmallVector<AffineExpr> IdentityExprs() const {
+    llvm::SmallVector<AffineExpr> e;
+    for (unsigned i = 0; i < Rank(); ++i) e.push_back(D(i));
+    return e;
+  }
+
+  AffineExpr LinearIndex(llvm::ArrayRef<AffineExpr> idx, const std::vector<int64_t> &shape) const {
+    std::vector<int64_t> st = Strides(shape);
+    AffineExpr lin = C(0);
+    for (size_t i = 0; i < idx.size(); ++i) lin = lin + idx[i] * st[i];
+    return lin;
+  }
+
+  AffineMap Delinearize(AffineExpr lin, const std::vector<int64_t> &shape) const {
+    std::vector<int64_t> st = Strides(shape);
+    llvm::SmallVector<AffineExpr> r;
+    for (size_t j = 0; j < shape.size(); ++j) r.push_back(lin.floorDiv(st[j]) % shape[j]);
+    return Map(r);
+  }
+
+  mlir::LogicalResult Visit(mlir::Operation *op) {
+    if (op->getNumResults() == 0) return mlir::success();
+    mlir::Value result = op->getResult(0);
+    if (!result.getType().isa<mlir::RankedTensorType>()) return mlir::success();  // index scalars
+    // Uses grouped by the map they need.
+    llvm::MapVector<AffineMap, llvm::SmallVector<mlir::OpOperand *>> byMap;
+    for (mlir::Value r : op->getResults()) {
+      for (mlir::OpOperand &use : r.getUses()) {
+        if (auto m = use_map_.lookup(&use)) byMap[m].push_back(&use);
+      }
+    }
+    if (byMap.empty()) {
+      Assign(op, Natural(result.getType()));
+      return mlir::success();
+    }
+    if (byMap.size() > 1 && !IsPointwiseLikeOp(op)) {
+      return op->emitOpError() << "result is needed under " << byMap.size()
+                               << " different access maps in one kernel; only pointwise values can be "
+                                  "recomputed per map, so this one needs a partition boundary";
+    }
+    auto entries = byMap.takeVector();
+    for (size_t i = 1; i < entries.size(); ++i) {
+      // Recompute the pointwise value for this map.
+      mlir::OpBuilder b(op->getContext());
+      b.setInsertionPointAfter(op);
+      mlir::Operation *clone = b.clone(*op);
+      for (mlir::OpOperand *use : entries[i].second) use->set(clone->getResult(use->get().cast<mlir::OpResult>().getResultNumber()));
+      Assign(clone, entries[i].first);
+    }
+    Assign(op, entries[0].first);
+    return mlir::success();
+  }
+
+  // Annotates `op` with `map` and derives its operands' maps.
+  void Assign(mlir::Operation *op, AffineMap map) {
+    op->setAttr("tir.access", mlir::AffineMapAttr::get(map));
+    std::vector<int64_t> out = Shape(op->getResult(0).getType());
+    auto set = [&](unsigned i, AffineMap m) { use_map_[&op->getOpOperand(i)] = m; };
+    if (auto t = llvm::dyn_cast<TransposeOp>(op)) {
+      llvm::ArrayRef<int64_t> perm = t.getPermutation();
+      llvm::SmallVector<AffineExpr> r(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) r[perm[i]] = map.getResult(i);
+      set(0, Map(r));
+    } else if (auto s = llvm::dyn_cast<SliceOp>(op)) {
+      llvm::SmallVector<AffineExpr> r;
+      for (size_t i = 0; i < out.size(); ++i) r.push_back(C(s.getStarts()[i]) + map.getResult(i) * s.getStrides()[i]);
+      set(0, Map(r));
+    } else if (auto rs = llvm::dyn_cast<ReshapeOp>(op)) {
+      std::vector<int64_t> in = Shape(rs.getInput().getType());
+      if (Static(in) && Static(out)) {
+        llvm::SmallVector<AffineExpr> idx(map.getResults().begin(), map.getResults().end());
+        set(0, Delinearize(LinearIndex(idx, out), in));
+      }
+    } else if (auto cat = llvm::dyn_cast<ConcatenateOp>(op)) {
+      int64_t offset = 0;
+      const int64_t dim = cat.getDimension();
+      for (unsigned k = 0; k < cat.getInputs().size(); ++k) {
+        std::vector<int64_t> in = Shape(cat.getInputs()[k].getType());
+        llvm::SmallVector<AffineExpr> r(map.getResults().begin(), map.getResults().end());
+        r[dim] = r[dim] - offset;
+        set(k, Map(r));
+        offset += mlir::ShapedType::isDynamic(in[dim]) ? 0 : in[dim];
+      }
+    } else if (llvm::isa<ReduceOp, ReduceUdOp>(op)) {
+      // Reduced dims of the input run over the domain's own dims.
+      for (unsigned k = 0; k < op->getNumOperands(); ++k) {
+        std::vector<int64_t> in = Shape(op->getOperand(k).getType());
+        llvm::SmallVector<AffineExpr> r(map.getResults().begin(), map.getResults().end());
+        for (int64_t d : reduced_) r[d] = D(d);
+        if (reduced_.empty()) {  // a reduction outside a reduction kernel: its own dims
+          llvm::ArrayRef<int32_t> dims = llvm::isa<ReduceOp>(op) ? llvm::cast<ReduceOp>(op).getDimensions()
+                                                                 : llvm::cast<ReduceUdOp>(op).getDimensions();
+          for (int32_t d : dims) r[d] = D(d);
+        }
+        set(k, Map(r));
+      }
+    } else if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
+      const unsigned b = out.size() - 2;  // batch dims; domain (batch..., M, N, K)
+      std::vector<int64_t> as = Shape(mm.getA().getType()), bs = Shape(mm.getB().getType());
+      llvm::SmallVector<AffineExpr> a, bb;
+      for (unsigned i = 0; i < b; ++i) {
+        a.push_back(as[i] == 1 && out[i] != 1 ? C(0) : map.getResult(i));
+        bb.push_back(bs[i] == 1 && out[i] != 1 ? C(0) : map.getResult(i));
+      }
+      a.push_back(map.getResult(b));
+      a.push_back(D(b + 2));
+      bb.push_back(D(b + 2));
+      bb.push_back(map.getResult(b + 1));
+      set(0, Map(a));
+      set(1, Map(bb));
+      if (mm.getAccumulator()) set(2, map);
+    } else {
+      // Elementwise and broadcast: operand unit dims are read at 0.
+      for (unsigned k = 0; k < op->getNumOperands(); ++k) {
+        std::vector<int64_t> in = Shape(op->getOperand(k).getType());
+        if (in.size() != out.size()) continue;  // scalars (splat values, index sizes)
+        llvm::SmallVector<AffineExpr> r;
+        for (size_t i = 0; i < in.size(); ++i) r.push_back(in[i] == 1 && out[i] != 1 ? C(0) : map.getResult(i));
+        set(k, Map(r));
+      }
+    }
+  }
+
+  bool annotate_ = true;
+  GraphOp graph_;
+  mlir::MLIRContext *ctx_;
+  std::string kind_;
+  std::vector<int64_t> domain_, reduced_;
+  llvm::DenseMap<mlir::OpOperand *, AffineMap> use_map_;
+};
+
+}  // namespace
+
+mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel) {
+  if (!kernel->hasAttr("tir.kernel_kind") || !kernel->hasAttr("tir.iteration_domain")) {
+    return kernel.emitOpError() << "is not a kernel graph (run tir-partition first)";
+  }
+  Builder b(kernel);
+  if (mlir::failed(b.Run())) return mlir::failure();
+  AccessMaps maps;
+  maps.operands = b.UseMaps();
+  kernel.walk([&](mlir::Operation *op) {
+    if (auto a = op->getAttrOfType<mlir::AffineMapAttr>("tir.access")) maps.results[op] = a.getValue();
+  });
+  return maps;
+}
+
+}  // namespace tir::planning
