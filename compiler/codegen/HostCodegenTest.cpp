@@ -1,0 +1,103 @@
+// Every kernel of a corpus of graphs, for several candidates each, is
+// emitted, built by the system compiler, run on the CPU with poisoned outputs
+// and compared with the reference interpreter.
+
+#include <cstdlib>
+
+#include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/testing/CodegenCorpus.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/planning/Plan.h"
+#include "compiler/reference/Interpreter.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::codegen {
+namespace {
+
+using testing_corpus::Case;
+using testing_corpus::Corpus;
+
+double Tolerance(reference::DType d) {
+  switch (d) {
+    case tir::v1::DTYPE_F64: return 1e-12;
+    case tir::v1::DTYPE_F32: return 1e-5;
+    case tir::v1::DTYPE_F16:
+    case tir::v1::DTYPE_BF16: return 2e-2;
+    default: return 0;  // integers and i1 are exact
+  }
+}
+
+class HostCodegenTest : public ::testing::TestWithParam<Case> {
+ protected:
+  std::unique_ptr<mlir::MLIRContext> ctx_ = makeTirContext();
+  std::string work_ = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/kernels";
+};
+
+TEST_P(HostCodegenTest, EveryKernelAndSeveralCandidatesMatchTheInterpreter) {
+  auto loaded = LoadGraphText(GetParam().text, ctx_.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const target::ArchInfo arch = *target::LookupArch("sm_90a");
+  planning::AnalyticCostModel model;
+  auto planned = planning::PlanGraph(loaded->graph, arch, model, 3);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(loaded->graph, planned->partition);
+  int checked = 0;
+  for (size_t k = 0; k < planned->partition.kernels.size(); ++k) {
+    GraphOp kernel;
+    for (GraphOp g : module->getOps<GraphOp>()) {
+      if (g.getSymName() == absl::StrCat(loaded->graph.getSymName().str(), "_k", k)) kernel = g;
+    }
+    ASSERT_TRUE(kernel);
+    // The default, the best ranked, and a few more spread over the space.
+    const auto &space = planned->spaces[k].kept;
+    std::vector<size_t> picks = {0};
+    for (size_t i = 0; i < space.size(); ++i) {
+      if (space[i].is_default) picks.push_back(i);
+    }
+    picks.push_back(space.size() / 2);
+    picks.push_back(space.size() - 1);
+    std::vector<reference::Tensor> inputs;
+    uint64_t seed = 11;
+    for (mlir::Type t : kernel.getArgumentTypes()) {
+      auto tensor = t.cast<mlir::RankedTensorType>();
+      reference::Tensor x = reference::RandomTensor(reference::DTypeOf(tensor.getElementType()),
+                                                    {tensor.getShape().begin(), tensor.getShape().end()}, seed++);
+      // Keep divisors away from zero so integer division is exercised, not 0/0.
+      if (x.UsesInts()) for (int64_t &v : x.i) if (v == 0) v = 3;
+      inputs.push_back(x);
+    }
+    auto want = reference::Evaluate(kernel, inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (size_t pick : picks) {
+      SCOPED_TRACE(absl::StrCat(GetParam().name, " kernel ", k, " candidate #", pick));
+      auto emitted = EmitKernel(kernel, space[pick].params);
+      ASSERT_TRUE(emitted.ok()) << emitted.status();
+      auto built = BuildHostKernel(*emitted, work_);
+      ASSERT_TRUE(built.ok()) << built.status();
+      auto got = RunOnHost(kernel, *emitted, **built, inputs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t o = 0; o < want->size(); ++o) {
+        const double err = reference::RelativeL2Error((*got)[o], (*want)[o]);
+        auto head = [](const reference::Tensor &t) {
+          std::string s = t.ShapeString() + ":";
+          for (int64_t i = 0; i < std::min<int64_t>(6, t.NumElements()); ++i) s += " " + std::to_string(t.GetF(i));
+          return s;
+        };
+        EXPECT_LE(err, Tolerance((*want)[o].dtype))
+            << "output " << o << " got " << head((*got)[o]) << " want " << head((*want)[o]);
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Corpus, HostCodegenTest, ::testing::ValuesIn(Corpus()),
+                         [](const ::testing::TestParamInfo<Case> &info) { return info.param.name; });
+
+}  // namespace
+}  // namespace tir::codegen

@@ -1,0 +1,116 @@
+#include "compiler/codegen/testing/CodegenCorpus.h"
+
+namespace tir::codegen::testing_corpus {
+
+const std::vector<Case> &Corpus() {
+  static const auto *cases = new std::vector<Case>{
+      {"pointwise_broadcast_transposed_strided", R"mlir(
+tir.graph @g(%x: tensor<6x10xf32> {tir.stride = "(1,6)"}, %xt: tensor<10x6xf32>, %b: tensor<1x10xf32>) -> tensor<6x10xf32> {
+  %t = transpose %xt permutation = [1, 0] : tensor<10x6xf32> -> tensor<6x10xf32>
+  %a = add %x, %b : (tensor<6x10xf32>, tensor<1x10xf32>) -> tensor<6x10xf32>
+  %m = mul %a, %t : tensor<6x10xf32>
+  %g = gelu_approx_tanh_fwd %m : tensor<6x10xf32>
+  %s = softplus_fwd<beta = 2.0 : f32> %g : tensor<6x10xf32>
+  results %s : tensor<6x10xf32>
+})mlir"},
+      {"slice_concat_reshape", R"mlir(
+tir.graph @g(%x: tensor<8x8xf32>, %y: tensor<4x16xf32>) -> tensor<3x8xf32> {
+  %s = slice %x starts = [1, 0] limits = [7, 8] strides = [2, 1] : tensor<8x8xf32> -> tensor<3x8xf32>
+  %r = reshape %y : tensor<4x16xf32> -> tensor<8x8xf32>
+  %w = slice %r starts = [0, 0] limits = [3, 8] strides = [1, 1] : tensor<8x8xf32> -> tensor<3x8xf32>
+  %c = concatenate %s, %w dimension = 0 : (tensor<3x8xf32>, tensor<3x8xf32>) -> tensor<6x8xf32>
+  %e = exp %c : tensor<6x8xf32>
+  %k = slice %e starts = [2, 0] limits = [5, 8] strides = [1, 1] : tensor<6x8xf32> -> tensor<3x8xf32>
+  results %k : tensor<3x8xf32>
+})mlir"},
+      {"integers_and_compare", R"mlir(
+tir.graph @g(%a: tensor<5x7xsi32>, %b: tensor<5x7xsi32>, %u: tensor<5x7xui8>) -> (tensor<5x7xsi32>, tensor<5x7xi1>, tensor<5x7xui8>) {
+  %m = mod %a, %b : tensor<5x7xsi32>
+  %d = div %a, %b : tensor<5x7xsi32>
+  %s = add %m, %d : tensor<5x7xsi32>
+  %c = cmp %a lt %b : tensor<5x7xsi32>
+  %u2 = mul %u, %u : tensor<5x7xui8>
+  results %s, %c, %u2 : tensor<5x7xsi32>, tensor<5x7xi1>, tensor<5x7xui8>
+})mlir"},
+      {"bf16_and_f16", R"mlir(
+tir.graph @g(%x: tensor<4x32xbf16>, %y: tensor<4x32xf16>) -> (tensor<4x32xbf16>, tensor<4x32xf32>) {
+  %t = tanh_fwd %x : tensor<4x32xbf16>
+  %s = mul %t, %x : tensor<4x32xbf16>
+  %yf = convert %y : tensor<4x32xf16> -> tensor<4x32xf32>
+  %sf = convert %s : tensor<4x32xbf16> -> tensor<4x32xf32>
+  %o = add %yf, %sf : tensor<4x32xf32>
+  results %s, %o : tensor<4x32xbf16>, tensor<4x32xf32>
+})mlir"},
+      {"select_iota_constant_f64", R"mlir(
+tir.graph @g(%x: tensor<3x4xf64>) -> tensor<3x4xf64> {
+  %i = iota dimension = 1 : tensor<3x4xf64>
+  %k = constant dense<[[1.0, 2.0, 3.0, 4.0]]> : tensor<1x4xf64>
+  %p = cmp %x ogt %i : tensor<3x4xf64>
+  %a = add %x, %k : (tensor<3x4xf64>, tensor<1x4xf64>) -> tensor<3x4xf64>
+  %s = binary_select %p, %a, %i : tensor<3x4xf64>
+  results %s : tensor<3x4xf64>
+})mlir"},
+      {"reduce_every_mode", R"mlir(
+tir.graph @g(%x: tensor<6x33xf32>) -> (tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>) {
+  %a = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  %b = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  %c = reduce(%x)<dimensions = [1], reduction_mode = <min>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  %d = reduce(%x)<dimensions = [1], reduction_mode = <mean>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  %e = reduce(%x)<dimensions = [1], reduction_mode = <amax>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  %f = reduce(%x)<dimensions = [1], reduction_mode = <norm1>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  %g = reduce(%x)<dimensions = [1], reduction_mode = <norm2>> : tensor<6x33xf32> -> tensor<6x1xf32>
+  results %a, %b, %c, %d, %e, %f, %g : tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>
+})mlir"},
+      {"column_reduce_int", R"mlir(
+tir.graph @g(%x: tensor<17x5xsi32>) -> tensor<1x5xsi32> {
+  %s = reduce(%x)<dimensions = [0], reduction_mode = <add>> : tensor<17x5xsi32> -> tensor<1x5xsi32>
+  results %s : tensor<1x5xsi32>
+})mlir"},
+      {"softmax", R"mlir(
+tir.graph @g(%x: tensor<5x40xf32>) -> tensor<5x40xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<5x40xf32> -> tensor<5x1xf32>
+  %s = sub %x, %m : (tensor<5x40xf32>, tensor<5x1xf32>) -> tensor<5x40xf32>
+  %e = exp %s : tensor<5x40xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<5x40xf32> -> tensor<5x1xf32>
+  %y = div %e, %z : (tensor<5x40xf32>, tensor<5x1xf32>) -> tensor<5x40xf32>
+  results %y : tensor<5x40xf32>
+})mlir"},
+      {"layernorm", R"mlir(
+tir.graph @g(%x: tensor<4x24xf32>, %gamma: tensor<1x24xf32>) -> (tensor<4x24xf32>, tensor<4x1xf32>) {
+  %mu = reduce(%x)<dimensions = [1], reduction_mode = <mean>> : tensor<4x24xf32> -> tensor<4x1xf32>
+  %c = sub %x, %mu : (tensor<4x24xf32>, tensor<4x1xf32>) -> tensor<4x24xf32>
+  %c2 = mul %c, %c : tensor<4x24xf32>
+  %var = reduce(%c2)<dimensions = [1], reduction_mode = <mean>> : tensor<4x24xf32> -> tensor<4x1xf32>
+  %eps = constant dense<1.0e-05> : tensor<4x1xf32>
+  %ve = add %var, %eps : tensor<4x1xf32>
+  %rs = rsqrt %ve : tensor<4x1xf32>
+  %n = mul %c, %rs : (tensor<4x24xf32>, tensor<4x1xf32>) -> tensor<4x24xf32>
+  %y = mul %n, %gamma : (tensor<4x24xf32>, tensor<1x24xf32>) -> tensor<4x24xf32>
+  results %y, %rs : tensor<4x24xf32>, tensor<4x1xf32>
+})mlir"},
+      {"matmul_bias_gelu_residual_bf16", R"mlir(
+tir.graph @g(%x: tensor<20x16xbf16>, %w: tensor<16x12xbf16>, %b: tensor<1x12xf32>, %r: tensor<20x12xf32>) -> tensor<20x12xf32> {
+  %m = matmul(%x, %w) : (tensor<20x16xbf16>, tensor<16x12xbf16>) -> tensor<20x12xf32>
+  %y = add %m, %b : (tensor<20x12xf32>, tensor<1x12xf32>) -> tensor<20x12xf32>
+  %g = gelu_approx_tanh_fwd %y : tensor<20x12xf32>
+  %o = add %g, %r : tensor<20x12xf32>
+  results %o : tensor<20x12xf32>
+})mlir"},
+      {"batched_matmul_transposed_b_accumulator", R"mlir(
+tir.graph @g(%a: tensor<3x9x7xf32>, %bt: tensor<1x5x7xf32>, %c: tensor<3x9x5xf32>) -> tensor<3x9x5xf32> {
+  %b = transpose %bt permutation = [0, 2, 1] : tensor<1x5x7xf32> -> tensor<1x7x5xf32>
+  %m = matmul(%a, %b) accum(%c : tensor<3x9x5xf32>) : (tensor<3x9x7xf32>, tensor<1x7x5xf32>) -> tensor<3x9x5xf32>
+  %r = relu_fwd %m : tensor<3x9x5xf32>
+  results %r : tensor<3x9x5xf32>
+})mlir"},
+      {"two_matmuls", R"mlir(
+tir.graph @g(%a: tensor<8x6xf32>, %b: tensor<6x10xf32>, %c: tensor<10x4xf32>) -> tensor<8x4xf32> {
+  %ab = matmul(%a, %b) : (tensor<8x6xf32>, tensor<6x10xf32>) -> tensor<8x10xf32>
+  %abc = matmul(%ab, %c) : (tensor<8x10xf32>, tensor<10x4xf32>) -> tensor<8x4xf32>
+  results %abc : tensor<8x4xf32>
+})mlir"},
+  };
+  return *cases;
+}
+
+}  // namespace tir::codegen::testing_corpus
