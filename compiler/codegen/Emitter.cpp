@@ -491,7 +491,11 @@ class Emitter {
   }
 
   absl::StatusOr<std::string> Reduction() {
-    const int64_t tpr = Param("threads_per_row", 128), rpb = Param("rows_per_block", 1);
+    bool userDefined = false;
+    for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) userDefined |= llvm::isa<ReduceUdOp>(op);
+    // A user-defined combiner is applied element by element in order, so its
+    // rows are reduced by one thread each.
+    const int64_t tpr = userDefined ? 1 : Param("threads_per_row", 128), rpb = Param("rows_per_block", 1);
     std::vector<int> par, red;
     for (int d = 0; d < rank_; ++d) (reduced_.count(d) ? red : par).push_back(d);
     std::string code = absl::StrCat(
@@ -518,14 +522,17 @@ class Emitter {
     std::set<mlir::Operation *> rowOps;
     for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
       auto m = maps_.results.find(&op);
-      if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<ReduceOp>(op)) rowOps.insert(&op);
+      if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<ReduceOp, ReduceUdOp>(op)) rowOps.insert(&op);
     }
     for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
       if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
         TIR_RETURN_IF_ERROR(ReductionPass(r, rowOps, red, code));
         continue;
       }
-      if (llvm::isa<ReduceUdOp>(op)) return Unsupported("UNSUPPORTED_OP", "codegen does not support reduce_ud yet");
+      if (auto ud = llvm::dyn_cast<ReduceUdOp>(op)) {
+        TIR_RETURN_IF_ERROR(UserReductionPass(ud, rowOps, red, code));
+        continue;
+      }
       if (!rowOps.count(&op)) TIR_RETURN_IF_ERROR(EmitOp(&op, code, "    "));
     }
     // Outputs: row-domain ones in a final pass, reduced-domain ones once per row.
@@ -632,6 +639,79 @@ class Emitter {
     const std::string var = absl::StrCat("v", next_++);
     absl::StrAppend(&code, "    const ", t.compute, " ", var, " = ", Sub(t.round, "(" + t.compute + ")(" + value + ")"), ";\n");
     values_[r.getOutput().getAsOpaquePointer()] = var;
+    return absl::OkStatus();
+  }
+
+  // The row-domain ops `roots` depend on, in graph order.
+  std::vector<mlir::Operation *> Slice(mlir::ValueRange roots, const std::set<mlir::Operation *> &rowOps) {
+    std::set<mlir::Operation *> slice;
+    std::vector<mlir::Value> work(roots.begin(), roots.end());
+    while (!work.empty()) {
+      mlir::Value v = work.back();
+      work.pop_back();
+      mlir::Operation *def = v.getDefiningOp();
+      if (!def || !rowOps.count(def) || slice.count(def)) continue;
+      slice.insert(def);
+      for (mlir::Value o : def->getOperands()) work.push_back(o);
+    }
+    return Ordered(slice);
+  }
+
+  // A reduce_ud: the region's scalar arith ops run once per element, in order.
+  absl::Status UserReductionPass(ReduceUdOp ud, const std::set<mlir::Operation *> &rowOps,
+                                 const std::vector<int> &red, std::string &code) {
+    const size_t n = ud.getInputs().size();
+    mlir::Block &body = ud.getBody().front();
+    std::vector<std::string> accs;
+    for (size_t i = 0; i < n; ++i) {
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(ud.getOutputs()[i].getType()));
+      if (!t.is_float) return Unsupported("UNSUPPORTED_OP", "reduce_ud codegen supports float element types");
+      mlir::Attribute id = ud.getIdentity()[i];
+      const double v = id.isa<mlir::FloatAttr>() ? id.cast<mlir::FloatAttr>().getValueAsDouble()
+                                                 : static_cast<double>(id.cast<mlir::IntegerAttr>().getInt());
+      accs.push_back(absl::StrCat("uacc", next_++));
+      absl::StrAppend(&code, "    ", t.compute, " ", accs.back(), " = (", t.compute, ")", Literal(v), ";\n");
+    }
+    absl::StrAppend(&code, "    if (active) for (tir_i64 j = 0; j < len; ++j) {\n", InnerIndices(red));
+    auto saved = values_;
+    std::string inner;
+    for (mlir::Operation *op : Slice(ud.getInputs(), rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));
+    std::map<const void *, std::string> scalars;
+    for (size_t i = 0; i < n; ++i) {
+      scalars[body.getArgument(i).getAsOpaquePointer()] = accs[i];
+      TIR_ASSIGN_OR_RETURN(std::string x, Operand(ud->getOpOperand(i), inner, "        "));
+      scalars[body.getArgument(n + i).getAsOpaquePointer()] = "(" + x + ")";
+    }
+    values_ = saved;
+    for (mlir::Operation &op : body.without_terminator()) {
+      auto arg = [&](unsigned k) { return scalars[op.getOperand(k).getAsOpaquePointer()]; };
+      std::string e;
+      if (llvm::isa<mlir::arith::AddFOp>(op)) e = arg(0) + " + " + arg(1);
+      else if (llvm::isa<mlir::arith::SubFOp>(op)) e = arg(0) + " - " + arg(1);
+      else if (llvm::isa<mlir::arith::MulFOp>(op)) e = arg(0) + " * " + arg(1);
+      else if (llvm::isa<mlir::arith::DivFOp>(op)) e = arg(0) + " / " + arg(1);
+      else if (llvm::isa<mlir::arith::MaxFOp>(op)) e = "tir_max(" + arg(0) + ", " + arg(1) + ")";
+      else if (llvm::isa<mlir::arith::MinFOp>(op)) e = "tir_min(" + arg(0) + ", " + arg(1) + ")";
+      else if (llvm::isa<mlir::arith::NegFOp>(op)) e = "-(" + arg(0) + ")";
+      else if (llvm::isa<mlir::arith::SelectOp>(op)) e = "(" + arg(0) + ") ? (" + arg(1) + ") : (" + arg(2) + ")";
+      else if (auto c = llvm::dyn_cast<mlir::arith::ConstantOp>(op); c && c.getValue().isa<mlir::FloatAttr>()) {
+        e = Literal(c.getValue().cast<mlir::FloatAttr>().getValueAsDouble());
+      } else {
+        return Unsupported("UNSUPPORTED_OP", "codegen does not support " + op.getName().getStringRef().str() +
+                                                 " in a reduce_ud body");
+      }
+      const std::string var = absl::StrCat("r", next_++);
+      absl::StrAppend(&inner, "        const double ", var, " = ", e, ";\n");
+      scalars[op.getResult(0).getAsOpaquePointer()] = var;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(ud.getOutputs()[i].getType()));
+      absl::StrAppend(&inner, "        ", accs[i], " = ",
+                      Sub(t.round, "(" + t.compute + ")(" + scalars[body.getTerminator()->getOperand(i).getAsOpaquePointer()] + ")"),
+                      ";\n");
+    }
+    absl::StrAppend(&code, inner, "    }\n");
+    for (size_t i = 0; i < n; ++i) values_[ud.getOutputs()[i].getAsOpaquePointer()] = accs[i];
     return absl::OkStatus();
   }
 

@@ -103,6 +103,59 @@ tir.graph @g(%a: tensor<3x9x7xf32>, %bt: tensor<1x5x7xf32>, %c: tensor<3x9x5xf32
   %r = relu_fwd %m : tensor<3x9x5xf32>
   results %r : tensor<3x9x5xf32>
 })mlir"},
+      {"welford_reduce_ud", R"mlir(
+tir.graph @g(%x: tensor<6x20xf32>, %w: tensor<6x20xf32>) -> (tensor<6x1xf32>, tensor<6x1xf32>) {
+  %r:2 = reduce_ud(%x, %w)<dimensions = [1], identity = [0.0 : f32, 0.0 : f32]> (%s: f32, %q: f32, %a: f32, %b: f32) {
+    %ab = arith.mulf %a, %b : f32
+    %s2 = arith.addf %s, %ab : f32
+    %m = arith.maxf %q, %a : f32
+    tir.yield %s2, %m : f32, f32
+  } : tensor<6x20xf32>, tensor<6x20xf32> -> tensor<6x1xf32>, tensor<6x1xf32>
+  results %r#0, %r#1 : tensor<6x1xf32>, tensor<6x1xf32>
+})mlir"},
+      {"dynamic_rows_softmax", R"mlir(
+tir.graph @g(%x: tensor<?x24xf32>) -> tensor<?x24xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<?x24xf32> -> tensor<?x1xf32>
+  %s = sub %x, %m : (tensor<?x24xf32>, tensor<?x1xf32>) -> tensor<?x24xf32>
+  %e = exp %s : tensor<?x24xf32>
+  results %e : tensor<?x24xf32>
+})mlir"},
+      {"dynamic_pointwise", R"mlir(
+tir.graph @g(%x: tensor<?x?xf32>, %b: tensor<1x?xf32>) -> tensor<?x?xf32> {
+  %a = add %x, %b : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
+  %r = relu_fwd %a : tensor<?x?xf32>
+  results %r : tensor<?x?xf32>
+})mlir"},
+      {"every_integer_dtype", R"mlir(
+tir.graph @g(%a: tensor<9xsi8>, %b: tensor<9xsi16>, %c: tensor<9xsi64>, %d: tensor<9xui16>, %e: tensor<9xui32>, %f: tensor<9xui64>)
+    -> (tensor<9xsi8>, tensor<9xsi16>, tensor<9xsi64>, tensor<9xui16>, tensor<9xui32>, tensor<9xui64>, tensor<9xf32>) {
+  %a2 = mul %a, %a : tensor<9xsi8>
+  %b2 = sub %b, %b : tensor<9xsi16>
+  %c2 = pow %c, %c : (tensor<9xsi64>, tensor<9xsi64>) -> tensor<9xsi64>
+  %d2 = max %d, %d : tensor<9xui16>
+  %e2 = rem %e, %e : tensor<9xui32>
+  %f2 = add_square %f, %f : tensor<9xui64>
+  %cf = convert %a : tensor<9xsi8> -> tensor<9xf32>
+  results %a2, %b2, %c2, %d2, %e2, %f2, %cf : tensor<9xsi8>, tensor<9xsi16>, tensor<9xsi64>, tensor<9xui16>, tensor<9xui32>, tensor<9xui64>, tensor<9xf32>
+})mlir"},
+      {"convert_float_to_int_saturates", R"mlir(
+tir.graph @g(%x: tensor<4x8xf32>) -> (tensor<4x8xsi8>, tensor<4x8xui8>) {
+  %big = constant dense<300.0> : tensor<4x8xf32>
+  %y = mul %x, %big : tensor<4x8xf32>
+  %a = convert %y : tensor<4x8xf32> -> tensor<4x8xsi8>
+  %b = convert %y : tensor<4x8xf32> -> tensor<4x8xui8>
+  results %a, %b : tensor<4x8xsi8>, tensor<4x8xui8>
+})mlir"},
+      {"matmul_epilogues", R"mlir(
+tir.graph @g(%x: tensor<12x8xf16>, %w: tensor<8x10xf16>, %s: tensor<12x1xf32>) -> (tensor<12x10xf32>, tensor<12x10xbf16>) {
+  %m = matmul(%x, %w) : (tensor<12x8xf16>, tensor<8x10xf16>) -> tensor<12x10xf32>
+  %sc = mul %m, %s : (tensor<12x10xf32>, tensor<12x1xf32>) -> tensor<12x10xf32>
+  %sg = sigmoid_fwd %sc : tensor<12x10xf32>
+  %sw = swish_fwd<beta = 1.0 : f32> %sc : tensor<12x10xf32>
+  %o = add %sg, %sw : tensor<12x10xf32>
+  %ob = convert %o : tensor<12x10xf32> -> tensor<12x10xbf16>
+  results %o, %ob : tensor<12x10xf32>, tensor<12x10xbf16>
+})mlir"},
       {"two_matmuls", R"mlir(
 tir.graph @g(%a: tensor<8x6xf32>, %b: tensor<6x10xf32>, %c: tensor<10x4xf32>) -> tensor<8x4xf32> {
   %ab = matmul(%a, %b) : (tensor<8x6xf32>, tensor<6x10xf32>) -> tensor<8x10xf32>
