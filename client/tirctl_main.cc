@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "client/doctor.h"
+#include "client/emit_command.h"
 #include "client/plan_command.h"
 #include "compiler/support/status.h"
 
@@ -23,11 +24,15 @@ constexpr char kUsage[] = R"(usage: tirctl VERB [args] [-o text|json]
 verbs:
   plan FILE [--arch ARCH]  partition a graph (tir or TensorIR text) into kernels and
                            rank each kernel's tile candidates (default arch sm_90a)
+  emit FILE [--arch ARCH] [--candidate default|N] [-o DIR] [--verify]
+                           write each kernel's CUDA C++, launch rule and binary (cubin, or a
+                           host shared object for --arch host); --verify (host) checks every
+                           kernel against the reference interpreter
   doctor                   check NVRTC, the CUDA driver, the host compiler and the local store
   help                     print this help
 
 flags:
-  -o, --output=text|json   output format (default text)
+  -o, --output=text|json   output format (default text); for emit, the output directory
   --arch=ARCH              sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_120 sm_120a host
 
 exit codes: 0 ok, 1 failure, 2 usage error
@@ -45,6 +50,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> positional;
   bool json = false;
   std::string arch = "sm_90a";
+  std::string candidate = "default", out_dir;
+  bool verify = false;
+  const bool emitVerb = argc > 1 && std::string(argv[1]) == "emit";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -53,7 +61,20 @@ int main(int argc, char** argv) {
     }
     if (a == "-o" || a == "--output") {
       if (i + 1 >= argc) return Usage("-o needs a value");
+      if (emitVerb) {
+        out_dir = argv[++i];
+        continue;
+      }
       a = std::string("--output=") + argv[++i];
+    }
+    if (a == "--verify") {
+      verify = true;
+      continue;
+    }
+    if (a == "--candidate") {
+      if (i + 1 >= argc) return Usage("--candidate needs a value");
+      candidate = argv[++i];
+      continue;
     }
     if (a.rfind("--output=", 0) == 0) {
       const std::string v = a.substr(9);
@@ -86,6 +107,29 @@ int main(int argc, char** argv) {
     for (const auto& c : checks) {
       if (!c.ok && c.name != "cuda") return 1;
     }
+    return 0;
+  }
+  if (verb == "emit") {
+    if (positional.size() != 2) return Usage("emit takes one FILE");
+    std::string path = positional[1];
+    const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+    if (cwd && !path.empty() && path[0] != '/') path = std::string(cwd) + "/" + path;
+    if (cwd && !out_dir.empty() && out_dir[0] != '/') out_dir = std::string(cwd) + "/" + out_dir;
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "tirctl: cannot read %s\n", path.c_str());
+      return 1;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    tir::client::EmitOptions options{arch, candidate, out_dir, verify};
+    absl::StatusOr<std::string> report = tir::client::EmitCommand(text.str(), options);
+    if (!report.ok()) {
+      std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(report.status()).c_str(),
+                   std::string(report.status().message()).c_str());
+      return 1;
+    }
+    std::fputs(report->c_str(), stdout);
     return 0;
   }
   if (verb == "plan") {

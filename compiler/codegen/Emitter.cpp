@@ -226,7 +226,11 @@ class Emitter {
       const std::string name = absl::StrCat("in", arg.getArgNumber());
       if (!v.getType().isa<mlir::RankedTensorType>()) return Sub(t.load, "a." + name);
       auto it = maps_.operands.find(&use);
-      if (it == maps_.operands.end()) return Unsupported("UNSUPPORTED_OP", "an input is read without an access map");
+      if (it == maps_.operands.end()) {
+        return Unsupported("UNSUPPORTED_OP", "input #" + std::to_string(arg.getArgNumber()) + " is read by " +
+                                                 use.getOwner()->getName().getStringRef().str() +
+                                                 " without an access map");
+      }
       return Sub(t.load, absl::StrCat("a.", name, "[", Offset(it->second, "a." + name + "_stride"), "]"));
     }
     auto found = values_.find(v.getAsOpaquePointer());
@@ -239,6 +243,33 @@ class Emitter {
   // Emits `op` (pointwise-like) as `const T vN = ...;` into `code`.
   absl::Status EmitOp(mlir::Operation *op, std::string &code, const std::string &indent) {
     if (op->getNumResults() == 0) return absl::OkStatus();
+    if (auto rs = llvm::dyn_cast<ReshapeOp>(op)) {
+      if (!rs.getInput().getType().cast<mlir::ShapedType>().hasStaticShape() ||
+          !rs.getOutput().getType().cast<mlir::ShapedType>().hasStaticShape()) {
+        return Unsupported("UNSUPPORTED_OP", "codegen does not support reshape of dynamic extents yet");
+      }
+    }
+    if (auto dim = llvm::dyn_cast<DimOp>(op)) {
+      // The run-time extent: static, an input's size, or a domain extent.
+      const int64_t d = dim.getDimension();
+      auto type = dim.getInput().getType().cast<mlir::RankedTensorType>();
+      std::string expr;
+      if (!type.isDynamicDim(d)) {
+        expr = absl::StrCat("(tir_i64)", type.getDimSize(d));
+      } else if (auto arg = dim.getInput().dyn_cast<mlir::BlockArgument>()) {
+        expr = absl::StrCat("a.in", arg.getArgNumber(), "_size[", d, "]");
+      } else if (auto m = maps_.results.find(dim.getInput().getDefiningOp()); m != maps_.results.end()) {
+        auto e = m->second.getResult(d).dyn_cast<mlir::AffineDimExpr>();
+        if (!e) return Unsupported("UNSUPPORTED_OP", "dim of a computed value whose extent is not a domain extent");
+        expr = absl::StrCat("a.dim[", e.getPosition(), "]");
+      } else {
+        return Unsupported("UNSUPPORTED_OP", "dim of a value without an access map");
+      }
+      const std::string var = absl::StrCat("v", next_++);
+      absl::StrAppend(&code, indent, "const tir_i64 ", var, " = ", expr, ";\n");
+      values_[op->getResult(0).getAsOpaquePointer()] = var;
+      return absl::OkStatus();
+    }
     TIR_ASSIGN_OR_RETURN(TypeInfo out, Info(op->getResult(0).getType()));
     std::vector<std::string> in;
     for (mlir::OpOperand &use : op->getOpOperands()) {
@@ -684,7 +715,8 @@ class Emitter {
     }
     values_ = saved;
     for (mlir::Operation &op : body.without_terminator()) {
-      auto arg = [&](unsigned k) { return scalars[op.getOperand(k).getAsOpaquePointer()]; };
+      // Region ops compute in f64, as the reference does (float op float is float in C++).
+      auto arg = [&](unsigned k) { return "(double)(" + scalars[op.getOperand(k).getAsOpaquePointer()] + ")"; };
       std::string e;
       if (llvm::isa<mlir::arith::AddFOp>(op)) e = arg(0) + " + " + arg(1);
       else if (llvm::isa<mlir::arith::SubFOp>(op)) e = arg(0) + " - " + arg(1);

@@ -93,6 +93,28 @@ absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const E
         if (e && e.getPosition() == d) domain[d] = inputs[arg.getArgNumber()].shape[j];
       }
     }
+    // Else from a dynamic_dims operand that is an index argument.
+    kernel.walk([&](mlir::Operation *op) {
+      if (domain[d] >= 0 || !llvm::isa<SplatOp, IotaOp, BroadcastOp, ReshapeOp>(op)) return;
+      auto map = op->getAttrOfType<mlir::AffineMapAttr>("tir.access");
+      auto type = op->getResult(0).getType().cast<mlir::RankedTensorType>();
+      mlir::OperandRange dims = op->getOperands().drop_front(llvm::isa<SplatOp, BroadcastOp, ReshapeOp>(op) ? 1 : 0);
+      if (!map || dims.empty()) return;
+      unsigned next = 0;
+      for (int64_t j = 0; j < type.getRank(); ++j) {
+        if (!type.isDynamicDim(j)) continue;
+        mlir::Value v = dims[next++];
+        auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
+        if (!e || e.getPosition() != d) continue;
+        if (auto arg = v.dyn_cast<mlir::BlockArgument>(); arg && arg.getOwner() == &block) {
+          domain[d] = inputs[arg.getArgNumber()].GetI(0);
+        } else if (auto dimOp = v.getDefiningOp<DimOp>()) {
+          if (auto src = dimOp.getInput().dyn_cast<mlir::BlockArgument>(); src && src.getOwner() == &block) {
+            domain[d] = inputs[src.getArgNumber()].shape[dimOp.getDimension()];
+          }
+        }
+      }
+    });
     if (domain[d] < 0) return Invalid(absl::StrCat("cannot resolve dynamic extent ", d, " of the iteration domain"));
   }
   // Storage for every field, then pointers to them in field order.

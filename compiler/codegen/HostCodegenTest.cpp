@@ -20,15 +20,7 @@ namespace {
 using testing_corpus::Case;
 using testing_corpus::Corpus;
 
-double Tolerance(reference::DType d) {
-  switch (d) {
-    case tir::v1::DTYPE_F64: return 1e-12;
-    case tir::v1::DTYPE_F32: return 1e-5;
-    case tir::v1::DTYPE_F16:
-    case tir::v1::DTYPE_BF16: return 2e-2;
-    default: return 0;  // integers and i1 are exact
-  }
-}
+double Tolerance(reference::DType d) { return reference::RelativeL2Bound(d); }
 
 class HostCodegenTest : public ::testing::TestWithParam<Case> {
  protected:

@@ -259,6 +259,18 @@ Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t see
   return t;
 }
 
+double RelativeL2Bound(DType dtype) {
+  switch (dtype) {
+    case tir::v1::DTYPE_F64: return 1e-12;
+    case tir::v1::DTYPE_F32: return 1e-5;
+    case tir::v1::DTYPE_F16:
+    case tir::v1::DTYPE_BF16: return 1e-2;
+    case tir::v1::DTYPE_F8E4M3FN:
+    case tir::v1::DTYPE_F8E5M2: return 1e-1;
+    default: return 0;
+  }
+}
+
 double RelativeL2Error(const Tensor &got, const Tensor &want) {
   if (got.shape != want.shape) return std::numeric_limits<double>::infinity();
   double num = 0, den = 0;

@@ -74,6 +74,11 @@ int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,
 // integers in a small range that avoids overflow in typical graphs, i1 0/1.
 Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t seed);
 
+// The verification bound on RelativeL2Error for outputs of `dtype` computed
+// by generated kernels: f64 1e-12, f32 1e-5, bf16/f16 1e-2, f8 1e-1, exact
+// for integers and i1.
+double RelativeL2Bound(DType dtype);
+
 // Relative L2 error ||got - want|| / max(||want||, tiny); infinity when the
 // shapes differ or any NaN appears in `got` where `want` has none.
 double RelativeL2Error(const Tensor &got, const Tensor &want);

@@ -1,0 +1,131 @@
+#include "client/emit_command.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/HostBuild.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/nvrtc/nvrtc_compiler.h"
+#include "compiler/planning/Plan.h"
+#include "compiler/reference/Interpreter.h"
+#include "compiler/support/status.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace tir::client {
+namespace {
+
+absl::Status Write(const std::filesystem::path &path, const std::string &data) {
+  std::ofstream out(path, std::ios::binary);
+  out << data;
+  if (!out) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot write " + path.string());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options) {
+  TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(options.arch));
+  if (options.verify && arch.is_gpu) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
+                     "--verify runs kernels here on the CPU; use --arch host (GPU kernels are verified by workers)");
+  }
+  auto context = makeTirContext();
+  tir::v1::GraphSource source;
+  source.set_mlir_text(text);
+  TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphSource(source, context.get()));
+  planning::AnalyticCostModel model;
+  TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(loaded.graph, arch, model));
+  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(loaded.graph, planned.partition);
+  const std::string name = loaded.graph.getSymName().str();
+  std::filesystem::path dir = options.out_dir.empty() ? std::filesystem::path("tir-" + name)
+                                                      : std::filesystem::path(options.out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "cannot create " + dir.string());
+  TIR_RETURN_IF_ERROR(Write(dir / "tir_runtime.h", codegen::RuntimeHeader()));
+  std::string report = absl::StrFormat("@%s for %s: %d kernel(s) in %s\n", name, arch.name,
+                                       planned.partition.kernels.size(), dir.string());
+  bool allPassed = true;
+  for (size_t k = 0; k < planned.partition.kernels.size(); ++k) {
+    GraphOp kernel;
+    for (GraphOp g : module->getOps<GraphOp>()) {
+      if (g.getSymName() == absl::StrCat(name, "_k", k)) kernel = g;
+    }
+    const auto &space = planned.spaces[k].kept;
+    size_t pick = 0;
+    if (options.candidate == "default") {
+      for (size_t i = 0; i < space.size(); ++i) {
+        if (space[i].is_default) pick = i;
+      }
+    } else if (!absl::SimpleAtoi(options.candidate, &pick) || pick >= space.size()) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
+                       absl::StrCat("--candidate must be 'default' or a rank below ", space.size(), " for kernel ", k));
+    }
+    TIR_ASSIGN_OR_RETURN(codegen::EmittedKernel emitted, codegen::EmitKernel(kernel, space[pick].params));
+    const std::string stem = absl::StrCat(name, "_k", k);
+    TIR_RETURN_IF_ERROR(Write(dir / (stem + ".cu"), emitted.source));
+    std::string launch;
+    google::protobuf::util::JsonPrintOptions json;
+    json.add_whitespace = true;
+    (void)google::protobuf::util::MessageToJsonString(emitted.launch, &launch, json);
+    std::string layout = "{\n  \"entry\": \"tir_kernel\",\n  \"params\": \"one struct tir_args by value\",\n  \"fields\": [";
+    for (size_t f = 0; f < emitted.fields.size(); ++f) absl::StrAppend(&layout, f ? ", " : "", "\"", emitted.fields[f], "\"");
+    absl::StrAppend(&layout, "],\n  \"launch\": ", launch, "}\n");
+    TIR_RETURN_IF_ERROR(Write(dir / (stem + ".launch.json"), layout));
+    std::string params;
+    for (const auto &[p, v] : space[pick].params) absl::StrAppend(&params, params.empty() ? "" : " ", p, "=", v);
+    absl::StrAppendFormat(&report, "kernel %d: %s, candidate #%d%s (%s)\n", k, planned.partition.kernels[k].space.ToString(),
+                          pick, space[pick].is_default ? " (default)" : "", params);
+    if (arch.is_gpu) {
+      nvrtc::CompileOptions copts;
+      copts.arch = arch.name;
+      copts.headers = {{"tir_runtime.h", codegen::RuntimeHeader()}};
+      TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel cubin, nvrtc::CompileToCubin(emitted.source, copts));
+      TIR_RETURN_IF_ERROR(Write(dir / (stem + "." + arch.name + ".cubin"), cubin.cubin));
+      absl::StrAppendFormat(&report, "  %s.%s.cubin: %d bytes, %d registers, %d spill bytes, %.0f ms\n", stem, arch.name,
+                            cubin.cubin.size(), cubin.registers, cubin.spill_bytes, cubin.seconds * 1e3);
+      continue;
+    }
+    TIR_ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostKernel> built,
+                         codegen::BuildHostKernel(emitted, (dir / ".build").string()));
+    std::filesystem::copy_file(built->path(), dir / (stem + ".host.so"), std::filesystem::copy_options::overwrite_existing, ec);
+    absl::StrAppendFormat(&report, "  %s.host.so\n", stem);
+    if (!options.verify) continue;
+    std::vector<reference::Tensor> inputs;
+    uint64_t seed = 1;
+    for (mlir::Type t : kernel.getArgumentTypes()) {
+      auto tensor = t.dyn_cast<mlir::RankedTensorType>();
+      if (!tensor) {
+        inputs.push_back(t.isIndex() ? reference::Tensor::ScalarInt(tir::v1::DTYPE_INDEX, 8)
+                                     : reference::Tensor::Scalar(reference::DTypeOf(t), 0.75));
+        continue;
+      }
+      std::vector<int64_t> shape(tensor.getShape().begin(), tensor.getShape().end());
+      for (int64_t &d : shape) {
+        if (mlir::ShapedType::isDynamic(d)) d = 8;  // dynamic extents are verified at 8
+      }
+      inputs.push_back(reference::RandomTensor(reference::DTypeOf(tensor.getElementType()), shape, seed++));
+    }
+    TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
+    TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, codegen::RunOnHost(kernel, emitted, *built, inputs));
+    for (size_t o = 0; o < want.size(); ++o) {
+      const double err = reference::RelativeL2Error(got[o], want[o]);
+      const double bound = reference::RelativeL2Bound(want[o].dtype);
+      const bool ok = err <= bound;
+      allPassed &= ok;
+      absl::StrAppendFormat(&report, "  output %d %s: relative L2 error %.3g (bound %.0e) %s\n", o,
+                            want[o].ShapeString(), err, bound, ok ? "ok" : "WRONG");
+    }
+  }
+  if (!allPassed) {
+    return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", report + "verification failed");
+  }
+  return report;
+}
+
+}  // namespace tir::client

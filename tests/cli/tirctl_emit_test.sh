@@ -1,0 +1,35 @@
+#!/bin/bash
+# tirctl emit end to end: host build with --verify on graphs in both forms,
+# cubins for sm_90a and sm_80, and clear refusals.
+set -u
+tirctl=client/tirctl
+graphs=tests/cli/graphs
+out="${TEST_TMPDIR:-$(mktemp -d)}/emit"
+fail=0
+check() {
+  if [[ "$2" != "$3" ]]; then echo "FAIL: $1: expected '$2', got '$3'"; fail=1; else echo "ok: $1"; fi
+}
+
+for g in layernorm_fits softmax_fits reduction_fed_by_pointwise pointwise_broadcast_transpose; do
+  "$tirctl" emit "$graphs/$g.mlir" --arch host --verify -o "$out/$g-host" > report.txt 2>&1
+  check "$g host --verify exit" 0 $?
+  check "$g host --verify reports no wrong output" 0 "$(grep -c WRONG report.txt)"
+  check "$g host --verify checked outputs" 1 "$(grep -c -m1 ' ok$' report.txt)"
+done
+
+for arch in sm_90a sm_80; do
+  "$tirctl" emit "$graphs/matmul_bias_gelu_residual.mlir" --arch "$arch" -o "$out/mlp-$arch" >/dev/null
+  check "matmul $arch exit" 0 $?
+  check "matmul $arch cubin is ELF" "ELF" "$(head -c 4 "$out/mlp-$arch/mlp_k0.$arch.cubin" | tail -c 3)"
+  check "matmul $arch source written" 1 "$(ls "$out/mlp-$arch"/*.cu | wc -l)"
+done
+
+"$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a --verify >/dev/null 2>err.txt
+check "verify needs host" 1 $?
+check "verify needs host reason" 1 "$(grep -c CUDA_DRIVER_UNAVAILABLE err.txt)"
+"$tirctl" emit "$graphs/softmax_fits.mlir" --arch host --candidate 99999 -o "$out/x" >/dev/null 2>err.txt
+check "bad candidate" 1 $?
+"$tirctl" emit "$graphs/invalid_shape.mlir" --arch host -o "$out/y" >/dev/null 2>err.txt
+check "invalid graph" 1 $?
+check "invalid graph reason" 1 "$(grep -c INVALID_GRAPH err.txt)"
+exit $fail
