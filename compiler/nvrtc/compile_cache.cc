@@ -1,0 +1,128 @@
+#include "compiler/nvrtc/compile_cache.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SHA256.h"
+
+namespace tir::nvrtc {
+namespace {
+
+std::string ReadFile(const std::filesystem::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+CompileCache::CompileCache(std::string directory) : directory_(std::move(directory)) {
+  if (!directory_.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(directory_, ec);
+  }
+}
+
+std::string CompileCache::Key(const std::string &source, const CompileOptions &options) {
+  llvm::SHA256 h;
+  auto add = [&](const std::string &s) {
+    const std::string len = absl::StrCat(s.size(), ":");
+    h.update(llvm::StringRef(len));
+    h.update(llvm::StringRef(s));
+  };
+  add("tir-nvrtc-cache-v1");
+  add(Version());
+  add(source);
+  add(options.arch);
+  add(options.line_info ? "lineinfo" : "");
+  for (const std::string &o : options.extra_options) add(o);
+  for (const auto &[name, text] : options.headers) {
+    add(name);
+    add(text);
+  }
+  static const char *kHex = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t b : h.final()) {
+    hex.push_back(kHex[b >> 4]);
+    hex.push_back(kHex[b & 15]);
+  }
+  return hex;
+}
+
+absl::StatusOr<CompiledKernel> CompileCache::Compile(const std::string &source, const CompileOptions &options,
+                                                     bool *hit) {
+  const std::string key = Key(source, options);
+  std::shared_ptr<Entry> entry;
+  bool owner = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      entry = std::make_shared<Entry>();
+      entries_[key] = entry;
+      owner = true;
+    } else {
+      entry = it->second;
+    }
+  }
+  if (!owner) {
+    // Someone else compiles (or compiled) it: wait for the result.
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(+[](Entry *e) { return e->done; }, entry.get()));
+    ++stats_.hits;
+    if (hit) *hit = true;
+    return entry->result;
+  }
+  absl::StatusOr<CompiledKernel> result;
+  bool fromDisk = false;
+  const std::filesystem::path file = directory_.empty() ? std::filesystem::path() : std::filesystem::path(directory_) / (key + ".cubin");
+  if (!directory_.empty() && std::filesystem::exists(file)) {
+    CompiledKernel k;
+    k.cubin = ReadFile(file);
+    k.log = ReadFile(std::filesystem::path(directory_) / (key + ".log"));
+    std::ifstream meta(std::filesystem::path(directory_) / (key + ".meta"));
+    meta >> k.registers >> k.spill_bytes >> k.shared_bytes >> k.seconds;
+    result = k;
+    fromDisk = true;
+  } else {
+    result = CompileToCubin(source, options);
+    if (result.ok() && !directory_.empty()) {
+      const std::string tmp = file.string() + ".tmp";
+      std::ofstream(tmp, std::ios::binary) << result->cubin;
+      std::ofstream(std::filesystem::path(directory_) / (key + ".log")) << result->log;
+      std::ofstream(std::filesystem::path(directory_) / (key + ".meta"))
+          << result->registers << " " << result->spill_bytes << " " << result->shared_bytes << " " << result->seconds;
+      std::error_code ec;
+      std::filesystem::rename(tmp, file, ec);  // atomic publish
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  entry->result = result;
+  entry->done = true;
+  if (fromDisk) ++stats_.hits; else ++stats_.misses;
+  if (hit) *hit = fromDisk;
+  return result;
+}
+
+std::vector<absl::StatusOr<CompiledKernel>> CompileCache::CompileAll(
+    const std::vector<std::pair<std::string, CompileOptions>> &jobs, int threads) {
+  std::vector<absl::StatusOr<CompiledKernel>> results(jobs.size(), absl::UnknownError("not run"));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < jobs.size(); i = next++) results[i] = Compile(jobs[i].first, jobs[i].second);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(work);
+  for (std::thread &t : pool) t.join();
+  return results;
+}
+
+CompileCache::Stats CompileCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace tir::nvrtc
