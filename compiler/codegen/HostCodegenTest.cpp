@@ -103,7 +103,7 @@ namespace {
 TEST(Emitter, OutputIsStableAndNeverContainsUserNames) {
   auto ctx = makeTirContext();
   const std::string text = R"mlir(
-tir.graph @user_graph_name(%secret_input_name: tensor<8x16xf32>) -> tensor<8x16xf32> {
+tir.graph @"user_graph_name\n#error injected"(%secret_input_name: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %user_value = exp %secret_input_name : tensor<8x16xf32>
   results %user_value : tensor<8x16xf32>
 })mlir";
@@ -123,13 +123,12 @@ tir.graph @user_graph_name(%secret_input_name: tensor<8x16xf32>) -> tensor<8x16x
   const auto &params = planned->spaces[0].kept[0].params;
   auto a = EmitKernel(kernel(*m1), params), b = EmitKernel(kernel(*m2), params);
   ASSERT_TRUE(a.ok() && b.ok());
-  // Only the generated header comment names the kernel graph (its name is
-  // the graph's symbol, which the verifier restricts to an identifier).
-  const std::string body = a->source.substr(a->source.find('\n'));
+  const std::string &body = a->source;
   EXPECT_EQ(a->source, b->source);
   EXPECT_EQ(body.find("secret_input_name"), std::string::npos);
   EXPECT_EQ(body.find("user_value"), std::string::npos);
   EXPECT_EQ(body.find("user_graph_name"), std::string::npos);
+  EXPECT_EQ(body.find("injected"), std::string::npos);
 }
 
 }  // namespace
