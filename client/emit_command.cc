@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/conversion/DTypes.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -18,6 +19,8 @@
 
 namespace tir::client {
 namespace {
+
+using planning::KernelKindName;
 
 absl::Status Write(const std::filesystem::path &path, const std::string &data) {
   std::ofstream out(path, std::ios::binary);
@@ -75,7 +78,35 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
     (void)google::protobuf::util::MessageToJsonString(emitted.launch, &launch, json);
     std::string layout = "{\n  \"entry\": \"tir_kernel\",\n  \"params\": \"one struct tir_args by value\",\n  \"fields\": [";
     for (size_t f = 0; f < emitted.fields.size(); ++f) absl::StrAppend(&layout, f ? ", " : "", "\"", emitted.fields[f], "\"");
-    absl::StrAppend(&layout, "],\n  \"launch\": ", launch, "}\n");
+    // What a launcher needs without MLIR: each argument's dtype, shape and
+    // strides, the outputs, and the iteration domain (-1 dynamic).
+    auto typeJson = [](mlir::Type t, mlir::DictionaryAttr attrs) {
+      std::string j = "{";
+      auto r = t.dyn_cast<mlir::RankedTensorType>();
+      mlir::Type e = r ? r.getElementType() : t;
+      absl::StrAppend(&j, "\"dtype\": \"", DTypeName(*ToDType(e)), "\", \"shape\": [");
+      if (r) {
+        for (int64_t d = 0; d < r.getRank(); ++d) absl::StrAppend(&j, d ? ", " : "", r.isDynamicDim(d) ? -1 : r.getDimSize(d));
+      }
+      absl::StrAppend(&j, "]");
+      if (attrs) {
+        if (auto s = attrs.getAs<mlir::StringAttr>("tir.stride")) absl::StrAppend(&j, ", \"stride\": \"", s.getValue().str(), "\"");
+      }
+      return j + (r ? "" : ", \"scalar\": true") + "}";
+    };
+    absl::StrAppend(&layout, "],\n  \"inputs\": [");
+    for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
+      absl::StrAppend(&layout, i ? ", " : "", typeJson(kernel.getArgumentTypes()[i], kernel.getArgAttrDict(i)));
+    }
+    absl::StrAppend(&layout, "],\n  \"outputs\": [");
+    for (unsigned i = 0; i < kernel.getNumResults(); ++i) {
+      absl::StrAppend(&layout, i ? ", " : "", typeJson(kernel.getResultTypes()[i], {}));
+    }
+    absl::StrAppend(&layout, "],\n  \"domain\": [");
+    auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+    for (size_t d = 0; d < domain.size(); ++d) absl::StrAppend(&layout, d ? ", " : "", domain[d]);
+    absl::StrAppend(&layout, "],\n  \"kind\": \"", KernelKindName(planned.partition.kernels[k].space.kind),
+                    "\",\n  \"launch\": ", launch, "}\n");
     TIR_RETURN_IF_ERROR(Write(dir / (stem + ".launch.json"), layout));
     std::string params;
     for (const auto &[p, v] : space[pick].params) absl::StrAppend(&params, params.empty() ? "" : " ", p, "=", v);
