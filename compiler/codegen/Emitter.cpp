@@ -747,6 +747,154 @@ class Emitter {
     return absl::OkStatus();
   }
 
+  // Prologue ops of a matmul kernel (maps that read K), in graph order.
+  std::set<mlir::Operation *> MatmulPrologue() {
+    std::set<mlir::Operation *> prologue;
+    for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+      auto m = maps_.results.find(&op);
+      if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<MatmulOp>(op)) prologue.insert(&op);
+    }
+    return prologue;
+  }
+
+  // The tensor-core form for bf16/f16 operands. Each K step stages a
+  // block_m x block_k tile of A and a block_k x block_n tile of B in shared
+  // memory (prologue ops applied, out-of-range elements zero), then:
+  //  - on a GPU, each warp owns a (block_m / warps_m) x (block_n / warps_n)
+  //    sub-tile and issues mma.sync.m16n8k16 (f32 accumulate) on fragments read
+  //    from shared memory;
+  //  - on the host, the one thread multiplies the same shared tiles in loops.
+  // The epilogue runs per output element on the f32 accumulator.
+  absl::StatusOr<std::string> MatmulTiled(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t warpsM,
+                                          int64_t warpsN, const std::string &mmaType) {
+    const int b = rank_ - 3;
+    TIR_ASSIGN_OR_RETURN(TypeInfo ct, Info(mm.getC().getType()));
+    TIR_ASSIGN_OR_RETURN(TypeInfo at, Info(mm.getA().getType()));
+    TIR_ASSIGN_OR_RETURN(TypeInfo bt, Info(mm.getB().getType()));
+    const std::string toBits = mmaType == "bf16" ? "tir_to_bf16" : "tir_to_f16";
+    const std::string fromBits = mmaType == "bf16" ? "tir_from_bf16" : "tir_from_f16";
+    const std::string storage = mmaType == "bf16" ? "tir_bf16" : "tir_f16";
+    const int64_t wm = bm / warpsM, wn = bn / warpsN;
+    std::set<mlir::Operation *> prologue = MatmulPrologue();
+    std::string code = absl::StrCat(
+        "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
+        "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n",
+        "  TIR_SHARED tir_u16 As[", bm, "][", bk + 8, "];\n",
+        "  TIR_SHARED tir_u16 Bs[", bk, "][", bn + 8, "];\n");
+    absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "  "));
+    absl::StrAppend(&code, "#if TIR_DEVICE\n",
+                    "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n",
+                    "  const int warp_m = warp / ", warpsN, ", warp_n = warp % ", warpsN, ";\n",
+                    "  float acc[", wm / 16, "][", wn / 8, "][4];\n",
+                    "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8,
+                    "; ++j) for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;\n",
+                    "#else\n  TIR_SHARED float acc_h[", bm * bn, "];\n",
+                    "  for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0.f;\n#endif\n",
+                    "  for (tir_i64 k0 = 0; k0 < K; k0 += ", bk, ") {\n");
+    // Stage A (m, k) and B (k, n) with their prologues.
+    auto stage = [&](int operand, const std::string &rows, const std::string &cols, const std::string &tile,
+                     const std::string &rowVar, const std::string &colVar, int rowDim, int colDim) -> absl::Status {
+      absl::StrAppend(&code, "    for (int e = threadIdx.x; e < ", rows, " * ", cols, "; e += blockDim.x) {\n",
+                      "      const int r = e / ", cols, ", c = e % ", cols, ";\n",
+                      "      const tir_i64 i", rowDim, " = ", rowVar, ";\n",
+                      "      const tir_i64 i", colDim, " = ", colVar, ";\n",
+                      "      const tir_i64 i", b + (operand == 0 ? 1 : 0), " = 0;\n",
+                      "      float val = 0.f;\n      if (i", b, " < M && i", b + 1, " < N && i", b + 2, " < K) {\n");
+      auto saved = values_;
+      std::string inner;
+      for (mlir::Operation *op : Ordered(prologue)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));
+      TIR_ASSIGN_OR_RETURN(std::string v, Operand(mm->getOpOperand(operand), inner, "        "));
+      values_ = saved;
+      absl::StrAppend(&code, inner, "        val = (float)(", v, ");\n      }\n",
+                      "      ", tile, "[r][c] = ", toBits, "(val).bits;\n    }\n");
+      return absl::OkStatus();
+    };
+    (void)at;
+    (void)bt;
+    // A tile: m = tm*bm + r (dim b), k = k0 + c (dim b+2); n is fixed in range (0).
+    TIR_RETURN_IF_ERROR(stage(0, std::to_string(bm), std::to_string(bk), "As", absl::StrCat("tm * ", bm, " + r"),
+                              "k0 + c", b, b + 2));
+    // B tile: k = k0 + r (dim b+2), n = tn*bn + c (dim b+1); m fixed at 0.
+    TIR_RETURN_IF_ERROR(stage(1, std::to_string(bk), std::to_string(bn), "Bs", "k0 + r",
+                              absl::StrCat("tn * ", bn, " + c"), b + 2, b + 1));
+    const std::string mmaInstr = absl::StrCat("mma.sync.aligned.m16n8k16.row.col.f32.", mmaType, ".", mmaType, ".f32");
+    absl::StrAppend(&code, "    TIR_SYNC();\n#if TIR_DEVICE\n",
+                    "    const int g = lane / 4, t4 = lane % 4;\n",
+                    "    for (int ks = 0; ks < ", bk, "; ks += 16) {\n",
+                    "      for (int i = 0; i < ", wm / 16, "; ++i) {\n",
+                    "        const int r0 = warp_m * ", wm, " + i * 16 + g, c0 = ks + t4 * 2;\n",
+                    "        const tir_u32 a0 = As[r0][c0] | ((tir_u32)As[r0][c0 + 1] << 16);\n",
+                    "        const tir_u32 a1 = As[r0 + 8][c0] | ((tir_u32)As[r0 + 8][c0 + 1] << 16);\n",
+                    "        const tir_u32 a2 = As[r0][c0 + 8] | ((tir_u32)As[r0][c0 + 9] << 16);\n",
+                    "        const tir_u32 a3 = As[r0 + 8][c0 + 8] | ((tir_u32)As[r0 + 8][c0 + 9] << 16);\n",
+                    "        for (int j = 0; j < ", wn / 8, "; ++j) {\n",
+                    "          const int n0 = warp_n * ", wn, " + j * 8 + g, k0f = ks + t4 * 2;\n",
+                    "          const tir_u32 b0 = Bs[k0f][n0] | ((tir_u32)Bs[k0f + 1][n0] << 16);\n",
+                    "          const tir_u32 b1 = Bs[k0f + 8][n0] | ((tir_u32)Bs[k0f + 9][n0] << 16);\n",
+                    "          asm volatile(\"", mmaInstr, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n",
+                    "                       : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n",
+                    "                       : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n",
+                    "        }\n      }\n    }\n",
+                    "#else\n",
+                    "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
+                    "        tir_", storage.substr(4), " av; av.bits = As[r][kk];\n",
+                    "        const float x = ", fromBits, "(av);\n",
+                    "        for (int c = 0; c < ", bn, "; ++c) {\n",
+                    "          tir_", storage.substr(4), " bv; bv.bits = Bs[kk][c];\n",
+                    "          acc_h[r * ", bn, " + c] += x * ", fromBits, "(bv);\n        }\n      }\n",
+                    "#endif\n    TIR_SYNC();\n  }\n");
+    // The epilogue, once per output element owned.
+    std::string epi;
+    absl::StrAppend(&epi, "    const tir_i64 i", b + 2, " = 0;\n", "    if (i", b, " < M && i", b + 1, " < N) {\n");
+    std::string inner;
+    std::string init = "0";
+    if (mm.getAccumulator()) {
+      TIR_ASSIGN_OR_RETURN(init, Operand(mm->getOpOperand(2), inner, "      "));
+    }
+    const std::string var = absl::StrCat("v", next_++);
+    absl::StrAppend(&inner, "      const ", ct.compute, " ", var, " = ", Sub(ct.round, "accv + (float)(" + init + ")"), ";\n");
+    values_[mm.getC().getAsOpaquePointer()] = var;
+    for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+      if (prologue.count(&op) || &op == mm.getOperation()) continue;
+      TIR_RETURN_IF_ERROR(EmitOp(&op, inner, "      "));
+    }
+    TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));
+    absl::StrAppend(&epi, inner, "    }\n");
+    absl::StrAppend(&code, "#if TIR_DEVICE\n",
+                    "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8, "; ++j) for (int q = 0; q < 4; ++q) {\n",
+                    "    const tir_i64 i", b, " = tm * ", bm, " + warp_m * ", wm, " + i * 16 + (lane / 4) + (q >= 2 ? 8 : 0);\n",
+                    "    const tir_i64 i", b + 1, " = tn * ", bn, " + warp_n * ", wn, " + j * 8 + (lane % 4) * 2 + (q & 1);\n",
+                    "    const float accv = acc[i][j][q];\n", epi, "  }\n#else\n",
+                    "  for (int e = 0; e < ", bm * bn, "; ++e) {\n",
+                    "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",
+                    "    const tir_i64 i", b + 1, " = tn * ", bn, " + e % ", bn, ";\n",
+                    "    const float accv = acc_h[e];\n", epi, "  }\n#endif\n");
+    return code;
+  }
+
+  // grid = (ceil(N / block_n), ceil(M / block_m), batch), block = threads.
+  void AddMatmulLaunch(int64_t bm, int64_t bn, int64_t threads, int b) {
+    auto domainDim = [&](tir::v1::LaunchExtent *g, int d) {
+      auto *td = g->add_dims();
+      td->mutable_tensor()->set_kind(tir::v1::TensorRef::ITERATION_DOMAIN);
+      td->set_dim(d);
+    };
+    auto *gx = launch_.add_grid();
+    gx->set_constant(1);
+    gx->set_divisor(bn);
+    domainDim(gx, b + 1);
+    auto *gy = launch_.add_grid();
+    gy->set_constant(1);
+    gy->set_divisor(bm);
+    domainDim(gy, b);
+    auto *gz = launch_.add_grid();
+    gz->set_constant(1);
+    for (int d = 0; d < b; ++d) domainDim(gz, d);
+    launch_.add_block(threads);
+    launch_.add_block(1);
+    launch_.add_block(1);
+  }
+
   absl::StatusOr<std::string> Matmul() {
     const int64_t bm = Param("block_m", 64), bn = Param("block_n", 64), warps = Param("warps", 4);
     const int64_t threads = warps * 32;
@@ -754,6 +902,23 @@ class Emitter {
     MatmulOp mm;
     for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
       if (auto m = llvm::dyn_cast<MatmulOp>(op)) mm = m;
+    }
+    {
+      // bf16/f16 operands take the tensor-core form when the tile splits into
+      // whole m16n8k16 fragments per warp.
+      mlir::Type ea = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
+      mlir::Type eb = mm.getB().getType().cast<mlir::ShapedType>().getElementType();
+      const int64_t bk = Param("block_k", 32);
+      int64_t warpsM = 1;
+      while (warpsM * 2 <= warps && bm / (warpsM * 2) >= 16) warpsM *= 2;
+      const int64_t warpsN = warps / warpsM;
+      const bool shapes = bm % (16 * warpsM) == 0 && warpsN > 0 && bn % (8 * warpsN) == 0 && bk % 16 == 0 &&
+                          warpsM * warpsN == warps;
+      if (ea == eb && (ea.isBF16() || ea.isF16()) && shapes) {
+        TIR_ASSIGN_OR_RETURN(std::string tiled, MatmulTiled(mm, bm, bn, bk, warpsM, warpsN, ea.isBF16() ? "bf16" : "f16"));
+        AddMatmulLaunch(bm, bn, threads, b);
+        return tiled;
+      }
     }
     TIR_ASSIGN_OR_RETURN(TypeInfo ct, Info(mm.getC().getType()));
     TIR_ASSIGN_OR_RETURN(TypeInfo at, Info(mm.getA().getType()));
@@ -803,26 +968,7 @@ class Emitter {
     absl::StrAppend(&code, "  }\n");
     // The accumulator's map does not use K; make sure a dummy K index exists.
     code = absl::StrCat("  const tir_i64 i", b + 2, "_k_unused = 0; (void)i", b + 2, "_k_unused;\n", code);
-    // grid = (ceil(N / block_n), ceil(M / block_m), batch)
-    auto domainDim = [&](tir::v1::LaunchExtent *g, int d) {
-      auto *td = g->add_dims();
-      td->mutable_tensor()->set_kind(tir::v1::TensorRef::ITERATION_DOMAIN);
-      td->set_dim(d);
-    };
-    auto *gx = launch_.add_grid();
-    gx->set_constant(1);
-    gx->set_divisor(bn);
-    domainDim(gx, b + 1);
-    auto *gy = launch_.add_grid();
-    gy->set_constant(1);
-    gy->set_divisor(bm);
-    domainDim(gy, b);
-    auto *gz = launch_.add_grid();
-    gz->set_constant(1);
-    for (int d = 0; d < b; ++d) domainDim(gz, d);
-    launch_.add_block(threads);
-    launch_.add_block(1);
-    launch_.add_block(1);
+    AddMatmulLaunch(bm, bn, threads, b);
     return code;
   }
 
