@@ -38,6 +38,23 @@ flags:
 exit codes: 0 ok, 1 failure, 2 usage error
 )";
 
+// Reads FILE; under `bazel run`, relative paths are relative to where it was invoked.
+bool ReadInput(const std::string &name, std::string &text) {
+  std::string path = name;
+  if (const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd && !path.empty() && path[0] != '/') {
+    path = std::string(cwd) + "/" + path;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "tirctl: cannot read %s\n", path.c_str());
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  text = ss.str();
+  return true;
+}
+
 int Usage(const char* why) {
   if (why != nullptr) std::fprintf(stderr, "tirctl: %s\n\n", why);
   std::fputs(kUsage, stderr);
@@ -111,19 +128,12 @@ int main(int argc, char** argv) {
   }
   if (verb == "emit") {
     if (positional.size() != 2) return Usage("emit takes one FILE");
-    std::string path = positional[1];
     const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-    if (cwd && !path.empty() && path[0] != '/') path = std::string(cwd) + "/" + path;
     if (cwd && !out_dir.empty() && out_dir[0] != '/') out_dir = std::string(cwd) + "/" + out_dir;
-    std::ifstream in(path);
-    if (!in) {
-      std::fprintf(stderr, "tirctl: cannot read %s\n", path.c_str());
-      return 1;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
+    std::string text;
+    if (!ReadInput(positional[1], text)) return 1;
     tir::client::EmitOptions options{arch, candidate, out_dir, verify};
-    absl::StatusOr<std::string> report = tir::client::EmitCommand(text.str(), options);
+    absl::StatusOr<std::string> report = tir::client::EmitCommand(text, options);
     if (!report.ok()) {
       std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(report.status()).c_str(),
                    std::string(report.status().message()).c_str());
@@ -134,19 +144,9 @@ int main(int argc, char** argv) {
   }
   if (verb == "plan") {
     if (positional.size() != 2) return Usage("plan takes one FILE");
-    // Under `bazel run`, relative paths are relative to where it was invoked.
-    std::string path = positional[1];
-    if (const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY"); cwd && !path.empty() && path[0] != '/') {
-      path = std::string(cwd) + "/" + path;
-    }
-    std::ifstream in(path);
-    if (!in) {
-      std::fprintf(stderr, "tirctl: cannot read %s\n", path.c_str());
-      return 1;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<std::string> plan = tir::client::PlanCommand(text.str(), arch, json);
+    std::string text;
+    if (!ReadInput(positional[1], text)) return 1;
+    absl::StatusOr<std::string> plan = tir::client::PlanCommand(text, arch, json);
     if (!plan.ok()) {
       std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(plan.status()).c_str(),
                    std::string(plan.status().message()).c_str());

@@ -618,17 +618,6 @@ class Emitter {
   absl::Status ReductionPass(ReduceOp r, const std::set<mlir::Operation *> &rowOps, const std::vector<int> &red,
                              std::string &code) {
     TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(r.getInput().getType()));
-    // The row-domain ops this reduction's input depends on.
-    std::set<mlir::Operation *> slice;
-    std::vector<mlir::Value> work = {r.getInput()};
-    while (!work.empty()) {
-      mlir::Value v = work.back();
-      work.pop_back();
-      mlir::Operation *def = v.getDefiningOp();
-      if (!def || !rowOps.count(def) || slice.count(def)) continue;
-      slice.insert(def);
-      for (mlir::Value o : def->getOperands()) work.push_back(o);
-    }
     const bool ints = !t.is_float;
     const std::string acc = absl::StrCat("acc", next_++);
     const std::string at = ints ? "tir_i64" : "double";
@@ -655,7 +644,7 @@ class Emitter {
                     "    if (active) for (tir_i64 j = lane; j < len; j += tpr) {\n", InnerIndices(red));
     auto saved = values_;
     std::string inner;
-    for (mlir::Operation *op : Ordered(slice)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));
+    for (mlir::Operation *op : Slice(r->getOperands(), rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));
     TIR_ASSIGN_OR_RETURN(std::string x, Operand(r->getOpOperand(0), inner, "        "));
     values_ = saved;
     std::string term = "(" + at + ")(" + x + ")";

@@ -21,6 +21,19 @@ LogicalResult verifyDynamicDims(Operation *op, ValueRange dims, RankedTensorType
                            << " dynamic dimension(s)";
 }
 
+// Views keep the element type; transpose and slice also keep the rank.
+LogicalResult verifyView(Operation *op, RankedTensorType in, RankedTensorType out, bool sameRank) {
+  if (in.getElementType() != out.getElementType()) {
+    return op->emitOpError() << "requires the same element type for input and output, got "
+                             << in.getElementType() << " and " << out.getElementType();
+  }
+  if (sameRank && in.getRank() != out.getRank()) {
+    return op->emitOpError() << "requires input and output of the same rank, got " << in.getRank()
+                             << " and " << out.getRank();
+  }
+  return success();
+}
+
 LogicalResult verifyDimIndex(Operation *op, int64_t dim, int64_t rank, llvm::StringRef what) {
   if (dim < 0 || dim >= rank) {
     return op->emitOpError() << what << " " << dim << " is out of bounds for tensor rank "
@@ -155,10 +168,7 @@ LogicalResult BroadcastOp::verify() {
 LogicalResult ReshapeOp::verify() {
   auto in = getInput().getType().cast<RankedTensorType>();
   auto out = getOutput().getType().cast<RankedTensorType>();
-  if (in.getElementType() != out.getElementType()) {
-    return emitOpError() << "requires the same element type for input and output, got "
-                         << in.getElementType() << " and " << out.getElementType();
-  }
+  if (failed(verifyView(*this, in, out, /*sameRank=*/false))) return failure();
   std::optional<int64_t> a = staticElementCount(in.getShape());
   std::optional<int64_t> b = staticElementCount(out.getShape());
   if (a && b && *a != *b) {
@@ -172,14 +182,7 @@ LogicalResult ReshapeOp::verify() {
 LogicalResult TransposeOp::verify() {
   auto in = getInput().getType().cast<RankedTensorType>();
   auto out = getOutput().getType().cast<RankedTensorType>();
-  if (in.getElementType() != out.getElementType()) {
-    return emitOpError() << "requires the same element type for input and output, got "
-                         << in.getElementType() << " and " << out.getElementType();
-  }
-  if (in.getRank() != out.getRank()) {
-    return emitOpError() << "requires input and output of the same rank, got " << in.getRank()
-                         << " and " << out.getRank();
-  }
+  if (failed(verifyView(*this, in, out, /*sameRank=*/true))) return failure();
   llvm::ArrayRef<int64_t> perm = getPermutation();
   if (static_cast<int64_t>(perm.size()) != in.getRank()) {
     return emitOpError() << "requires permutation array size to match tensor rank, but got "
@@ -208,14 +211,7 @@ LogicalResult TransposeOp::verify() {
 LogicalResult SliceOp::verify() {
   auto in = getInput().getType().cast<RankedTensorType>();
   auto out = getOutput().getType().cast<RankedTensorType>();
-  if (in.getElementType() != out.getElementType()) {
-    return emitOpError() << "requires the same element type for input and output, got "
-                         << in.getElementType() << " and " << out.getElementType();
-  }
-  if (in.getRank() != out.getRank()) {
-    return emitOpError() << "requires input and output of the same rank, got " << in.getRank()
-                         << " and " << out.getRank();
-  }
+  if (failed(verifyView(*this, in, out, /*sameRank=*/true))) return failure();
   llvm::ArrayRef<int64_t> starts = getStarts(), limits = getLimits(), strides = getStrides();
   if (static_cast<int64_t>(starts.size()) != in.getRank() ||
       limits.size() != starts.size() || strides.size() != starts.size()) {
