@@ -157,7 +157,6 @@ class Emitter {
     for (mlir::BlockArgument arg : block.getArguments()) {
       TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(arg.getType()));
       const std::string name = absl::StrCat("in", arg.getArgNumber());
-      names_[arg.getAsOpaquePointer()] = name;
       if (arg.getType().isa<mlir::RankedTensorType>()) {
         Field(absl::StrCat("const ", t.storage, " *", name), name);
       } else {
@@ -544,7 +543,6 @@ class Emitter {
                     "  const int lane = threadIdx.x % tpr;\n  const bool active = row < rows;\n",
                     "  const tir_i64 row_c = active ? row : 0;\n");
     absl::StrAppend(&code, Delinearize("row_c", par, "  "));
-    for (int d : red) absl::StrAppend(&code, "  (void)0; // reduced dim ", d, "\n");
     // Reduced-domain code sees the reduced indices as 0.
     std::string top;
     for (int d : red) absl::StrAppend(&top, "  const tir_i64 i", d, " = 0;\n");
@@ -968,7 +966,7 @@ class Emitter {
   int rank_ = 0;
   std::set<int64_t> reduced_;
   std::vector<std::string> fields_, field_names_;
-  std::map<const void *, std::string> names_, values_;
+  std::map<const void *, std::string> values_;  // SSA value -> C expression or variable
   std::string constants_;
   int constants_count_ = 0;
   int next_ = 0;
