@@ -11,6 +11,7 @@
 #include "compiler/conversion/DTypes.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
+#include "compiler/nvrtc/compile_cache.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
 #include "compiler/planning/Plan.h"
 #include "compiler/reference/Interpreter.h"
@@ -54,6 +55,7 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
   std::string report = absl::StrFormat("@%s for %s: %d kernel(s) in %s\n", name, arch.name,
                                        planned.partition.kernels.size(), dir.string());
   bool allPassed = true;
+  nvrtc::CompileCache cache(options.compile_cache_dir);
   for (size_t k = 0; k < planned.partition.kernels.size(); ++k) {
     GraphOp kernel;
     for (GraphOp g : module->getOps<GraphOp>()) {
@@ -116,10 +118,12 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
       nvrtc::CompileOptions copts;
       copts.arch = arch.name;
       copts.headers = {{"tir_runtime.h", codegen::RuntimeHeader()}};
-      TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel cubin, nvrtc::CompileToCubin(emitted.source, copts));
+      bool hit = false;
+      TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel cubin, cache.Compile(emitted.source, copts, &hit));
       TIR_RETURN_IF_ERROR(Write(dir / (stem + "." + arch.name + ".cubin"), cubin.cubin));
-      absl::StrAppendFormat(&report, "  %s.%s.cubin: %d bytes, %d registers, %d spill bytes, %.0f ms\n", stem, arch.name,
-                            cubin.cubin.size(), cubin.registers, cubin.spill_bytes, cubin.seconds * 1e3);
+      absl::StrAppendFormat(&report, "  %s.%s.cubin: %d bytes, %d registers, %d spill bytes, %s\n", stem, arch.name,
+                            cubin.cubin.size(), cubin.registers, cubin.spill_bytes,
+                            hit ? "from the compile cache" : absl::StrFormat("compiled in %.0f ms", cubin.seconds * 1e3));
       continue;
     }
     TIR_ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostKernel> built,

@@ -18,6 +18,9 @@ struct EmitOptions {
   std::string candidate = "default";  // "default" or a rank ("0" = best predicted)
   std::string out_dir;                // where files go (created)
   bool verify = false;
+  // NVRTC compile cache directory ("" for none); tirctl uses
+  // $XDG_CACHE_HOME/tir/nvrtc (else ~/.cache/tir/nvrtc).
+  std::string compile_cache_dir;
 };
 
 // Returns the report printed on stdout; errors carry a reason

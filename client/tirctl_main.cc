@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
     if (cwd && !out_dir.empty() && out_dir[0] != '/') out_dir = std::string(cwd) + "/" + out_dir;
     std::string text;
     if (!ReadInput(positional[1], text)) return 1;
-    tir::client::EmitOptions options{arch, candidate, out_dir, verify};
+    tir::client::EmitOptions options{arch, candidate, out_dir, verify,
+                                     tir::client::DefaultCacheDir() + "/nvrtc"};
     absl::StatusOr<std::string> report = tir::client::EmitCommand(text, options);
     if (!report.ok()) {
       std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(report.status()).c_str(),

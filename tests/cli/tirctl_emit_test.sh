@@ -24,6 +24,14 @@ for arch in sm_90a sm_80; do
   check "matmul $arch source written" 1 "$(ls "$out/mlp-$arch"/*.cu | wc -l)"
 done
 
+# A second emit of the same kernels comes from the compile cache.
+export XDG_CACHE_HOME="$out/cache"
+"$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a -o "$out/c1" > first.txt
+"$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a -o "$out/c2" > second.txt
+check "first emit compiles" 1 "$(grep -c 'compiled in' first.txt)"
+check "second emit hits the cache" 1 "$(grep -c 'from the compile cache' second.txt)"
+check "cached cubin is identical" "" "$(cmp "$out/c1/softmax_k0.sm_90a.cubin" "$out/c2/softmax_k0.sm_90a.cubin")"
+
 "$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a --verify >/dev/null 2>err.txt
 check "verify needs host" 1 $?
 check "verify needs host reason" 1 "$(grep -c CUDA_DRIVER_UNAVAILABLE err.txt)"
