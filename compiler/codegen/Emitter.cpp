@@ -9,6 +9,7 @@
 #include "compiler/planning/AccessMaps.h"
 #include "compiler/reference/Elementwise.h"
 #include "compiler/support/status.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace tir::codegen {
@@ -439,11 +440,14 @@ class Emitter {
     if (!dense) return scalar(value);
     if (dense.isSplat()) return scalar(dense.getSplatValue<mlir::Attribute>());
     // A constant array, indexed by the constant's access map (row-major).
-    const std::string name = absl::StrCat("tir_const", constants_count_++);
-    std::vector<std::string> items;
-    for (mlir::Attribute a : dense.getValues<mlir::Attribute>()) items.push_back(scalar(a));
-    absl::StrAppend(&constants_, "#if TIR_DEVICE\n__device__\n#else\nstatic\n#endif\nconst ", t.compute, " ", name,
-                    "[] = {", absl::StrJoin(items, ", "), "};\n\n");
+    std::string &name = constant_names_[c.getOperation()];
+    if (name.empty()) {
+      name = absl::StrCat("tir_const", constants_count_++);
+      std::vector<std::string> items;
+      for (mlir::Attribute a : dense.getValues<mlir::Attribute>()) items.push_back(scalar(a));
+      absl::StrAppend(&constants_, "#if TIR_DEVICE\n__device__\n#else\nstatic\n#endif\nconst ", t.compute, " ", name,
+                      "[] = {", absl::StrJoin(items, ", "), "};\n\n");
+    }
     auto type = dense.getType().cast<mlir::RankedTensorType>();
     std::vector<int64_t> strides(type.getRank(), 1);
     for (int64_t d = type.getRank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * type.getDimSize(d + 1);
@@ -488,14 +492,41 @@ class Emitter {
     const int64_t threads = Param("threads", 256), ept = Param("elements_per_thread", 1);
     std::vector<int> dims;
     for (int d = 0; d < rank_; ++d) dims.push_back(d);
+    const int64_t vec = Param("vector_width", 1);
     std::string code = absl::StrCat("  tir_i64 total = 1;\n  for (int d = 0; d < ", rank_,
                                     "; ++d) total *= a.dim[d];\n  const tir_i64 tile = ", threads * ept,
-                                    ";\n  const tir_i64 base = (tir_i64)blockIdx.x * tile;\n",
-                                    "  for (tir_i64 t = threadIdx.x; t < tile; t += blockDim.x) {\n",
-                                    "    const tir_i64 lin = base + t;\n    if (lin >= total) break;\n");
-    absl::StrAppend(&code, Delinearize("lin", dims, "    "));
-    for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) TIR_RETURN_IF_ERROR(EmitOp(&op, code, "    "));
-    TIR_RETURN_IF_ERROR(StoreOutputs(code, "    ", -1));
+                                    ";\n  const tir_i64 base = (tir_i64)blockIdx.x * tile;\n");
+    // With vector_width > 1 each thread takes runs of `vec` consecutive
+    // elements of one row (consecutive threads take consecutive runs, so a
+    // warp still reads contiguous memory) and delinearizes once per run. The
+    // run must not cross a row, which holds when the innermost extent is a
+    // multiple of vec; otherwise the element loop below runs.
+    const bool vectorized = vec > 1 && rank_ >= 1 && ept % vec == 0;
+    std::string indent = "    ";
+    if (vectorized) {
+      const int last = rank_ - 1;
+      absl::StrAppend(&code, "  if (a.dim[", last, "] % ", vec, " == 0) {\n", "    for (tir_i64 g = threadIdx.x; g < ",
+                      threads * ept / vec, "; g += blockDim.x) {\n", "      const tir_i64 run = base + g * ", vec,
+                      ";\n      if (run >= total) break;\n");
+      absl::StrAppend(&code, Delinearize("run", dims, "      "));
+      absl::StrAppend(&code, "      const tir_i64 run_i", last, " = i", last, ";\n", "#pragma unroll\n",
+                      "      for (int v = 0; v < ", vec, "; ++v) {\n", "        const tir_i64 i", last, " = run_i", last,
+                      " + v;\n");
+      std::string body;
+      for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+        TIR_RETURN_IF_ERROR(EmitOp(&op, body, "        "));
+      }
+      TIR_RETURN_IF_ERROR(StoreOutputs(body, "        ", -1));
+      absl::StrAppend(&code, body, "      }\n    }\n    return;\n  }\n");
+      // The element loop emits every op again: values computed above are
+      // scoped to the run loop.
+      values_.clear();
+    }
+    absl::StrAppend(&code, "  for (tir_i64 t = threadIdx.x; t < tile; t += blockDim.x) {\n",
+                    "    const tir_i64 lin = base + t;\n    if (lin >= total) break;\n");
+    absl::StrAppend(&code, Delinearize("lin", dims, indent));
+    for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) TIR_RETURN_IF_ERROR(EmitOp(&op, code, indent));
+    TIR_RETURN_IF_ERROR(StoreOutputs(code, indent, -1));
     absl::StrAppend(&code, "  }\n");
     auto *g = launch_.add_grid();
     g->set_constant(1);
@@ -969,6 +1000,8 @@ class Emitter {
   std::map<const void *, std::string> values_;  // SSA value -> C expression or variable
   std::string constants_;
   int constants_count_ = 0;
+  // Array name of each dense constant already written to constants_.
+  llvm::DenseMap<mlir::Operation *, std::string> constant_names_;
   int next_ = 0;
   tir::v1::LaunchRule launch_;
 };

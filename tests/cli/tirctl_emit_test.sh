@@ -17,6 +17,11 @@ for g in layernorm_fits softmax_fits reduction_fed_by_pointwise pointwise_broadc
   check "$g host --verify checked outputs" 1 "$(grep -c -m1 ' ok$' report.txt)"
 done
 
+# The default pointwise candidate (vector_width 4 on a 256-wide row) runs
+# 4-element runs per thread, with the element loop kept for other widths.
+check "pointwise default takes 4-element runs" 1 "$(grep -c 'for (int v = 0; v < 4; ++v)' "$out/pointwise_broadcast_transpose-host"/*.cu)"
+check "pointwise keeps the element loop" 1 "$(grep -c 'for (tir_i64 t = threadIdx.x' "$out/pointwise_broadcast_transpose-host"/*.cu)"
+
 for arch in sm_90a sm_80; do
   "$tirctl" emit "$graphs/matmul_bias_gelu_residual.mlir" --arch "$arch" -o "$out/mlp-$arch" >/dev/null
   check "matmul $arch exit" 0 $?
