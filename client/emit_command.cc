@@ -131,21 +131,8 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
     std::filesystem::copy_file(built->path(), dir / (stem + ".host.so"), std::filesystem::copy_options::overwrite_existing, ec);
     absl::StrAppendFormat(&report, "  %s.host.so\n", stem);
     if (!options.verify) continue;
-    std::vector<reference::Tensor> inputs;
-    uint64_t seed = 1;
-    for (mlir::Type t : kernel.getArgumentTypes()) {
-      auto tensor = t.dyn_cast<mlir::RankedTensorType>();
-      if (!tensor) {
-        inputs.push_back(t.isIndex() ? reference::Tensor::ScalarInt(tir::v1::DTYPE_INDEX, 8)
-                                     : reference::Tensor::Scalar(reference::DTypeOf(t), 0.75));
-        continue;
-      }
-      std::vector<int64_t> shape(tensor.getShape().begin(), tensor.getShape().end());
-      for (int64_t &d : shape) {
-        if (mlir::ShapedType::isDynamic(d)) d = 8;  // dynamic extents are verified at 8
-      }
-      inputs.push_back(reference::RandomTensor(reference::DTypeOf(tensor.getElementType()), shape, seed++));
-    }
+    // Dynamic extents are verified at 8.
+    std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, codegen::RunOnHost(kernel, emitted, *built, inputs));
     for (size_t o = 0; o < want.size(); ++o) {

@@ -240,13 +240,65 @@ class Emitter {
     return found->second;
   }
 
+  // A reshape with run-time extents reads its input through the row-major
+  // linear index of the output element, worked out in the kernel: output
+  // extents are static or the reshape's dynamic_dims, input extents static or
+  // the input's sizes. Only kernel inputs can be read this way (a computed
+  // value has no storage to index).
+  absl::Status DynamicReshape(ReshapeOp rs, std::string &code, const std::string &indent) {
+    auto arg = rs.getInput().dyn_cast<mlir::BlockArgument>();
+    if (!arg) return Unsupported("UNSUPPORTED_OP", "reshape of a computed value with dynamic extents");
+    auto found = maps_.results.find(rs.getOperation());
+    if (found == maps_.results.end()) return Unsupported("UNSUPPORTED_OP", "reshape without an access map");
+    const mlir::AffineMap map = found->second;
+    auto outType = rs.getOutput().getType().cast<mlir::RankedTensorType>();
+    auto inType = rs.getInput().getType().cast<mlir::RankedTensorType>();
+    if (map.getNumResults() != static_cast<unsigned>(outType.getRank())) {
+      return Unsupported("UNSUPPORTED_OP", "reshape whose access map does not match its rank");
+    }
+    TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(rs.getInput().getType()));
+    const std::string id = std::to_string(next_++);
+    const std::string lin = "rs_lin" + id, rem = "rs_rem" + id, input = absl::StrCat("a.in", arg.getArgNumber());
+    std::string linear = "(tir_i64)0";
+    unsigned dynamic = 0;
+    for (int64_t j = 0; j < outType.getRank(); ++j) {
+      std::string extent;
+      if (!outType.isDynamicDim(j)) {
+        extent = absl::StrCat("(tir_i64)", outType.getDimSize(j));
+      } else {
+        if (dynamic >= rs.getDynamicDims().size()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", "reshape has too few dynamic_dims");
+        TIR_ASSIGN_OR_RETURN(std::string e, Operand(rs->getOpOperand(1 + dynamic++), code, indent));
+        extent = "(tir_i64)(" + e + ")";
+      }
+      linear = absl::StrCat("(", linear, ") * ", extent, " + ", Expr(map.getResult(j)));
+    }
+    absl::StrAppend(&code, indent, "const tir_i64 ", lin, " = ", linear, ";\n", indent, "tir_i64 ", rem, " = ", lin,
+                    ";\n");
+    std::vector<std::string> terms;
+    for (int64_t j = inType.getRank() - 1; j >= 0; --j) {
+      // max(.., 1): an empty input has no elements to read, and the division stays defined.
+      const std::string extent = inType.isDynamicDim(j) ? absl::StrCat("tir_max(", input, "_size[", j, "], (tir_i64)1)")
+                                                         : absl::StrCat("(tir_i64)", inType.getDimSize(j));
+      const std::string idx = absl::StrCat("rs_i", id, "_", j);
+      absl::StrAppend(&code, indent, "const tir_i64 ", idx, " = ", rem, " % ", extent, "; ", rem, " /= ", extent,
+                      ";\n");
+      terms.push_back(absl::StrCat(idx, " * ", input, "_stride[", j, "]"));
+    }
+    const std::string var = absl::StrCat("v", next_++);
+    absl::StrAppend(&code, indent, "const ", t.compute, " ", var, " = ",
+                    Sub(t.load, absl::StrCat(input, "[", terms.empty() ? "0" : absl::StrJoin(terms, " + "), "]")),
+                    ";\n");
+    values_[rs.getOutput().getAsOpaquePointer()] = var;
+    return absl::OkStatus();
+  }
+
   // Emits `op` (pointwise-like) as `const T vN = ...;` into `code`.
   absl::Status EmitOp(mlir::Operation *op, std::string &code, const std::string &indent) {
     if (op->getNumResults() == 0) return absl::OkStatus();
     if (auto rs = llvm::dyn_cast<ReshapeOp>(op)) {
       if (!rs.getInput().getType().cast<mlir::ShapedType>().hasStaticShape() ||
           !rs.getOutput().getType().cast<mlir::ShapedType>().hasStaticShape()) {
-        return Unsupported("UNSUPPORTED_OP", "codegen does not support reshape of dynamic extents yet");
+        return DynamicReshape(rs, code, indent);
       }
     }
     if (auto dim = llvm::dyn_cast<DimOp>(op)) {

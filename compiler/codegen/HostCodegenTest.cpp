@@ -51,18 +51,14 @@ TEST_P(HostCodegenTest, EveryKernelAndSeveralCandidatesMatchTheInterpreter) {
     }
     picks.push_back(space.size() / 2);
     picks.push_back(space.size() - 1);
-    std::vector<reference::Tensor> inputs;
-    uint64_t seed = 11;
-    for (mlir::Type t : kernel.getArgumentTypes()) {
-      auto tensor = t.cast<mlir::RankedTensorType>();
-      std::vector<int64_t> shape(tensor.getShape().begin(), tensor.getShape().end());
-      for (int64_t &d : shape) {
-        if (mlir::ShapedType::isDynamic(d)) d = 5;  // every dynamic extent of the corpus is 5 at run time
-      }
-      reference::Tensor x = reference::RandomTensor(reference::DTypeOf(tensor.getElementType()), shape, seed++);
+    // Every dynamic extent of the corpus is 5 at run time (index arguments
+    // that size a reshape keep its element count).
+    std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 5, 11);
+    for (reference::Tensor &x : inputs) {
       // Keep divisors away from zero so integer division is exercised, not 0/0.
-      if (x.UsesInts()) for (int64_t &v : x.i) if (v == 0) v = 3;
-      inputs.push_back(x);
+      if (x.UsesInts() && x.dtype != tir::v1::DTYPE_INDEX) {
+        for (int64_t &v : x.i) if (v == 0) v = 3;
+      }
     }
     auto want = reference::Evaluate(kernel, inputs);
     ASSERT_TRUE(want.ok()) << want.status();

@@ -667,4 +667,49 @@ absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Te
   return Interpreter().Run(graph, inputs);
 }
 
+std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed) {
+  mlir::Block &body = graph.getBodyBlock();
+  std::vector<Tensor> inputs;
+  for (mlir::BlockArgument arg : body.getArguments()) {
+    mlir::Type t = arg.getType();
+    auto tensor = t.dyn_cast<mlir::RankedTensorType>();
+    if (!tensor) {
+      inputs.push_back(t.isIndex() ? Tensor::ScalarInt(tir::v1::DTYPE_INDEX, extent) : Tensor::Scalar(DTypeOf(t), 0.75));
+      continue;
+    }
+    std::vector<int64_t> shape(tensor.getShape().begin(), tensor.getShape().end());
+    for (int64_t &d : shape) {
+      if (mlir::ShapedType::isDynamic(d)) d = extent;
+    }
+    inputs.push_back(RandomTensor(DTypeOf(tensor.getElementType()), shape, seed++));
+  }
+  // Index arguments that size a reshape keep its element count.
+  for (ReshapeOp rs : body.getOps<ReshapeOp>()) {
+    int64_t count = 1;
+    llvm::ArrayRef<int64_t> in = rs.getInput().getType().cast<mlir::RankedTensorType>().getShape();
+    auto source = rs.getInput().dyn_cast<mlir::BlockArgument>();
+    for (size_t j = 0; j < in.size(); ++j) {
+      count *= mlir::ShapedType::isDynamic(in[j]) ? (source ? inputs[source.getArgNumber()].shape[j] : extent) : in[j];
+    }
+    for (int64_t d : rs.getOutput().getType().cast<mlir::RankedTensorType>().getShape()) {
+      if (!mlir::ShapedType::isDynamic(d)) count = d > 0 && count % d == 0 ? count / d : 0;
+    }
+    const size_t n = rs.getDynamicDims().size();
+    for (size_t k = 0; k < n; ++k) {
+      int64_t value = count;
+      if (k + 1 < n) {
+        value = 1;
+        for (int64_t q = 1; q * q <= count; ++q) {
+          if (count % q == 0) value = q;
+        }
+      }
+      count = value > 0 ? count / value : 0;
+      if (auto a = rs.getDynamicDims()[k].dyn_cast<mlir::BlockArgument>()) {
+        inputs[a.getArgNumber()] = Tensor::ScalarInt(tir::v1::DTYPE_INDEX, value);
+      }
+    }
+  }
+  return inputs;
+}
+
 }  // namespace tir::reference

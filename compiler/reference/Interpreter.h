@@ -22,6 +22,13 @@ namespace tir::reference {
 // not match the signature or shapes that conflict at run time.
 absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Tensor> &inputs);
 
+// Random inputs for `graph`: every dynamic tensor extent is `extent`, float
+// scalars 0.75, index arguments `extent` unless they give a reshape's
+// dynamic_dims, which get values that keep its element count (the leading
+// ones as close to the square root of what is left as a divisor allows, so
+// the reshape regroups). Tensors are seeded from `seed` upwards.
+std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed);
+
 // The dtype of an MLIR element type (must be a tir element type or index).
 DType DTypeOf(mlir::Type elementOrScalar);
 

@@ -307,3 +307,30 @@ TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
 
 }  // namespace
 }  // namespace tir::reference
+
+namespace tir::reference {
+namespace {
+
+TEST(SampleInputs, ReshapeSizesKeepTheElementCountAndRegroup) {
+  auto ctx = makeTirContext();
+  auto loaded = LoadGraphText(R"mlir(
+tir.graph @g(%x: tensor<?x4x?xf32>, %rows: index, %cols: index, %n: index, %s: f32) -> tensor<?x?xf32> {
+  %y = reshape %x dynamic_dims(%rows, %cols) : tensor<?x4x?xf32> -> tensor<?x?xf32>
+  results %y : tensor<?x?xf32>
+})mlir",
+                              ctx.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::vector<Tensor> in = SampleInputs(loaded->graph, 5, 1);
+  ASSERT_EQ(in.size(), 5u);
+  EXPECT_EQ(in[0].shape, (std::vector<int64_t>{5, 4, 5}));
+  EXPECT_EQ(in[1].GetI(0), 10);  // 100 elements as 10 x 10
+  EXPECT_EQ(in[2].GetI(0), 10);
+  EXPECT_EQ(in[3].GetI(0), 5);   // an index that sizes no reshape: the extent
+  EXPECT_TRUE(in[4].scalar);
+  auto out = Evaluate(loaded->graph, in);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{10, 10}));
+}
+
+}  // namespace
+}  // namespace tir::reference

@@ -10,7 +10,7 @@ check() {
   if [[ "$2" != "$3" ]]; then echo "FAIL: $1: expected '$2', got '$3'"; fail=1; else echo "ok: $1"; fi
 }
 
-for g in layernorm_fits softmax_fits reduction_fed_by_pointwise pointwise_broadcast_transpose; do
+for g in layernorm_fits softmax_fits reduction_fed_by_pointwise pointwise_broadcast_transpose reshape_dynamic; do
   "$tirctl" emit "$graphs/$g.mlir" --arch host --verify -o "$out/$g-host" > report.txt 2>&1
   check "$g host --verify exit" 0 $?
   check "$g host --verify reports no wrong output" 0 "$(grep -c WRONG report.txt)"

@@ -120,6 +120,13 @@ tir.graph @g(%x: tensor<?x24xf32>) -> tensor<?x24xf32> {
   %e = exp %s : tensor<?x24xf32>
   results %e : tensor<?x24xf32>
 })mlir"},
+      {"dynamic_reshape", R"mlir(
+tir.graph @g(%x: tensor<?x4x?xf32>, %rows: index, %cols: index) -> tensor<?x?xf32> {
+  %y = reshape %x dynamic_dims(%rows, %cols) : tensor<?x4x?xf32> -> tensor<?x?xf32>
+  %s = sigmoid_fwd %y : tensor<?x?xf32>
+  %m = mul %s, %y : tensor<?x?xf32>
+  results %m : tensor<?x?xf32>
+})mlir"},
       {"dynamic_pointwise", R"mlir(
 tir.graph @g(%x: tensor<?x?xf32>, %b: tensor<1x?xf32>) -> tensor<?x?xf32> {
   %a = add %x, %b : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
