@@ -292,6 +292,53 @@ class Emitter {
     return absl::OkStatus();
   }
 
+  // A concatenation along a dimension with run-time extents: each input's
+  // offset is the sum of the extents before it, read from the inputs' sizes.
+  // The access maps carry only the static part of an offset, so the dynamic
+  // part is subtracted here; inputs must be kernel inputs (the partitioner
+  // makes them so).
+  absl::Status DynamicConcat(ConcatenateOp cat, std::string &code, const std::string &indent) {
+    TIR_ASSIGN_OR_RETURN(TypeInfo out, Info(cat.getOutput().getType()));
+    auto found = maps_.results.find(cat.getOperation());
+    if (found == maps_.results.end()) return Unsupported("UNSUPPORTED_OP", "concatenate without an access map");
+    const int64_t dim = cat.getDimension();
+    const std::string at = Expr(found->second.getResult(dim));
+    std::string dynamicOffset;  // run-time part of the current input's offset ("" while none)
+    int64_t staticOffset = 0;
+    std::vector<std::string> reads, ends;
+    for (mlir::OpOperand &use : cat->getOpOperands()) {
+      auto arg = use.get().dyn_cast<mlir::BlockArgument>();
+      if (!arg) return Unsupported("UNSUPPORTED_OP", "concatenate of a computed value with dynamic extents");
+      auto map = maps_.operands.find(&use);
+      if (map == maps_.operands.end()) return Unsupported("UNSUPPORTED_OP", "concatenate input without an access map");
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
+      const std::string input = absl::StrCat("a.in", arg.getArgNumber());
+      std::vector<std::string> terms;
+      for (unsigned j = 0; j < map->second.getNumResults(); ++j) {
+        std::string index = Expr(map->second.getResult(j));
+        if (j == static_cast<unsigned>(dim) && !dynamicOffset.empty()) index = "(" + index + " - " + dynamicOffset + ")";
+        terms.push_back(absl::StrCat(index, " * ", input, "_stride[", j, "]"));
+      }
+      reads.push_back(Sub(t.load, absl::StrCat(input, "[", terms.empty() ? "0" : absl::StrJoin(terms, " + "), "]")));
+      const int64_t ext = use.get().getType().cast<mlir::RankedTensorType>().getDimSize(dim);
+      if (mlir::ShapedType::isDynamic(ext)) {
+        dynamicOffset = (dynamicOffset.empty() ? "" : dynamicOffset + " + ") + absl::StrCat(input, "_size[", dim, "]");
+      } else {
+        staticOffset += ext;
+      }
+      ends.push_back(dynamicOffset.empty() ? std::to_string(staticOffset)
+                                           : absl::StrCat("(", dynamicOffset, " + ", staticOffset, ")"));
+    }
+    std::string e = reads.back();
+    for (int k = static_cast<int>(reads.size()) - 2; k >= 0; --k) {
+      e = "(" + at + " < " + ends[k] + " ? (" + reads[k] + ") : (" + e + "))";
+    }
+    const std::string var = absl::StrCat("v", next_++);
+    absl::StrAppend(&code, indent, "const ", out.compute, " ", var, " = ", Sub(out.round, e), ";\n");
+    values_[cat.getOutput().getAsOpaquePointer()] = var;
+    return absl::OkStatus();
+  }
+
   // Emits `op` (pointwise-like) as `const T vN = ...;` into `code`.
   absl::Status EmitOp(mlir::Operation *op, std::string &code, const std::string &indent) {
     if (op->getNumResults() == 0) return absl::OkStatus();
@@ -299,6 +346,13 @@ class Emitter {
       if (!rs.getInput().getType().cast<mlir::ShapedType>().hasStaticShape() ||
           !rs.getOutput().getType().cast<mlir::ShapedType>().hasStaticShape()) {
         return DynamicReshape(rs, code, indent);
+      }
+    }
+    if (auto cat = llvm::dyn_cast<ConcatenateOp>(op)) {
+      for (mlir::Value v : cat.getInputs()) {
+        if (v.getType().cast<mlir::RankedTensorType>().isDynamicDim(cat.getDimension())) {
+          return DynamicConcat(cat, code, indent);
+        }
       }
     }
     if (auto dim = llvm::dyn_cast<DimOp>(op)) {

@@ -85,6 +85,24 @@ absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const E
   std::vector<int64_t> domain(domainAttr.begin(), domainAttr.end());
   for (size_t d = 0; d < domain.size(); ++d) {
     if (domain[d] >= 0) continue;
+    // A concatenation spans the sum of its inputs' extents (each input alone
+    // reads only part of the dimension, so this comes first).
+    kernel.walk([&](ConcatenateOp cat) {
+      auto map = cat->getAttrOfType<mlir::AffineMapAttr>("tir.access");
+      if (domain[d] >= 0 || !map) return;
+      auto e = map.getValue().getResult(cat.getDimension()).dyn_cast<mlir::AffineDimExpr>();
+      if (!e || e.getPosition() != d) return;
+      int64_t sum = 0;
+      for (mlir::Value v : cat.getInputs()) {
+        const int64_t ext = v.getType().cast<mlir::RankedTensorType>().getDimSize(cat.getDimension());
+        auto arg = v.dyn_cast<mlir::BlockArgument>();
+        if (!mlir::ShapedType::isDynamic(ext)) sum += ext;
+        else if (arg && arg.getOwner() == &block) sum += inputs[arg.getArgNumber()].shape[cat.getDimension()];
+        else return;
+      }
+      domain[d] = sum;
+    });
+    if (domain[d] >= 0) continue;
     for (mlir::BlockArgument arg : block.getArguments()) {
       auto map = kernel.getArgAttrOfType<mlir::AffineMapAttr>(arg.getArgNumber(), "tir.iter_space_map");
       if (!map) continue;

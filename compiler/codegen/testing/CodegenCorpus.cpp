@@ -127,6 +127,12 @@ tir.graph @g(%x: tensor<?x4x?xf32>, %rows: index, %cols: index) -> tensor<?x?xf3
   %m = mul %s, %y : tensor<?x?xf32>
   results %m : tensor<?x?xf32>
 })mlir"},
+      {"dynamic_concatenate", R"mlir(
+tir.graph @g(%a: tensor<?x3xf32>, %b: tensor<2x3xf32>, %c: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  %k = concatenate %a, %b, %c dimension = 0 : (tensor<?x3xf32>, tensor<2x3xf32>, tensor<?x3xf32>) -> tensor<?x3xf32>
+  %e = exp %k : tensor<?x3xf32>
+  results %e : tensor<?x3xf32>
+})mlir"},
       {"dynamic_pointwise", R"mlir(
 tir.graph @g(%x: tensor<?x?xf32>, %b: tensor<1x?xf32>) -> tensor<?x?xf32> {
   %a = add %x, %b : (tensor<?x?xf32>, tensor<1x?xf32>) -> tensor<?x?xf32>
