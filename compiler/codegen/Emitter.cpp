@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/Emitter.h"
 
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -210,6 +211,26 @@ class Emitter {
     return terms.empty() ? "0" : absl::StrJoin(terms, " + ");
   }
 
+  // The result of `map` that is exactly domain dim `d` when no other result
+  // depends on d (a run along d then walks that dim alone); else -1.
+  // Whether `vec` elements of `type` make one access tir_chunk provides.
+  static bool RunFits(mlir::Type type, int64_t vec) {
+    const int64_t bytes = vec * std::max<int64_t>(1, type.cast<mlir::ShapedType>().getElementTypeBitWidth() / 8);
+    return bytes == 2 || bytes == 4 || bytes == 8 || bytes == 16;
+  }
+
+  int RunDim(mlir::AffineMap map, int d) {
+    int found = -1;
+    for (unsigned j = 0; j < map.getNumResults(); ++j) {
+      mlir::AffineExpr e = map.getResult(j);
+      if (!e.isFunctionOfDim(d)) continue;
+      auto dim = e.dyn_cast<mlir::AffineDimExpr>();
+      if (found >= 0 || !dim) return -1;
+      found = static_cast<int>(j);
+    }
+    return found;
+  }
+
   // Whether a map reads any of the domain's reduced dims.
   bool UsesReduced(mlir::AffineMap map) {
     for (int64_t d : reduced_) {
@@ -231,6 +252,7 @@ class Emitter {
                                                  use.getOwner()->getName().getStringRef().str() +
                                                  " without an access map");
       }
+      if (auto run = run_reads_.find(&use); run != run_reads_.end()) return Sub(t.load, run->second + "[v]");
       return Sub(t.load, absl::StrCat("a.", name, "[", Offset(it->second, "a." + name + "_stride"), "]"));
     }
     auto found = values_.find(v.getAsOpaquePointer());
@@ -574,6 +596,10 @@ class Emitter {
       TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
       TIR_ASSIGN_OR_RETURN(std::string v, Operand(use, code, indent));
       const unsigned i = use.getOperandNumber();
+      if (auto run = run_writes_.find(i); run != run_writes_.end()) {
+        absl::StrAppend(&code, indent, run->second, "[v] = ", Sub(t.store, v), ";\n");
+        continue;
+      }
       absl::StrAppend(&code, indent, "a.out", i, "[", Offset(it->second, absl::StrCat("a.out", i, "_stride")), "] = ",
                       Sub(t.store, v), ";\n");
     }
@@ -615,6 +641,45 @@ class Emitter {
                       threads * ept / vec, "; g += blockDim.x) {\n", "      const tir_i64 run = base + g * ", vec,
                       ";\n      if (run >= total) break;\n");
       absl::StrAppend(&code, Delinearize("run", dims, "      "));
+      // Kernel inputs and outputs that walk the run along one of their dims
+      // move as whole runs (tir_load_run / tir_store_run: one wide access
+      // when contiguous and aligned). Concatenation inputs are left out: each
+      // is read only where it lies.
+      std::string stores;
+      for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+        if (llvm::isa<ConcatenateOp, DimOp>(op)) continue;
+        for (mlir::OpOperand &use : op.getOpOperands()) {
+          auto arg = use.get().dyn_cast<mlir::BlockArgument>();
+          auto map = maps_.operands.find(&use);
+          if (!arg || map == maps_.operands.end() || !use.get().getType().isa<mlir::RankedTensorType>() ||
+              !RunFits(use.get().getType(), vec)) {
+            continue;
+          }
+          const int j = RunDim(map->second, last);
+          if (j < 0) continue;
+          TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
+          const std::string name = absl::StrCat("in_run", run_reads_.size()), input = absl::StrCat("a.in", arg.getArgNumber());
+          absl::StrAppend(&code, "      ", t.storage, " ", name, "[", vec, "];\n      tir_load_run<", vec, ">(", input, " + (",
+                          Offset(map->second, input + "_stride"), "), ", input, "_stride[", j, "], ", name, ");\n");
+          run_reads_[&use] = name;
+        }
+      }
+      auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
+      for (mlir::OpOperand &use : results->getOpOperands()) {
+        auto map = maps_.operands.find(&use);
+        if (map == maps_.operands.end() || run_writes_.count(use.getOperandNumber()) || !RunFits(use.get().getType(), vec)) {
+          continue;
+        }
+        const int j = RunDim(map->second, last);
+        if (j < 0) continue;
+        TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
+        const unsigned i = use.getOperandNumber();
+        const std::string name = absl::StrCat("out_run", i), output = absl::StrCat("a.out", i);
+        absl::StrAppend(&code, "      ", t.storage, " ", name, "[", vec, "];\n");
+        absl::StrAppend(&stores, "      tir_store_run<", vec, ">(", output, " + (", Offset(map->second, output + "_stride"),
+                        "), ", output, "_stride[", j, "], ", name, ");\n");
+        run_writes_[i] = name;
+      }
       absl::StrAppend(&code, "      const tir_i64 run_i", last, " = i", last, ";\n", "#pragma unroll\n",
                       "      for (int v = 0; v < ", vec, "; ++v) {\n", "        const tir_i64 i", last, " = run_i", last,
                       " + v;\n");
@@ -623,10 +688,12 @@ class Emitter {
         TIR_RETURN_IF_ERROR(EmitOp(&op, body, "        "));
       }
       TIR_RETURN_IF_ERROR(StoreOutputs(body, "        ", -1));
-      absl::StrAppend(&code, body, "      }\n    }\n    return;\n  }\n");
+      absl::StrAppend(&code, body, "      }\n", stores, "    }\n    return;\n  }\n");
       // The element loop emits every op again: values computed above are
       // scoped to the run loop.
       values_.clear();
+      run_reads_.clear();
+      run_writes_.clear();
     }
     absl::StrAppend(&code, "  for (tir_i64 t = threadIdx.x; t < tile; t += blockDim.x) {\n",
                     "    const tir_i64 lin = base + t;\n    if (lin >= total) break;\n");
@@ -1106,6 +1173,10 @@ class Emitter {
   std::map<const void *, std::string> values_;  // SSA value -> C expression or variable
   std::string constants_;
   int constants_count_ = 0;
+  // Inside a pointwise run: operands read from a preloaded run array, and
+  // outputs written to one (by result number).
+  llvm::DenseMap<mlir::OpOperand *, std::string> run_reads_;
+  std::map<unsigned, std::string> run_writes_;
   // Array name of each dense constant already written to constants_.
   llvm::DenseMap<mlir::Operation *, std::string> constant_names_;
   int next_ = 0;

@@ -175,6 +175,50 @@ TIR_FN tir_i64 tir_ipow(tir_i64 a, tir_i64 b) {
   return (tir_i64)r;
 }
 
+// ---- runs of consecutive elements --------------------------------------------
+
+// One aligned access of Bytes bytes (a single wide load or store on a GPU).
+template <int Bytes> struct tir_chunk;
+template <> struct alignas(16) tir_chunk<16> { tir_u32 w[4]; };
+template <> struct alignas(8) tir_chunk<8> { tir_u32 w[2]; };
+template <> struct alignas(4) tir_chunk<4> { tir_u32 w[1]; };
+template <> struct alignas(2) tir_chunk<2> { tir_u16 w[1]; };
+template <> struct tir_chunk<1> { tir_u8 w[1]; };
+
+TIR_FN void tir_copy_bytes(void *to, const void *from, int n) {
+#if TIR_DEVICE
+  memcpy(to, from, n);
+#else
+  std::memcpy(to, from, n);
+#endif
+}
+
+// Reads N elements starting at p, `stride` apart: one wide access when they
+// are contiguous and p is aligned to the run's size, else one by one.
+template <int N, typename T>
+TIR_FN void tir_load_run(const T *p, tir_i64 stride, T *out) {
+  typedef tir_chunk<N * (int)sizeof(T)> C;
+  if (stride == 1 && ((tir_u64)p) % sizeof(C) == 0) {
+    const C c = *reinterpret_cast<const C *>(p);
+    tir_copy_bytes(out, &c, sizeof(C));
+    return;
+  }
+  for (int v = 0; v < N; ++v) out[v] = p[v * stride];
+}
+
+// Writes N elements as tir_load_run reads them.
+template <int N, typename T>
+TIR_FN void tir_store_run(T *p, tir_i64 stride, const T *in) {
+  typedef tir_chunk<N * (int)sizeof(T)> C;
+  if (stride == 1 && ((tir_u64)p) % sizeof(C) == 0) {
+    C c;
+    tir_copy_bytes(&c, in, sizeof(C));
+    *reinterpret_cast<C *>(p) = c;
+    return;
+  }
+  for (int v = 0; v < N; ++v) p[v * stride] = in[v];
+}
+
 // ---- block collectives -----------------------------------------------------
 
 // Reduces `v` over each group of `group` consecutive threads of the block

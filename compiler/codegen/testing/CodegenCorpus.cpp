@@ -13,6 +13,12 @@ tir.graph @g(%x: tensor<6x10xf32> {tir.stride = "(1,6)"}, %xt: tensor<10x6xf32>,
   %s = softplus_fwd<beta = 2.0 : f32> %g : tensor<6x10xf32>
   results %s : tensor<6x10xf32>
 })mlir"},
+      {"padded_rows_unaligned_runs", R"mlir(
+tir.graph @g(%x: tensor<6x8xf32> {tir.stride = "(9,1)"}, %y: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %a = add %x, %y : tensor<6x8xf32>
+  %t = tanh_fwd %a : tensor<6x8xf32>
+  results %t : tensor<6x8xf32>
+})mlir"},
       {"slice_concat_reshape", R"mlir(
 tir.graph @g(%x: tensor<8x8xf32>, %y: tensor<4x16xf32>) -> tensor<3x8xf32> {
   %s = slice %x starts = [1, 0] limits = [7, 8] strides = [2, 1] : tensor<8x8xf32> -> tensor<3x8xf32>
