@@ -40,8 +40,11 @@ KernelFacts ComputeFacts(const Kernel &kernel) {
     if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
       mlir::Type e = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
       f.operand_bytes = std::max(1u, e.getIntOrFloatBitWidth() / 8);
-      f.tensor_core = e.isBF16() || e.isF16() || e.isF32();
-      f.tf32 = e.isF32();
+      // bf16/f16 operands run on tensor cores (mma.sync, f32 accumulate).
+      // f32 stays exact f32 on CUDA cores: tf32 would round the operands to
+      // 10 mantissa bits, which a graph has no way to allow yet.
+      f.tensor_core = e.isBF16() || e.isF16();
+      f.tf32 = false;
     }
     for (mlir::Type t : op->getResultTypes()) {
       if (auto r = t.dyn_cast<mlir::RankedTensorType>()) {

@@ -20,8 +20,8 @@ struct KernelFacts {
   double flops_per_point = 0;            // arithmetic per point of the parallel/row domain
   int element_bytes = 4;                 // widest element in the main domain
   int operand_bytes = 4;                 // matmul: A/B element size
-  bool tensor_core = false;              // matmul on bf16/f16 (mma.sync) or f32 (tf32)
-  bool tf32 = false;
+  bool tensor_core = false;              // matmul on bf16/f16 (mma.sync)
+  bool tf32 = false;                     // f32 matmul on tensor cores (tf32); not offered yet
   int64_t innermost = 1;                 // innermost extent of the iteration space
   // Largest vector width (elements) every input/output's contiguous dimension allows.
   int max_vector = 1;
