@@ -967,11 +967,37 @@ class Emitter {
     const std::string storage = mmaType == "bf16" ? "tir_bf16" : "tir_f16";
     const int64_t wm = bm / warpsM, wn = bn / warpsN;
     std::set<mlir::Operation *> prologue = MatmulPrologue();
+    // The cp.async pipeline: A and B are kernel inputs read as they are
+    // (no prologue), row-major along K (A) and N (B), and `stages` tiles fit
+    // static shared memory. Whether the run-time layout allows 16-byte copies
+    // is checked in the kernel, which otherwise stages element by element.
+    int64_t stages = 1;
+    auto argA = mm.getA().dyn_cast<mlir::BlockArgument>(), argB = mm.getB().dyn_cast<mlir::BlockArgument>();
+    auto mapA = maps_.operands.find(&mm->getOpOperand(0)), mapB = maps_.operands.find(&mm->getOpOperand(1));
+    auto tail = [&](decltype(mapA) m, int r, int c) {
+      const unsigned n = m->second.getNumResults();
+      if (n < 2 || m->second.getResult(n - 2) != mlir::getAffineDimExpr(r, m->second.getContext()) ||
+          m->second.getResult(n - 1) != mlir::getAffineDimExpr(c, m->second.getContext())) {
+        return false;
+      }
+      for (unsigned j = 0; j + 2 < n; ++j) {
+        for (int d : {b, b + 1, b + 2}) {
+          if (m->second.getResult(j).isFunctionOfDim(d)) return false;
+        }
+      }
+      return true;
+    };
+    const int64_t pipelineStages = Param("stages", 1);
+    if (pipelineStages >= 2 && prologue.empty() && argA && argB && mapA != maps_.operands.end() &&
+        mapB != maps_.operands.end() && tail(mapA, b, b + 2) && tail(mapB, b + 2, b + 1) &&
+        pipelineStages * (bm * (bk + 8) + bk * (bn + 8)) * 2 <= 48 * 1024) {
+      stages = pipelineStages;
+    }
     std::string code = absl::StrCat(
         "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
         "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n",
-        "  TIR_SHARED tir_u16 As[", bm, "][", bk + 8, "];\n",
-        "  TIR_SHARED tir_u16 Bs[", bk, "][", bn + 8, "];\n");
+        "  TIR_SHARED tir_u16 As[", stages, "][", bm, "][", bk + 8, "] __attribute__((aligned(16)));\n",
+        "  TIR_SHARED tir_u16 Bs[", stages, "][", bk, "][", bn + 8, "] __attribute__((aligned(16)));\n");
     absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "  "));
     absl::StrAppend(&code, "#if TIR_DEVICE\n",
                     "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n",
@@ -980,8 +1006,70 @@ class Emitter {
                     "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8,
                     "; ++j) for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;\n",
                     "#else\n  TIR_SHARED float acc_h[", bm * bn, "];\n",
-                    "  for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0.f;\n#endif\n",
-                    "  for (tir_i64 k0 = 0; k0 < K; k0 += ", bk, ") {\n");
+                    "  for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0.f;\n#endif\n");
+    const std::string mmaInstr = absl::StrCat("mma.sync.aligned.m16n8k16.row.col.f32.", mmaType, ".", mmaType, ".f32");
+    // One K step on the tiles of stage `st`.
+    const std::string compute = absl::StrCat(
+        "#if TIR_DEVICE\n",
+        "    const int g = lane / 4, t4 = lane % 4;\n",
+        "    for (int ks = 0; ks < ", bk, "; ks += 16) {\n",
+        "      for (int i = 0; i < ", wm / 16, "; ++i) {\n",
+        "        const int r0 = warp_m * ", wm, " + i * 16 + g, c0 = ks + t4 * 2;\n",
+        "        const tir_u32 a0 = As[st][r0][c0] | ((tir_u32)As[st][r0][c0 + 1] << 16);\n",
+        "        const tir_u32 a1 = As[st][r0 + 8][c0] | ((tir_u32)As[st][r0 + 8][c0 + 1] << 16);\n",
+        "        const tir_u32 a2 = As[st][r0][c0 + 8] | ((tir_u32)As[st][r0][c0 + 9] << 16);\n",
+        "        const tir_u32 a3 = As[st][r0 + 8][c0 + 8] | ((tir_u32)As[st][r0 + 8][c0 + 9] << 16);\n",
+        "        for (int j = 0; j < ", wn / 8, "; ++j) {\n",
+        "          const int n0 = warp_n * ", wn, " + j * 8 + g, k0f = ks + t4 * 2;\n",
+        "          const tir_u32 b0 = Bs[st][k0f][n0] | ((tir_u32)Bs[st][k0f + 1][n0] << 16);\n",
+        "          const tir_u32 b1 = Bs[st][k0f + 8][n0] | ((tir_u32)Bs[st][k0f + 9][n0] << 16);\n",
+        "          asm volatile(\"", mmaInstr, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n",
+        "                       : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n",
+        "                       : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n",
+        "        }\n      }\n    }\n",
+        "#else\n",
+        "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
+        "        tir_", storage.substr(4), " av; av.bits = As[st][r][kk];\n",
+        "        const float x = ", fromBits, "(av);\n",
+        "        for (int c = 0; c < ", bn, "; ++c) {\n",
+        "          tir_", storage.substr(4), " bv; bv.bits = Bs[st][kk][c];\n",
+        "          acc_h[r * ", bn, " + c] += x * ", fromBits, "(bv);\n        }\n      }\n",
+        "#endif\n");
+    if (stages > 1) {
+      const std::string inA = absl::StrCat("a.in", argA.getArgNumber()), inB = absl::StrCat("a.in", argB.getArgNumber());
+      const unsigned ra = mapA->second.getNumResults(), rb = mapB->second.getNumResults();
+      absl::StrAppend(&code, "  const tir_u16 *pa = 0, *pb = 0;\n  {\n    const tir_i64 i", b, " = 0, i", b + 1, " = 0, i", b + 2,
+                      " = 0;\n    pa = (const tir_u16 *)(", inA, " + (", Offset(mapA->second, inA + "_stride"), "));\n",
+                      "    pb = (const tir_u16 *)(", inB, " + (", Offset(mapB->second, inB + "_stride"), "));\n  }\n",
+                      "  const tir_i64 sam = ", inA, "_stride[", ra - 2, "], sbk = ", inB, "_stride[", rb - 2, "];\n",
+                      "  const bool pipe = K % 8 == 0 && N % 8 == 0 && ", inA, "_stride[", ra - 1, "] == 1 && ", inB,
+                      "_stride[", rb - 1, "] == 1 && sam % 8 == 0 && sbk % 8 == 0 && (tir_u64)pa % 16 == 0 && "
+                      "(tir_u64)pb % 16 == 0;\n");
+      // Copies the K tile starting at `k` into stage `s`, 16 bytes per copy;
+      // chunks past M, N or K are zero-filled.
+      auto load = [&](const std::string &st, const std::string &k) {
+        return absl::StrCat(
+            "      for (int e = threadIdx.x; e < ", bm * bk / 8, "; e += blockDim.x) {\n",
+            "        const int r = e / ", bk / 8, ", c = (e % ", bk / 8, ") * 8;\n",
+            "        const tir_i64 gm = tm * ", bm, " + r, gk = ", k, " + c;\n",
+            "        const bool ok = gm < M && gk < K;\n",
+            "        tir_cp_async16(&As[", st, "][r][c], ok ? pa + gm * sam + gk : pa, ok ? 16 : 0);\n      }\n",
+            "      for (int e = threadIdx.x; e < ", bk * bn / 8, "; e += blockDim.x) {\n",
+            "        const int r = e / ", bn / 8, ", c = (e % ", bn / 8, ") * 8;\n",
+            "        const tir_i64 gk = ", k, " + r, gn = tn * ", bn, " + c;\n",
+            "        const bool ok = gk < K && gn < N;\n",
+            "        tir_cp_async16(&Bs[", st, "][r][c], ok ? pb + gk * sbk + gn : pb, ok ? 16 : 0);\n      }\n");
+      };
+      absl::StrAppend(&code, "  if (pipe) {\n", "    const tir_i64 KT = (K + ", bk - 1, ") / ", bk, ";\n",
+                      "    for (int s = 0; s < ", stages - 1, "; ++s) {\n", "      if (s < KT) {\n",
+                      load("s", absl::StrCat("(tir_i64)s * ", bk)), "      }\n      tir_cp_async_commit();\n    }\n",
+                      "    for (tir_i64 kt = 0; kt < KT; ++kt) {\n", "      tir_cp_async_wait<", stages - 2, ">();\n",
+                      "      TIR_SYNC();\n", "      const tir_i64 nk = kt + ", stages - 1, ";\n", "      if (nk < KT) {\n",
+                      "        const int sn = (int)(nk % ", stages, ");\n", load("sn", absl::StrCat("nk * ", bk)),
+                      "      }\n      tir_cp_async_commit();\n", "      const int st = (int)(kt % ", stages, ");\n",
+                      compute, "    }\n    tir_cp_async_wait<0>();\n  } else {\n");
+    }
+    absl::StrAppend(&code, "  for (tir_i64 k0 = 0; k0 < K; k0 += ", bk, ") {\n");
     // Stage A (m, k) and B (k, n) with their prologues.
     auto stage = [&](int operand, const std::string &rows, const std::string &cols, const std::string &tile,
                      const std::string &rowVar, const std::string &colVar, int rowDim, int colDim) -> absl::Status {
@@ -997,7 +1085,7 @@ class Emitter {
       TIR_ASSIGN_OR_RETURN(std::string v, Operand(mm->getOpOperand(operand), inner, "        "));
       values_ = saved;
       absl::StrAppend(&code, inner, "        val = (float)(", v, ");\n      }\n",
-                      "      ", tile, "[r][c] = ", toBits, "(val).bits;\n    }\n");
+                      "      ", tile, "[0][r][c] = ", toBits, "(val).bits;\n    }\n");
       return absl::OkStatus();
     };
     (void)at;
@@ -1008,32 +1096,8 @@ class Emitter {
     // B tile: k = k0 + r (dim b+2), n = tn*bn + c (dim b+1); m fixed at 0.
     TIR_RETURN_IF_ERROR(stage(1, std::to_string(bk), std::to_string(bn), "Bs", "k0 + r",
                               absl::StrCat("tn * ", bn, " + c"), b + 2, b + 1));
-    const std::string mmaInstr = absl::StrCat("mma.sync.aligned.m16n8k16.row.col.f32.", mmaType, ".", mmaType, ".f32");
-    absl::StrAppend(&code, "    TIR_SYNC();\n#if TIR_DEVICE\n",
-                    "    const int g = lane / 4, t4 = lane % 4;\n",
-                    "    for (int ks = 0; ks < ", bk, "; ks += 16) {\n",
-                    "      for (int i = 0; i < ", wm / 16, "; ++i) {\n",
-                    "        const int r0 = warp_m * ", wm, " + i * 16 + g, c0 = ks + t4 * 2;\n",
-                    "        const tir_u32 a0 = As[r0][c0] | ((tir_u32)As[r0][c0 + 1] << 16);\n",
-                    "        const tir_u32 a1 = As[r0 + 8][c0] | ((tir_u32)As[r0 + 8][c0 + 1] << 16);\n",
-                    "        const tir_u32 a2 = As[r0][c0 + 8] | ((tir_u32)As[r0][c0 + 9] << 16);\n",
-                    "        const tir_u32 a3 = As[r0 + 8][c0 + 8] | ((tir_u32)As[r0 + 8][c0 + 9] << 16);\n",
-                    "        for (int j = 0; j < ", wn / 8, "; ++j) {\n",
-                    "          const int n0 = warp_n * ", wn, " + j * 8 + g, k0f = ks + t4 * 2;\n",
-                    "          const tir_u32 b0 = Bs[k0f][n0] | ((tir_u32)Bs[k0f + 1][n0] << 16);\n",
-                    "          const tir_u32 b1 = Bs[k0f + 8][n0] | ((tir_u32)Bs[k0f + 9][n0] << 16);\n",
-                    "          asm volatile(\"", mmaInstr, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n",
-                    "                       : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n",
-                    "                       : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n",
-                    "        }\n      }\n    }\n",
-                    "#else\n",
-                    "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
-                    "        tir_", storage.substr(4), " av; av.bits = As[r][kk];\n",
-                    "        const float x = ", fromBits, "(av);\n",
-                    "        for (int c = 0; c < ", bn, "; ++c) {\n",
-                    "          tir_", storage.substr(4), " bv; bv.bits = Bs[kk][c];\n",
-                    "          acc_h[r * ", bn, " + c] += x * ", fromBits, "(bv);\n        }\n      }\n",
-                    "#endif\n    TIR_SYNC();\n  }\n");
+    absl::StrAppend(&code, "    TIR_SYNC();\n    {\n    const int st = 0;\n", compute, "    }\n    TIR_SYNC();\n  }\n",
+                    stages > 1 ? "  }\n" : "");
     // The epilogue, once per output element owned.
     std::string epi;
     absl::StrAppend(&epi, "    const tir_i64 i", b + 2, " = 0;\n", "    if (i", b, " < M && i", b + 1, " < N) {\n");

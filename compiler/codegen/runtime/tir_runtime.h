@@ -219,6 +219,32 @@ TIR_FN void tir_store_run(T *p, tir_i64 stride, const T *in) {
   for (int v = 0; v < N; ++v) p[v * stride] = in[v];
 }
 
+// ---- asynchronous copies to shared memory (sm_80+) ---------------------------
+
+// Copies `bytes` (0 or 16) bytes from global `src` to shared `dst` and
+// zero-fills the rest of the 16; completes at tir_cp_async_wait. On the host
+// it is a plain copy.
+TIR_FN void tir_cp_async16(void *dst, const void *src, int bytes) {
+#if TIR_DEVICE
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+#else
+  std::memcpy(dst, src, bytes);
+  std::memset((char *)dst + bytes, 0, 16 - bytes);
+#endif
+}
+TIR_FN void tir_cp_async_commit() {
+#if TIR_DEVICE
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Waits until at most N committed groups are still in flight.
+template <int N> TIR_FN void tir_cp_async_wait() {
+#if TIR_DEVICE
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
 // ---- block collectives -----------------------------------------------------
 
 // Reduces `v` over each group of `group` consecutive threads of the block
