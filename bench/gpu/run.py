@@ -178,6 +178,7 @@ def main():
                 values[f"out{i}_stride"] = list(t.stride())
             params = pack(meta["fields"], values)
             grid, block = grid_of(meta["launch"], meta["domain"])
+            smem = int(meta["launch"].get("dynamicSharedMemoryBytes", 0) or 0)
             g3, b3 = (ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block)
             kernel = lib.tir_gpu_load(cubin.encode(), err, 512)
             row = {"graph": name, "candidate": os.path.basename(cand_dir), "shape": str(meta["inputs"][0]["shape"])}
@@ -185,7 +186,7 @@ def main():
                 row["error"] = err.value.decode()
                 results.append(row)
                 continue
-            if lib.tir_gpu_launch(ctypes.c_void_p(kernel), params, g3, b3, 0, err, 512) != 0:
+            if lib.tir_gpu_launch(ctypes.c_void_p(kernel), params, g3, b3, smem, err, 512) != 0:
                 row["error"] = err.value.decode()
                 results.append(row)
                 continue
@@ -195,7 +196,7 @@ def main():
             reps = 20
             out = (ctypes.c_double * reps)()
             source = ctypes.c_int(0)
-            n = lib.tir_gpu_time(ctypes.c_void_p(kernel), params, g3, b3, 0, reps, out, ctypes.byref(source), err, 512)
+            n = lib.tir_gpu_time(ctypes.c_void_p(kernel), params, g3, b3, smem, reps, out, ctypes.byref(source), err, 512)
             samples = sorted(out[i] * 1e-9 for i in range(max(n, 0)))
             row["tir_s"] = statistics.median(samples) if samples else float("nan")
             q = len(samples) // 4

@@ -968,8 +968,7 @@ class Emitter {
     const int64_t wm = bm / warpsM, wn = bn / warpsN;
     std::set<mlir::Operation *> prologue = MatmulPrologue();
     // The cp.async pipeline: A and B are kernel inputs read as they are
-    // (no prologue), row-major along K (A) and N (B), and `stages` tiles fit
-    // static shared memory. Whether the run-time layout allows 16-byte copies
+    // (no prologue) and row-major along K (A) and N (B). Whether the run-time layout allows 16-byte copies
     // is checked in the kernel, which otherwise stages element by element.
     int64_t stages = 1;
     auto argA = mm.getA().dyn_cast<mlir::BlockArgument>(), argB = mm.getB().dyn_cast<mlir::BlockArgument>();
@@ -989,15 +988,22 @@ class Emitter {
     };
     const int64_t pipelineStages = Param("stages", 1);
     if (pipelineStages >= 2 && prologue.empty() && argA && argB && mapA != maps_.operands.end() &&
-        mapB != maps_.operands.end() && tail(mapA, b, b + 2) && tail(mapB, b + 2, b + 1) &&
-        pipelineStages * (bm * (bk + 8) + bk * (bn + 8)) * 2 <= 48 * 1024) {
+        mapB != maps_.operands.end() && tail(mapA, b, b + 2) && tail(mapB, b + 2, b + 1)) {
       stages = pipelineStages;
     }
+    const int64_t aBytes = stages * bm * (bk + 8) * 2, smemBytes = aBytes + stages * bk * (bn + 8) * 2;
     std::string code = absl::StrCat(
         "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
         "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n",
-        "  TIR_SHARED tir_u16 As[", stages, "][", bm, "][", bk + 8, "] __attribute__((aligned(16)));\n",
-        "  TIR_SHARED tir_u16 Bs[", stages, "][", bk, "][", bn + 8, "] __attribute__((aligned(16)));\n");
+        // Tiles live in dynamic shared memory (above the 48 KiB static limit
+        // with the launcher's opt-in); rows are padded by 8 elements so
+        // fragment reads spread over the banks and 16-byte copies stay aligned.
+        "#if TIR_DEVICE\n  extern __shared__ __align__(16) unsigned char tir_smem[];\n#else\n",
+        "  TIR_SHARED unsigned char tir_smem[", smemBytes, "] __attribute__((aligned(16)));\n#endif\n",
+        "  typedef tir_u16 tir_a_tile[", bm, "][", bk + 8, "];\n  typedef tir_u16 tir_b_tile[", bk, "][", bn + 8, "];\n",
+        "  tir_a_tile *As = reinterpret_cast<tir_a_tile *>(tir_smem);\n",
+        "  tir_b_tile *Bs = reinterpret_cast<tir_b_tile *>(tir_smem + ", aBytes, ");\n");
+    launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smemBytes));
     absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "  "));
     absl::StrAppend(&code, "#if TIR_DEVICE\n",
                     "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n",

@@ -98,8 +98,9 @@ TEST_F(PlanTest, EveryCandidateForSm90aFitsItsLimits) {
           EXPECT_EQ(c.params.at("block_n") % 8, 0);
           EXPECT_EQ(c.params.at("block_k") % (facts.tf32 ? 8 : 16), 0);
           EXPECT_EQ(c.shared_bytes, c.params.at("stages") *
-                                        (c.params.at("block_m") + c.params.at("block_n")) *
-                                        c.params.at("block_k") * facts.operand_bytes);
+                                        (c.params.at("block_m") * (c.params.at("block_k") + 8) +
+                                         c.params.at("block_k") * (c.params.at("block_n") + 8)) *
+                                        facts.operand_bytes);
         }
       }
       EXPECT_EQ(defaults, 1) << kernel.space.ToString();

@@ -82,6 +82,11 @@ void *tir_gpu_load(const char *cubin_path, char *err, int errlen) {
 
 static CUresult Launch(void *fn, const void *params, const unsigned *grid, const unsigned *block, unsigned smem) {
   void *args[] = {const_cast<void *>(params)};  // one parameter: the tir_args struct
+  if (smem > 48 * 1024) {  // dynamic shared memory above 48 KiB needs the opt-in
+    CUresult r = cuFuncSetAttribute(static_cast<CUfunction>(fn), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    static_cast<int>(smem));
+    if (r != CUDA_SUCCESS) return r;
+  }
   return cuLaunchKernel(static_cast<CUfunction>(fn), grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
                         nullptr, args, nullptr);
 }
