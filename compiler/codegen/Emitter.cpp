@@ -994,7 +994,7 @@ class Emitter {
     const int64_t aBytes = stages * bm * (bk + 8) * 2, smemBytes = aBytes + stages * bk * (bn + 8) * 2;
     std::string code = absl::StrCat(
         "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
-        "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n",
+        TileCoords(bm, bn),
         // Tiles live in dynamic shared memory (above the 48 KiB static limit
         // with the launcher's opt-in); rows are padded by 8 elements so
         // fragment reads spread over the banks and 16-byte copies stay aligned.
@@ -1133,6 +1133,22 @@ class Emitter {
     return code;
   }
 
+  // The output tile (tm, tn) of this block. With group_m > 1, consecutive
+  // blocks walk a column of group_m tile rows before moving to the next
+  // column, so the B tiles they share are still in L2 (a bijection over the
+  // grid; the last group may be shorter).
+  std::string TileCoords(int64_t bm, int64_t bn) {
+    const int64_t group = Param("group_m", 1);
+    (void)bm;
+    (void)bn;
+    if (group <= 1) return "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n";
+    return absl::StrCat("  const tir_i64 tiles_m_ = gridDim.y, tiles_n_ = gridDim.x, batch = blockIdx.z;\n",
+                        "  const tir_i64 pid_ = (tir_i64)blockIdx.y * tiles_n_ + blockIdx.x;\n",
+                        "  const tir_i64 width_ = ", group, " * tiles_n_, first_m_ = (pid_ / width_) * ", group, ";\n",
+                        "  const tir_i64 rows_ = tiles_m_ - first_m_ < ", group, " ? tiles_m_ - first_m_ : ", group, ";\n",
+                        "  const tir_i64 tm = first_m_ + (pid_ % width_) % rows_, tn = (pid_ % width_) / rows_;\n");
+  }
+
   // grid = (ceil(N / block_n), ceil(M / block_m), batch), block = threads.
   void AddMatmulLaunch(int64_t bm, int64_t bn, int64_t threads, int b) {
     auto domainDim = [&](tir::v1::LaunchExtent *g, int d) {
@@ -1188,7 +1204,7 @@ class Emitter {
     for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= a.dim[", d, "];\n");
     absl::StrAppend(&code, "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
                     "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
-                    "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n",
+                    TileCoords(bm, bn),
                     "  (void)tiles_m; (void)tiles_n;\n",
                     "  for (tir_i64 e = threadIdx.x; e < ", bm * bn, "; e += blockDim.x) {\n",
                     "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",
