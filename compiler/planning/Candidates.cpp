@@ -133,6 +133,10 @@ struct Builder {
                     reject = "operand rows not 16-byte aligned for cp.async";
                   } else if (!f.tensor_core && arch.is_gpu && stages > 3) {
                     reject = "deep pipelines only for tensor-core operands";
+                  } else if (splitK > 1) {
+                    // Kept in the space so the count shows it; offered once
+                    // codegen splits K (a partial-sum pass and a reduction).
+                    reject = "split-K is not generated yet";
                   }
                   if (!reject.empty()) {  // counted without building the candidate
                     ++space.before_pruning;
