@@ -967,9 +967,10 @@ class Emitter {
     const std::string storage = mmaType == "bf16" ? "tir_bf16" : "tir_f16";
     const int64_t wm = bm / warpsM, wn = bn / warpsN;
     std::set<mlir::Operation *> prologue = MatmulPrologue();
-    // The cp.async pipeline: A and B are kernel inputs read as they are
-    // (no prologue) and row-major along K (A) and N (B). Whether the run-time layout allows 16-byte copies
-    // is checked in the kernel, which otherwise stages element by element.
+    // The cp.async pipeline: A and B are kernel inputs read as they are (no
+    // prologue) and indexed (.., m, k) and (.., k, n). Whether the run-time
+    // layout allows 16-byte copies is checked in the kernel, which otherwise
+    // stages element by element.
     int64_t stages = 1;
     auto argA = mm.getA().dyn_cast<mlir::BlockArgument>(), argB = mm.getB().dyn_cast<mlir::BlockArgument>();
     auto mapA = maps_.operands.find(&mm->getOpOperand(0)), mapB = maps_.operands.find(&mm->getOpOperand(1));
