@@ -10,24 +10,11 @@
 
 #include "bench/graphgen/graph_generator.h"
 #include "compiler/conversion/GraphProto.h"
+#include "bench/timing/timing.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/planning/Plan.h"
 
-namespace {
-
-template <typename Fn>
-double MedianMs(int reps, Fn fn) {
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    fn();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-}  // namespace
+using tir::bench::MedianMs;
 
 int main() {
   auto context = tir::makeTirContext();

@@ -314,6 +314,17 @@ class Emitter {
     return absl::OkStatus();
   }
 
+  // Picks the input of a concatenation whose range holds `at`: input k ends
+  // (exclusively) at ends[k]; only the chosen input is read.
+  static std::string ConcatSelect(const std::string &at, const std::vector<std::string> &inputs,
+                                  const std::vector<std::string> &ends) {
+    std::string e = inputs.back();
+    for (int k = static_cast<int>(inputs.size()) - 2; k >= 0; --k) {
+      e = "(" + at + " < " + ends[k] + " ? (" + inputs[k] + ") : (" + e + "))";
+    }
+    return e;
+  }
+
   // A concatenation along a dimension with run-time extents: each input's
   // offset is the sum of the extents before it, read from the inputs' sizes.
   // The access maps carry only the static part of an offset, so the dynamic
@@ -351,10 +362,7 @@ class Emitter {
       ends.push_back(dynamicOffset.empty() ? std::to_string(staticOffset)
                                            : absl::StrCat("(", dynamicOffset, " + ", staticOffset, ")"));
     }
-    std::string e = reads.back();
-    for (int k = static_cast<int>(reads.size()) - 2; k >= 0; --k) {
-      e = "(" + at + " < " + ends[k] + " ? (" + reads[k] + ") : (" + e + "))";
-    }
+    const std::string e = ConcatSelect(at, reads, ends);
     const std::string var = absl::StrCat("v", next_++);
     absl::StrAppend(&code, indent, "const ", out.compute, " ", var, " = ", Sub(out.round, e), ";\n");
     values_[cat.getOutput().getAsOpaquePointer()] = var;
@@ -534,19 +542,16 @@ class Emitter {
         .Case<ConcatenateOp>([&](ConcatenateOp cat) -> absl::StatusOr<std::string> {
           mlir::AffineMap m = maps_.results.lookup(cat.getOperation());
           const std::string at = Expr(m.getResult(cat.getDimension()));
-          std::string e = in.back();
+          // Static extents only: EmitOp sends run-time extents to DynamicConcat.
           int64_t offset = 0;
-          std::vector<int64_t> ends;
+          std::vector<std::string> ends;
           for (mlir::Value v : cat.getInputs()) {
             const int64_t ext = v.getType().cast<mlir::RankedTensorType>().getDimSize(cat.getDimension());
             if (mlir::ShapedType::isDynamic(ext)) return Unsupported("UNSUPPORTED_OP", "concatenate of dynamic extents");
             offset += ext;
-            ends.push_back(offset);
+            ends.push_back(std::to_string(offset));
           }
-          for (int k = static_cast<int>(in.size()) - 2; k >= 0; --k) {
-            e = "(" + at + " < " + std::to_string(ends[k]) + " ? (" + in[k] + ") : (" + e + "))";
-          }
-          return e;
+          return ConcatSelect(at, in, ends);
         })
         .Default([&](mlir::Operation *) -> absl::StatusOr<std::string> {
           return Unsupported("UNSUPPORTED_OP", "codegen does not support " + op->getName().getStringRef().str() + " yet");
@@ -995,7 +1000,7 @@ class Emitter {
     const int64_t aBytes = stages * bm * (bk + 8) * 2, smemBytes = aBytes + stages * bk * (bn + 8) * 2;
     std::string code = absl::StrCat(
         "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
-        TileCoords(bm, bn),
+        TileCoords(),
         // Tiles live in dynamic shared memory (above the 48 KiB static limit
         // with the launcher's opt-in); rows are padded by 8 elements so
         // fragment reads spread over the banks and 16-byte copies stay aligned.
@@ -1138,10 +1143,8 @@ class Emitter {
   // blocks walk a column of group_m tile rows before moving to the next
   // column, so the B tiles they share are still in L2 (a bijection over the
   // grid; the last group may be shorter).
-  std::string TileCoords(int64_t bm, int64_t bn) {
+  std::string TileCoords() {
     const int64_t group = Param("group_m", 1);
-    (void)bm;
-    (void)bn;
     if (group <= 1) return "  const tir_i64 tn = blockIdx.x, tm = blockIdx.y, batch = blockIdx.z;\n";
     return absl::StrCat("  const tir_i64 tiles_m_ = gridDim.y, tiles_n_ = gridDim.x, batch = blockIdx.z;\n",
                         "  const tir_i64 pid_ = (tir_i64)blockIdx.y * tiles_n_ + blockIdx.x;\n",
@@ -1205,7 +1208,7 @@ class Emitter {
     for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= a.dim[", d, "];\n");
     absl::StrAppend(&code, "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
                     "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
-                    TileCoords(bm, bn),
+                    TileCoords(),
                     "  (void)tiles_m; (void)tiles_n;\n",
                     "  for (tir_i64 e = threadIdx.x; e < ", bm * bn, "; e += blockDim.x) {\n",
                     "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",

@@ -305,12 +305,6 @@ TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
   EXPECT_EQ(graphs, 6);
 }
 
-}  // namespace
-}  // namespace tir::reference
-
-namespace tir::reference {
-namespace {
-
 TEST(SampleInputs, ReshapeSizesKeepTheElementCountAndRegroup) {
   auto ctx = makeTirContext();
   auto loaded = LoadGraphText(R"mlir(
