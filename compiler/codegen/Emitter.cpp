@@ -997,18 +997,24 @@ class Emitter {
         mapB != maps_.operands.end() && tail(mapA, b, b + 2) && tail(mapB, b + 2, b + 1)) {
       stages = pipelineStages;
     }
-    const int64_t aBytes = stages * bm * (bk + 8) * 2, smemBytes = aBytes + stages * bk * (bn + 8) * 2;
+    const int64_t aBytes = stages * bm * bk * 2, smemBytes = aBytes + stages * bk * bn * 2;
     std::string code = absl::StrCat(
         "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
         TileCoords(),
         // Tiles live in dynamic shared memory (above the 48 KiB static limit
-        // with the launcher's opt-in); rows are padded by 8 elements so
-        // fragment reads spread over the banks and 16-byte copies stay aligned.
+        // with the launcher's opt-in), stage after stage, each in the swizzled
+        // layout of tir_swz: A tiles block_m x block_k, B tiles block_k x
+        // block_n.
         "#if TIR_DEVICE\n  extern __shared__ __align__(16) unsigned char tir_smem[];\n#else\n",
         "  TIR_SHARED unsigned char tir_smem[", smemBytes, "] __attribute__((aligned(16)));\n#endif\n",
-        "  typedef tir_u16 tir_a_tile[", bm, "][", bk + 8, "];\n  typedef tir_u16 tir_b_tile[", bk, "][", bn + 8, "];\n",
-        "  tir_a_tile *As = reinterpret_cast<tir_a_tile *>(tir_smem);\n",
-        "  tir_b_tile *Bs = reinterpret_cast<tir_b_tile *>(tir_smem + ", aBytes, ");\n");
+        "  tir_u16 *As = reinterpret_cast<tir_u16 *>(tir_smem);\n",
+        "  tir_u16 *Bs = reinterpret_cast<tir_u16 *>(tir_smem + ", aBytes, ");\n");
+    auto at_a = [&](const std::string &st, const std::string &r, const std::string &c) {
+      return absl::StrCat("As[(", st, ") * ", bm * bk, " + tir_swz<", bk, ">(", r, ", ", c, ")]");
+    };
+    auto at_b = [&](const std::string &st, const std::string &r, const std::string &c) {
+      return absl::StrCat("Bs[(", st, ") * ", bk * bn, " + tir_swz<", bn, ">(", r, ", ", c, ")]");
+    };
     launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smemBytes));
     absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "  "));
     absl::StrAppend(&code, "#if TIR_DEVICE\n",
@@ -1023,28 +1029,26 @@ class Emitter {
     // One K step on the tiles of stage `st`.
     const std::string compute = absl::StrCat(
         "#if TIR_DEVICE\n",
-        "    const int g = lane / 4, t4 = lane % 4;\n",
         "    for (int ks = 0; ks < ", bk, "; ks += 16) {\n",
         "      for (int i = 0; i < ", wm / 16, "; ++i) {\n",
-        "        const int r0 = warp_m * ", wm, " + i * 16 + g, c0 = ks + t4 * 2;\n",
-        "        const tir_u32 a0 = As[st][r0][c0] | ((tir_u32)As[st][r0][c0 + 1] << 16);\n",
-        "        const tir_u32 a1 = As[st][r0 + 8][c0] | ((tir_u32)As[st][r0 + 8][c0 + 1] << 16);\n",
-        "        const tir_u32 a2 = As[st][r0][c0 + 8] | ((tir_u32)As[st][r0][c0 + 9] << 16);\n",
-        "        const tir_u32 a3 = As[st][r0 + 8][c0 + 8] | ((tir_u32)As[st][r0 + 8][c0 + 9] << 16);\n",
+        // ldmatrix.x4: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the
+        // warp's 16-row slice are exactly the a0..a3 fragments of mma.sync.
+        "        tir_u32 a0, a1, a2, a3;\n",
+        "        tir_ldmatrix_x4(a0, a1, a2, a3, &", at_a("st", absl::StrCat("warp_m * ", wm, " + i * 16 + lane % 16"), "ks + (lane / 16) * 8"), ");\n",
         "        for (int j = 0; j < ", wn / 8, "; ++j) {\n",
-        "          const int n0 = warp_n * ", wn, " + j * 8 + g, k0f = ks + t4 * 2;\n",
-        "          const tir_u32 b0 = Bs[st][k0f][n0] | ((tir_u32)Bs[st][k0f + 1][n0] << 16);\n",
-        "          const tir_u32 b1 = Bs[st][k0f + 8][n0] | ((tir_u32)Bs[st][k0f + 9][n0] << 16);\n",
+        // B is stored k-major; the transposing load gives the column fragments.
+        "          tir_u32 b0, b1;\n",
+        "          tir_ldmatrix_x2_trans(b0, b1, &", at_b("st", "ks + lane % 16", absl::StrCat("warp_n * ", wn, " + j * 8")), ");\n",
         "          asm volatile(\"", mmaInstr, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n",
         "                       : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n",
         "                       : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n",
         "        }\n      }\n    }\n",
         "#else\n",
         "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
-        "        tir_", storage.substr(4), " av; av.bits = As[st][r][kk];\n",
+        "        tir_", storage.substr(4), " av; av.bits = ", at_a("st", "r", "kk"), ";\n",
         "        const float x = ", fromBits, "(av);\n",
         "        for (int c = 0; c < ", bn, "; ++c) {\n",
-        "          tir_", storage.substr(4), " bv; bv.bits = Bs[st][kk][c];\n",
+        "          tir_", storage.substr(4), " bv; bv.bits = ", at_b("st", "kk", "c"), ";\n",
         "          acc_h[r * ", bn, " + c] += x * ", fromBits, "(bv);\n        }\n      }\n",
         "#endif\n");
     if (stages > 1) {
@@ -1065,12 +1069,12 @@ class Emitter {
             "        const int r = e / ", bk / 8, ", c = (e % ", bk / 8, ") * 8;\n",
             "        const tir_i64 gm = tm * ", bm, " + r, gk = ", k, " + c;\n",
             "        const bool ok = gm < M && gk < K;\n",
-            "        tir_cp_async16(&As[", st, "][r][c], ok ? pa + gm * sam + gk : pa, ok ? 16 : 0);\n      }\n",
+            "        tir_cp_async16(&", at_a(st, "r", "c"), ", ok ? pa + gm * sam + gk : pa, ok ? 16 : 0);\n      }\n",
             "      for (int e = threadIdx.x; e < ", bk * bn / 8, "; e += blockDim.x) {\n",
             "        const int r = e / ", bn / 8, ", c = (e % ", bn / 8, ") * 8;\n",
             "        const tir_i64 gk = ", k, " + r, gn = tn * ", bn, " + c;\n",
             "        const bool ok = gk < K && gn < N;\n",
-            "        tir_cp_async16(&Bs[", st, "][r][c], ok ? pb + gk * sbk + gn : pb, ok ? 16 : 0);\n      }\n");
+            "        tir_cp_async16(&", at_b(st, "r", "c"), ", ok ? pb + gk * sbk + gn : pb, ok ? 16 : 0);\n      }\n");
       };
       absl::StrAppend(&code, "  if (pipe) {\n", "    const tir_i64 KT = (K + ", bk - 1, ") / ", bk, ";\n",
                       "    for (int s = 0; s < ", stages - 1, "; ++s) {\n", "      if (s < KT) {\n",
@@ -1097,7 +1101,7 @@ class Emitter {
       TIR_ASSIGN_OR_RETURN(std::string v, Operand(mm->getOpOperand(operand), inner, "        "));
       values_ = saved;
       absl::StrAppend(&code, inner, "        val = (float)(", v, ");\n      }\n",
-                      "      ", tile, "[0][r][c] = ", toBits, "(val).bits;\n    }\n");
+                      "      ", tile, "[tir_swz<", cols, ">(r, c)] = ", toBits, "(val).bits;\n    }\n");
       return absl::OkStatus();
     };
     (void)at;

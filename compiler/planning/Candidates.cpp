@@ -147,8 +147,8 @@ struct Builder {
                   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"warps", warps},
                               {"stages", stages}, {"split_k", splitK}, {"group_m", group}};
                   c.threads = threads;
-                  // Tile rows are padded by 8 elements (see the codegen's matmul).
-                  c.shared_bytes = arch.is_gpu ? stages * (bm * (bk + 8) + bk * (bn + 8)) * bytes : 0;
+                  // Swizzled, unpadded tiles (see the codegen's matmul).
+                  c.shared_bytes = arch.is_gpu ? stages * (bm * bk + bk * bn) * bytes : 0;
                   c.registers_per_thread = arch.is_gpu ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2 : 64;
                   c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
                   const int defaultWarps = bm * bn >= 128 * 256 ? 8 : 4;

@@ -98,8 +98,8 @@ TEST_F(PlanTest, EveryCandidateForSm90aFitsItsLimits) {
           EXPECT_EQ(c.params.at("block_n") % 8, 0);
           EXPECT_EQ(c.params.at("block_k") % (facts.tf32 ? 8 : 16), 0);
           EXPECT_EQ(c.shared_bytes, c.params.at("stages") *
-                                        (c.params.at("block_m") * (c.params.at("block_k") + 8) +
-                                         c.params.at("block_k") * (c.params.at("block_n") + 8)) *
+                                        (c.params.at("block_m") * c.params.at("block_k") +
+                                         c.params.at("block_k") * c.params.at("block_n")) *
                                         facts.operand_bytes);
         }
       }

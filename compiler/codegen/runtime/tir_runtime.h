@@ -245,6 +245,38 @@ template <int N> TIR_FN void tir_cp_async_wait() {
 #endif
 }
 
+// ---- swizzled shared-memory tiles --------------------------------------------
+
+// Offset of element (r, c) in a shared tile of 16-bit elements with C columns
+// (a power of two, at least 16). Rows are cut into 16-byte chunks and each
+// chunk index is XORed with the row's position among the eight consecutive
+// rows that share a set of banks, so the eight rows an ldmatrix (or a
+// column of fragment loads) touches sit in eight distinct bank groups; chunks
+// stay whole, so 16-byte cp.async copies and ldmatrix rows stay aligned. A
+// bijection within each row, with no padding.
+template <int C> TIR_FN int tir_swz(int r, int c) {
+  constexpr int chunks = C / 8;
+  constexpr int rows_per_line = chunks >= 8 ? 1 : 8 / chunks;
+  constexpr int mask = chunks >= 8 ? 7 : chunks - 1;
+  return r * C + ((((c >> 3) ^ ((r / rows_per_line) & mask))) << 3) + (c & 7);
+}
+
+#if TIR_DEVICE
+// Four 8x8 b16 matrices from shared memory; lane l gives the address of row
+// l % 8 of matrix l / 8 (16 contiguous bytes each).
+TIR_FN void tir_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(s));
+}
+// Two 8x8 b16 matrices, transposed on the way (lanes 0-15 give the rows).
+TIR_FN void tir_ldmatrix_x2_trans(unsigned &r0, unsigned &r1, const void *p) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(s));
+}
+#endif
+
 // ---- block collectives -----------------------------------------------------
 
 // Reduces `v` over each group of `group` consecutive threads of the block
