@@ -91,6 +91,13 @@ class Emitter {
  public:
   Emitter(GraphOp kernel, const std::map<std::string, int64_t> &params) : kernel_(kernel), params_(params) {}
 
+  // The names of tir_args' fields, in order (what Run's DeclareArgs gives).
+  absl::StatusOr<std::vector<std::string>> FieldNames() {
+    rank_ = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").size();
+    TIR_RETURN_IF_ERROR(DeclareArgs());
+    return field_names_;
+  }
+
   absl::StatusOr<EmittedKernel> Run() {
     mlir::FailureOr<planning::AccessMaps> maps = planning::ComputeAccessMaps(kernel_);
     if (mlir::failed(maps)) {
@@ -1279,8 +1286,26 @@ class Emitter {
 
 }  // namespace
 
+namespace {
+absl::Status CheckKernelGraph(GraphOp kernel) {
+  auto kind = kernel->getAttrOfType<mlir::StringAttr>("tir.kernel_kind");
+  if (!kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain") || !kind ||
+      (kind.getValue() != "pointwise" && kind.getValue() != "reduction" && kind.getValue() != "matmul")) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     "not a kernel graph: tir.kernel_kind and tir.iteration_domain come from tir-partition");
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
 absl::StatusOr<EmittedKernel> EmitKernel(GraphOp kernel, const std::map<std::string, int64_t> &params) {
+  TIR_RETURN_IF_ERROR(CheckKernelGraph(kernel));
   return Emitter(kernel, params).Run();
+}
+
+absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel) {
+  TIR_RETURN_IF_ERROR(CheckKernelGraph(kernel));
+  return Emitter(kernel, {}).FieldNames();
 }
 
 }  // namespace tir::codegen

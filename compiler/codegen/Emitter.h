@@ -55,6 +55,10 @@ const std::string &RuntimeHeader();
 // Errors: UNSUPPORTED_OP / UNSUPPORTED_DTYPE for what codegen does not cover.
 absl::StatusOr<EmittedKernel> EmitKernel(GraphOp kernel, const std::map<std::string, int64_t> &params);
 
+// The names of `kernel`'s tir_args fields in order (EmittedKernel::field_names
+// of any candidate): what a launcher needs besides the source and launch rule.
+absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel);
+
 }  // namespace tir::codegen
 
 #endif  // TIR_COMPILER_CODEGEN_EMITTER_H_

@@ -6,7 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/reference/Interpreter.h"
@@ -42,27 +47,34 @@ HostKernel::~HostKernel() {
   if (handle_ != nullptr) dlclose(handle_);
 }
 
-absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir) {
-  const std::string id = Hex(kernel.source);
+absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir) {
+  const std::string id = Hex(source);
   const std::filesystem::path dir = std::filesystem::path(work_dir) / id;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot create " + dir.string() + ": " + ec.message());
   const std::string src = (dir / "kernel.cc").string(), so = (dir / "kernel.so").string(),
                     log = (dir / "compile.log").string();
-  if (!std::filesystem::exists(so)) {
-    std::ofstream(dir / "tir_runtime.h") << RuntimeHeader();
-    std::ofstream(src) << kernel.source;
-    const char *cxx = std::getenv("TIR_HOST_CXX");
-    const std::string cmd = absl::StrCat(cxx && *cxx ? cxx : "c++", " -std=c++17 -O1 -fPIC -shared -w -I", dir.string(),
-                                         " -o ", so, ".tmp ", src, " > ", log, " 2>&1 && mv ", so, ".tmp ", so);
-    if (std::system(cmd.c_str()) != 0) {
-      std::ifstream in(log);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      return MakeError(absl::StatusCode::kInvalidArgument, "HOST_COMPILE_FAILED",
-                       absl::StrCat("the system compiler rejected generated kernel ", src, ":\n", text.substr(0, 4000)));
-    }
+  if (std::filesystem::exists(so)) return so;
+  std::ofstream(dir / "tir_runtime.h") << RuntimeHeader();
+  std::ofstream(src) << source;
+  const char *cxx = std::getenv("TIR_HOST_CXX");
+  // A private temporary name per call, so concurrent compiles of one source
+  // never hand out a half-written object.
+  const std::string tmp = absl::StrCat(so, ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  const std::string cmd = absl::StrCat(cxx && *cxx ? cxx : "c++", " -std=c++17 -O1 -fPIC -shared -w -I", dir.string(),
+                                       " -o ", tmp, " ", src, " > ", log, ".", ::getpid(), " 2>&1 && mv ", tmp, " ", so);
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream in(absl::StrCat(log, ".", ::getpid()));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::filesystem::remove(tmp, ec);
+    return MakeError(absl::StatusCode::kInvalidArgument, "HOST_COMPILE_FAILED",
+                     absl::StrCat("the system compiler rejected generated kernel ", src, ":\n", text.substr(0, 4000)));
   }
+  return so;
+}
+
+absl::StatusOr<std::unique_ptr<HostKernel>> LoadHostKernel(const std::string &so) {
   void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("dlopen ", so, ": ", dlerror()));
   auto call = reinterpret_cast<HostKernel::CallFn>(dlsym(handle, "tir_host_call"));
@@ -73,12 +85,30 @@ absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel 
   return std::make_unique<HostKernel>(handle, call, so);
 }
 
-absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const EmittedKernel &emitted,
-                                                         const HostKernel &built,
-                                                         const std::vector<reference::Tensor> &inputs) {
+absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir) {
+  TIR_ASSIGN_OR_RETURN(std::string so, CompileHostObject(kernel.source, work_dir));
+  return LoadHostKernel(so);
+}
+
+absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
+                                                                const std::vector<std::string> &field_names,
+                                                                const tir::v1::LaunchRule &launch,
+                                                                const std::vector<reference::Tensor> &inputs,
+                                                                int copies) {
+  if (copies < 1) return Invalid("at least one argument set is needed");
   mlir::Block &block = kernel.getBodyBlock();
   if (inputs.size() != block.getNumArguments()) {
     return Invalid(absl::StrCat("kernel takes ", block.getNumArguments(), " inputs, got ", inputs.size()));
+  }
+  for (mlir::BlockArgument arg : block.getArguments()) {
+    const reference::Tensor &t = inputs[arg.getArgNumber()];
+    auto type = arg.getType().dyn_cast<mlir::RankedTensorType>();
+    if (!type) continue;
+    bool ok = !t.scalar && static_cast<int64_t>(t.shape.size()) == type.getRank();
+    for (int64_t d = 0; ok && d < type.getRank(); ++d) {
+      ok = t.shape[d] >= 0 && (type.isDynamicDim(d) || t.shape[d] == type.getDimSize(d));
+    }
+    if (!ok) return Invalid(absl::StrCat("input ", arg.getArgNumber(), " does not have the kernel's shape"));
   }
   // The iteration domain: static extents, dynamic ones from an input read at d_k.
   auto domainAttr = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
@@ -135,16 +165,20 @@ absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const E
     });
     if (domain[d] < 0) return Invalid(absl::StrCat("cannot resolve dynamic extent ", d, " of the iteration domain"));
   }
-  // Storage for every field, then pointers to them in field order.
-  std::vector<std::vector<uint8_t>> buffers;
-  std::vector<void *> pointers;
-  std::vector<std::vector<int64_t>> arrays;
-  std::vector<std::array<uint8_t, 8>> scalars;
-  buffers.reserve(64);
-  arrays.reserve(64);
-  scalars.reserve(64);
-  pointers.reserve(64);
-  std::vector<void *> fields;
+  auto results = llvm::cast<ResultsOp>(block.getTerminator());
+  auto launchPtr = std::unique_ptr<HostLaunch>(new HostLaunch());
+  HostLaunch &h = *launchPtr;
+  for (mlir::Value v : results.getValues()) {
+    auto type = v.getType().cast<mlir::RankedTensorType>();
+    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+    for (size_t j = 0; j < shape.size(); ++j) {
+      if (!mlir::ShapedType::isDynamic(shape[j])) continue;
+      // The output's natural map reads domain dim j when ranks agree.
+      shape[j] = j < domain.size() ? domain[j] : 1;
+    }
+    h.out_shapes_.push_back(shape);
+    h.out_dtypes_.push_back(reference::DTypeOf(type.getElementType()));
+  }
   std::vector<std::vector<int64_t>> inStrides(inputs.size());
   for (mlir::BlockArgument arg : block.getArguments()) {
     const reference::Tensor &t = inputs[arg.getArgNumber()];
@@ -156,75 +190,103 @@ absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const E
     }
     if (inStrides[arg.getArgNumber()].empty()) inStrides[arg.getArgNumber()] = RowMajor(t.shape);
   }
-  auto results = llvm::cast<ResultsOp>(block.getTerminator());
-  std::vector<std::vector<int64_t>> outShapes;
-  for (mlir::Value v : results.getValues()) {
-    auto type = v.getType().cast<mlir::RankedTensorType>();
-    std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-    for (size_t j = 0; j < shape.size(); ++j) {
-      if (!mlir::ShapedType::isDynamic(shape[j])) continue;
-      // The output's natural map reads domain dim j when ranks agree.
-      shape[j] = j < domain.size() ? domain[j] : 1;
+  auto index = [&](const std::string &name, size_t prefix, size_t limit) -> absl::StatusOr<size_t> {
+    size_t i = 0;
+    const size_t end = name.find('_');
+    if (!absl::SimpleAtoi(name.substr(prefix, end == std::string::npos ? std::string::npos : end - prefix), &i) ||
+        i >= limit) {
+      return Invalid("argument field " + name + " does not match the kernel's signature");
     }
-    outShapes.push_back(shape);
-  }
-  std::vector<size_t> outBuffer(results.getValues().size());
-  for (const std::string &name : emitted.field_names) {
-    if (name == "dim") {
-      arrays.push_back(domain);
-      fields.push_back(arrays.back().data());
-    } else if (name.rfind("out", 0) == 0 && name.find("_stride") != std::string::npos) {
-      const int i = std::stoi(name.substr(3));
-      arrays.push_back(RowMajor(outShapes[i]));
-      fields.push_back(arrays.back().data());
-    } else if (name.rfind("out", 0) == 0) {
-      const int i = std::stoi(name.substr(3));
-      mlir::Type e = results.getValues()[i].getType().cast<mlir::ShapedType>().getElementType();
-      const reference::DType dt = reference::DTypeOf(e);
-      buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(dt, outShapes[i], {})), 0xff);  // poison
-      outBuffer[i] = buffers.size() - 1;
-      pointers.push_back(buffers.back().data());
-      fields.push_back(&pointers.back());
-    } else if (name.find("_size") != std::string::npos) {
-      arrays.push_back(inputs[std::stoi(name.substr(2))].shape);
-      if (arrays.back().empty()) arrays.back().push_back(1);
-      fields.push_back(arrays.back().data());
-    } else if (name.find("_stride") != std::string::npos) {
-      arrays.push_back(inStrides[std::stoi(name.substr(2))]);
-      if (arrays.back().empty()) arrays.back().push_back(1);
-      fields.push_back(arrays.back().data());
-    } else {  // inN
-      const int i = std::stoi(name.substr(2));
-      const reference::Tensor &t = inputs[i];
-      if (t.scalar) {
-        std::array<uint8_t, 8> bytes{};
-        reference::ToBuffer(t, {}, bytes.data());
-        scalars.push_back(bytes);
-        fields.push_back(scalars.back().data());
+    return i;
+  };
+  h.sets_.resize(copies);
+  for (Set &set : h.sets_) {
+    // Storage for every field, then pointers to them in field order (the
+    // vectors are reserved so the pointers stay valid).
+    set.buffers.reserve(field_names.size());
+    set.pointers.reserve(field_names.size());
+    set.arrays.reserve(field_names.size());
+    set.scalars.reserve(field_names.size());
+    set.out_buffer.assign(h.out_shapes_.size(), 0);
+    int64_t bytes = 0;
+    for (const std::string &name : field_names) {
+      if (name == "dim") {
+        set.arrays.push_back(domain);
+        set.fields.push_back(set.arrays.back().data());
+      } else if (name.rfind("out", 0) == 0) {
+        TIR_ASSIGN_OR_RETURN(size_t i, index(name, 3, h.out_shapes_.size()));
+        if (name.find("_stride") != std::string::npos) {
+          set.arrays.push_back(RowMajor(h.out_shapes_[i]));
+          if (set.arrays.back().empty()) set.arrays.back().push_back(1);
+          set.fields.push_back(set.arrays.back().data());
+          continue;
+        }
+        set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(h.out_dtypes_[i], h.out_shapes_[i], {})), 0xff);
+        bytes += set.buffers.back().size();
+        set.out_buffer[i] = set.buffers.size() - 1;
+        set.pointers.push_back(set.buffers.back().data());
+        set.fields.push_back(&set.pointers.back());
+      } else if (name.rfind("in", 0) == 0) {
+        TIR_ASSIGN_OR_RETURN(size_t i, index(name, 2, inputs.size()));
+        const reference::Tensor &t = inputs[i];
+        if (name.find("_size") != std::string::npos || name.find("_stride") != std::string::npos) {
+          set.arrays.push_back(name.find("_size") != std::string::npos ? t.shape : inStrides[i]);
+          if (set.arrays.back().empty()) set.arrays.back().push_back(1);
+          set.fields.push_back(set.arrays.back().data());
+        } else if (t.scalar) {
+          std::array<uint8_t, 8> value{};
+          reference::ToBuffer(t, {}, value.data());
+          set.scalars.push_back(value);
+          set.fields.push_back(set.scalars.back().data());
+        } else {
+          set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(t.dtype, t.shape, inStrides[i])), 0);
+          bytes += set.buffers.back().size();
+          reference::ToBuffer(t, inStrides[i], set.buffers.back().data());
+          set.pointers.push_back(set.buffers.back().data());
+          set.fields.push_back(&set.pointers.back());
+        }
       } else {
-        buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(t.dtype, t.shape, inStrides[i])), 0);
-        reference::ToBuffer(t, inStrides[i], buffers.back().data());
-        pointers.push_back(buffers.back().data());
-        fields.push_back(&pointers.back());
+        return Invalid("unknown argument field " + name);
       }
     }
+    h.bytes_per_set_ = bytes;
   }
   // Grid extents from the launch rule.
-  unsigned grid[3] = {1, 1, 1};
-  for (int g = 0; g < emitted.launch.grid_size() && g < 3; ++g) {
-    const auto &ext = emitted.launch.grid(g);
+  for (int g = 0; g < launch.grid_size() && g < 3; ++g) {
+    const auto &ext = launch.grid(g);
     int64_t v = ext.constant() ? ext.constant() : 1;
-    for (const auto &d : ext.dims()) v *= domain[d.dim()];
+    for (const auto &d : ext.dims()) {
+      if (d.dim() >= domain.size()) return Invalid(absl::StrCat("launch rule reads domain dim ", d.dim(), " of ", domain.size()));
+      v *= domain[d.dim()];
+    }
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
-    grid[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
+    h.grid_[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
   }
-  built.Call(fields.data(), grid[0], grid[1], grid[2]);
+  return launchPtr;
+}
+
+void HostLaunch::Poison(int s) {
+  for (size_t b : sets_[s].out_buffer) std::fill(sets_[s].buffers[b].begin(), sets_[s].buffers[b].end(), 0xff);
+}
+
+void HostLaunch::Run(const HostKernel &kernel, int s) { kernel.Call(sets_[s].fields.data(), grid_[0], grid_[1], grid_[2]); }
+
+std::vector<reference::Tensor> HostLaunch::Outputs(int s) const {
   std::vector<reference::Tensor> out;
-  for (size_t i = 0; i < outShapes.size(); ++i) {
-    mlir::Type e = results.getValues()[i].getType().cast<mlir::ShapedType>().getElementType();
-    out.push_back(reference::FromBuffer(reference::DTypeOf(e), outShapes[i], {}, buffers[outBuffer[i]].data()));
+  for (size_t i = 0; i < out_shapes_.size(); ++i) {
+    out.push_back(reference::FromBuffer(out_dtypes_[i], out_shapes_[i], {}, sets_[s].buffers[sets_[s].out_buffer[i]].data()));
   }
   return out;
+}
+
+absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const EmittedKernel &emitted,
+                                                         const HostKernel &built,
+                                                         const std::vector<reference::Tensor> &inputs) {
+  TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostLaunch> launch,
+                       HostLaunch::Prepare(kernel, emitted.field_names, emitted.launch, inputs));
+  launch->Poison(0);
+  launch->Run(built, 0);
+  return launch->Outputs(0);
 }
 
 }  // namespace tir::codegen

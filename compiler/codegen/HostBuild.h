@@ -4,6 +4,8 @@
 #ifndef TIR_COMPILER_CODEGEN_HOSTBUILD_H_
 #define TIR_COMPILER_CODEGEN_HOSTBUILD_H_
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,15 +33,59 @@ class HostKernel {
   std::string path_;
 };
 
-// Compiles `kernel` with the system C++ compiler (`c++`, or $TIR_HOST_CXX) in
-// `work_dir` and loads it. Errors: INVALID_ARGUMENT / HOST_COMPILE_FAILED
-// with the compiler's output.
+// Compiles a generated kernel source with the system C++ compiler (`c++`, or
+// $TIR_HOST_CXX) into a shared object under `work_dir` (one directory per
+// source hash; an existing object is reused) and returns its path. Errors:
+// HOST_COMPILE_FAILED with the compiler's output.
+absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir);
+
+// Loads a shared object from CompileHostObject. Errors: INTERNAL (dlopen).
+absl::StatusOr<std::unique_ptr<HostKernel>> LoadHostKernel(const std::string &path);
+
+// CompileHostObject + LoadHostKernel.
 absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir);
 
-// Runs a host-built kernel graph on `inputs` (dense tensors, one per kernel
-// argument): lays inputs out with the graph's strides, poisons the outputs
-// (every byte 0xff), resolves dynamic extents from the inputs, and returns the
-// outputs read back. Errors: INVALID_ARGUMENT for mismatched inputs.
+// The arguments of one kernel laid out for host calls, in `copies` separate
+// sets (inputs with the graph's strides, outputs, sizes and strides), so that
+// timed runs can rotate over a working set larger than the caches. Dynamic
+// extents are resolved from the inputs.
+class HostLaunch {
+ public:
+  // `field_names` and `launch` as emitted for the kernel (any candidate).
+  static absl::StatusOr<std::unique_ptr<HostLaunch>> Prepare(GraphOp kernel,
+                                                             const std::vector<std::string> &field_names,
+                                                             const tir::v1::LaunchRule &launch,
+                                                             const std::vector<reference::Tensor> &inputs,
+                                                             int copies = 1);
+  int copies() const { return static_cast<int>(sets_.size()); }
+  // Bytes of inputs and outputs in one set.
+  int64_t bytes_per_set() const { return bytes_per_set_; }
+  // Sets every output byte of set `s` to 0xff, so an unwritten element shows.
+  void Poison(int s);
+  // Runs `kernel` on set `s`.
+  void Run(const HostKernel &kernel, int s);
+  // The outputs of set `s`, read back densely.
+  std::vector<reference::Tensor> Outputs(int s) const;
+
+ private:
+  struct Set {
+    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<void *> pointers;
+    std::vector<std::vector<int64_t>> arrays;
+    std::vector<std::array<uint8_t, 8>> scalars;
+    std::vector<void *> fields;
+    std::vector<size_t> out_buffer;  // per output, index into buffers
+  };
+  std::vector<Set> sets_;
+  std::vector<std::vector<int64_t>> out_shapes_;
+  std::vector<reference::DType> out_dtypes_;
+  unsigned grid_[3] = {1, 1, 1};
+  int64_t bytes_per_set_ = 0;
+};
+
+// Runs a host-built kernel graph once on `inputs` (dense tensors, one per
+// kernel argument) with poisoned outputs and returns the outputs read back.
+// Errors: INVALID_ARGUMENT for mismatched inputs.
 absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const EmittedKernel &emitted,
                                                          const HostKernel &built,
                                                          const std::vector<reference::Tensor> &inputs);
