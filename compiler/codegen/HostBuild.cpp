@@ -251,18 +251,27 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     }
     h.bytes_per_set_ = bytes;
   }
-  // Grid extents from the launch rule.
+  h.domain_ = domain;
+  TIR_RETURN_IF_ERROR(h.SetLaunch(launch));
+  return launchPtr;
+}
+
+absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
+  unsigned grid[3] = {1, 1, 1};
   for (int g = 0; g < launch.grid_size() && g < 3; ++g) {
     const auto &ext = launch.grid(g);
     int64_t v = ext.constant() ? ext.constant() : 1;
     for (const auto &d : ext.dims()) {
-      if (d.dim() >= domain.size()) return Invalid(absl::StrCat("launch rule reads domain dim ", d.dim(), " of ", domain.size()));
-      v *= domain[d.dim()];
+      if (d.dim() >= domain_.size()) {
+        return Invalid(absl::StrCat("launch rule reads domain dim ", d.dim(), " of ", domain_.size()));
+      }
+      v *= domain_[d.dim()];
     }
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
-    h.grid_[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
+    grid[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
   }
-  return launchPtr;
+  std::copy(grid, grid + 3, grid_);
+  return absl::OkStatus();
 }
 
 void HostLaunch::Poison(int s) {

@@ -58,6 +58,9 @@ class HostLaunch {
                                                              const std::vector<reference::Tensor> &inputs,
                                                              int copies = 1);
   int copies() const { return static_cast<int>(sets_.size()); }
+  // Computes the grid from another candidate's launch rule (the argument
+  // sets stay). Errors: INVALID_ARGUMENT when it reads a missing domain dim.
+  absl::Status SetLaunch(const tir::v1::LaunchRule &launch);
   // Bytes of inputs and outputs in one set.
   int64_t bytes_per_set() const { return bytes_per_set_; }
   // Sets every output byte of set `s` to 0xff, so an unwritten element shows.
@@ -79,6 +82,7 @@ class HostLaunch {
   std::vector<Set> sets_;
   std::vector<std::vector<int64_t>> out_shapes_;
   std::vector<reference::DType> out_dtypes_;
+  std::vector<int64_t> domain_;
   unsigned grid_[3] = {1, 1, 1};
   int64_t bytes_per_set_ = 0;
 };

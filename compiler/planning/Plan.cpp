@@ -11,17 +11,6 @@
 namespace tir::planning {
 namespace {
 
-tir::v1::Candidate ToProto(const TileCandidate &c, const Prediction &p, KernelKind kind, int rank) {
-  tir::v1::Candidate out;
-  out.set_kernel_kind(KernelKindName(kind));
-  for (const auto &[k, v] : c.params) (*out.mutable_params())[k] = v;
-  out.set_is_default(c.is_default);
-  out.set_predicted_seconds(p.seconds);
-  out.set_rank(rank);
-  for (const auto &[k, v] : p.inputs) (*out.mutable_model_inputs())[k] = v;
-  return out;
-}
-
 std::string Params(const tir::v1::Candidate &c) {
   std::vector<std::string> parts;
   std::vector<std::pair<std::string, int64_t>> sorted(c.params().begin(), c.params().end());
@@ -40,6 +29,17 @@ std::string FactsKey(const KernelFacts &f) {
 }
 
 }  // namespace
+
+tir::v1::Candidate CandidateToProto(const TileCandidate &c, const Prediction &p, KernelKind kind, int rank) {
+  tir::v1::Candidate out;
+  out.set_kernel_kind(KernelKindName(kind));
+  for (const auto &[k, v] : c.params) (*out.mutable_params())[k] = v;
+  out.set_is_default(c.is_default);
+  out.set_predicted_seconds(p.seconds);
+  out.set_rank(rank);
+  for (const auto &[k, v] : p.inputs) (*out.mutable_model_inputs())[k] = v;
+  return out;
+}
 
 absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
                                        int top) {
@@ -94,8 +94,8 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
     kp->set_candidates_after_pruning(ranked.kept.size());
     for (const auto &[why, n] : ranked.pruned) (*kp->mutable_pruned())[why] = n;
     for (size_t r = 0; r < ranked.kept.size(); ++r) {
-      if (static_cast<int>(r) < top) *kp->add_top() = ToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
-      if (ranked.kept[r].is_default) *kp->mutable_default_candidate() = ToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
+      if (static_cast<int>(r) < top) *kp->add_top() = CandidateToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
+      if (ranked.kept[r].is_default) *kp->mutable_default_candidate() = CandidateToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
     }
     out.spaces.push_back(ranked);
     out.predictions.push_back(rankedPreds);

@@ -26,6 +26,10 @@ struct PlannedGraph {
 absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
                                        int top = 5);
 
+// The wire form of candidate `c` of a `kind` kernel at `rank` with its
+// prediction (and the model inputs behind it).
+tir::v1::Candidate CandidateToProto(const TileCandidate &c, const Prediction &p, KernelKind kind, int rank);
+
 // Multi-line human-readable rendering of a plan.
 std::string PlanToText(const tir::v1::Plan &plan);
 

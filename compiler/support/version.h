@@ -1,0 +1,12 @@
+// tir's version, reported by every binary and in every kernel's provenance.
+
+#ifndef TIR_COMPILER_SUPPORT_VERSION_H_
+#define TIR_COMPILER_SUPPORT_VERSION_H_
+
+namespace tir {
+
+inline constexpr char kTirVersion[] = "0.1.0";
+
+}  // namespace tir
+
+#endif  // TIR_COMPILER_SUPPORT_VERSION_H_

@@ -1,0 +1,33 @@
+// Planned graph -> the work items that measure its kernels' candidates.
+//
+// For each kernel of a graph's partition: the kernel graph in MLIR text (with
+// the planning annotations the worker reads), and the chosen candidates, each
+// with its generated source, launch rule and argument layout.
+
+#ifndef TIR_SERVER_TUNING_WORK_ITEMS_H_
+#define TIR_SERVER_TUNING_WORK_ITEMS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/ir/TirDialect.h"
+#include "compiler/planning/Plan.h"
+#include "tir/v1/worker_service.grpc.pb.h"
+
+namespace tir::tuning {
+
+struct KernelWork {
+  tir::v1::WorkItem item;        // lease fields empty; candidates in rank order
+  std::vector<size_t> ranks;     // each candidate's index in the kernel's kept space
+};
+
+// Plans `graph` for `arch` and builds one work item per kernel with its
+// `per_kernel` best-ranked candidates (the default candidate always
+// included). Errors: those of planning and emission.
+absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
+                                                       size_t per_kernel, const tir::v1::MeasurementPolicy &policy);
+
+}  // namespace tir::tuning
+
+#endif  // TIR_SERVER_TUNING_WORK_ITEMS_H_

@@ -1,0 +1,98 @@
+#include "worker/runner/host_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "worker/measure/stats.h"
+
+namespace tir::runner {
+
+int64_t HostLastLevelCacheBytes() {
+  int64_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in(absl::StrCat("/sys/devices/system/cpu/cpu0/cache/index", index, "/size"));
+    std::string text;
+    if (!(in >> text) || text.empty()) continue;
+    int64_t scale = 1;
+    if (text.back() == 'K') scale = 1024;
+    if (text.back() == 'M') scale = 1024 * 1024;
+    if (scale != 1) text.pop_back();
+    int64_t v = 0;
+    if (absl::SimpleAtoi(text, &v)) best = std::max(best, v * scale);
+  }
+  return best > 0 ? best : int64_t{32} << 20;
+}
+
+HostRunner::HostRunner(int64_t cache_bytes) : cache_bytes_(cache_bytes > 0 ? cache_bytes : HostLastLevelCacheBytes()) {}
+
+absl::Status HostRunner::Prepare(const tir::v1::WorkItem &item) {
+  launch_.reset();
+  loaded_.clear();
+  prepared_.reset();
+  TIR_ASSIGN_OR_RETURN(prepared_, PrepareItem(item));
+  if (item.candidates().empty()) return absl::OkStatus();
+  // Argument sets rotated by the timed runs: together at least twice the
+  // last-level cache (at most 64 sets and 1 GiB), so no run finds its data
+  // left in the cache by the previous one.
+  TIR_ASSIGN_OR_RETURN(launch_, codegen::HostLaunch::Prepare(prepared_->loaded.graph, prepared_->field_names,
+                                                             item.candidates(0).launch(), prepared_->inputs, 1));
+  const int64_t per = std::max<int64_t>(1, launch_->bytes_per_set());
+  const int64_t copies = std::clamp<int64_t>((2 * cache_bytes_ + per - 1) / per, 1, std::min<int64_t>(64, (int64_t{1} << 30) / per));
+  if (copies > 1) {
+    TIR_ASSIGN_OR_RETURN(launch_, codegen::HostLaunch::Prepare(prepared_->loaded.graph, prepared_->field_names,
+                                                               item.candidates(0).launch(), prepared_->inputs,
+                                                               static_cast<int>(copies)));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate, const std::string &binary_path) {
+  if (!prepared_ || !launch_) return MakeError(absl::StatusCode::kFailedPrecondition, "NO_ITEM", "no work item is prepared");
+  const tir::v1::WorkItem &item = prepared_->item;
+  if (candidate >= static_cast<uint32_t>(item.candidates_size())) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", absl::StrCat("no candidate ", candidate));
+  }
+  const tir::v1::CandidateWork &work = item.candidates(candidate);
+  tir::v1::CandidateResult result;
+  result.set_candidate_index(work.candidate_index());
+  auto &slot = loaded_[binary_path];
+  if (!slot) {
+    TIR_ASSIGN_OR_RETURN(slot, codegen::LoadHostKernel(binary_path));
+  }
+  TIR_RETURN_IF_ERROR(launch_->SetLaunch(work.launch()));
+  // The verification run is also the untimed warm-up.
+  launch_->Poison(0);
+  launch_->Run(*slot, 0);
+  if (item.policy().verify()) {
+    *result.mutable_verification() = Verify(launch_->Outputs(0), prepared_->expected);
+    if (result.verification().verdict() == tir::v1::VERDICT_WRONG) return result;
+  } else {
+    result.mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
+    result.mutable_verification()->set_detail("not compared with the reference (policy.verify is off)");
+  }
+  const int minRuns = item.policy().min_runs() ? static_cast<int>(item.policy().min_runs()) : 5;
+  const double budget = item.policy().has_time_budget()
+                            ? item.policy().time_budget().seconds() + item.policy().time_budget().nanos() * 1e-9
+                            : 0.05;
+  constexpr int kMaxRuns = 100000;
+  std::vector<double> samples;
+  double spent = 0;
+  for (int r = 0; r < kMaxRuns && (r < minRuns || spent < budget); ++r) {
+    const int s = r % launch_->copies();
+    const auto start = std::chrono::steady_clock::now();
+    launch_->Run(*slot, s);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    samples.push_back(t);
+    spent += t;
+  }
+  tir::v1::Measurement *m = result.mutable_measurement();
+  measure::Summarize(std::move(samples), m);
+  m->set_source(tir::v1::TIMING_SOURCE_STEADY_CLOCK);
+  return result;
+}
+
+}  // namespace tir::runner

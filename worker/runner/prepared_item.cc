@@ -1,0 +1,82 @@
+#include "worker/runner/prepared_item.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler/codegen/Emitter.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/reference/Interpreter.h"
+#include "compiler/support/status.h"
+
+namespace tir::runner {
+namespace {
+
+absl::Status InvalidWork(const std::string &m) {
+  return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", m);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkItem &item) {
+  auto p = std::make_unique<PreparedItem>();
+  p->item = item;
+  p->context = makeTirContext();
+  if (item.kernel_mlir().empty()) return InvalidWork("the work item has no kernel graph");
+  TIR_ASSIGN_OR_RETURN(p->loaded, LoadGraphText(item.kernel_mlir(), p->context.get(), "kernel.mlir"));
+  GraphOp kernel = p->loaded.graph;
+  TIR_ASSIGN_OR_RETURN(p->field_names, codegen::ArgumentFieldNames(kernel));
+  const uint64_t seed = item.policy().seed() ? item.policy().seed() : 1;
+  p->inputs = reference::SampleInputs(kernel, 1, seed);
+  std::vector<bool> hinted(p->inputs.size(), false);
+  for (const tir::v1::ShapeHint &h : item.shapes()) {
+    if (h.input() >= p->inputs.size() || p->inputs[h.input()].scalar) {
+      return InvalidWork(absl::StrCat("shape hint for input ", h.input(), " which is not a tensor input"));
+    }
+    std::vector<int64_t> shape(h.shape().begin(), h.shape().end());
+    for (int64_t d : shape) {
+      if (d < 0 || d > (int64_t{1} << 32)) return InvalidWork(absl::StrCat("shape hint extent ", d, " is out of range"));
+    }
+    p->inputs[h.input()] = reference::RandomTensor(p->inputs[h.input()].dtype, shape, seed + h.input());
+    hinted[h.input()] = true;
+  }
+  mlir::Block &block = kernel.getBodyBlock();
+  for (mlir::BlockArgument arg : block.getArguments()) {
+    auto type = arg.getType().dyn_cast<mlir::RankedTensorType>();
+    if (type && !type.hasStaticShape() && !hinted[arg.getArgNumber()]) {
+      return InvalidWork(absl::StrCat("input ", arg.getArgNumber(), " has dynamic dims and no shape hint"));
+    }
+  }
+  TIR_ASSIGN_OR_RETURN(p->expected, reference::Evaluate(kernel, p->inputs));
+  return p;
+}
+
+tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want) {
+  tir::v1::Verification v;
+  v.set_verdict(tir::v1::VERDICT_PASSED);
+  if (got.size() != want.size()) {
+    v.set_verdict(tir::v1::VERDICT_WRONG);
+    v.set_relative_l2_error(INFINITY);
+    v.set_detail(absl::StrCat(got.size(), " outputs, the reference has ", want.size()));
+    return v;
+  }
+  double worst = 0, tolerance = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double err = reference::RelativeL2Error(got[i], want[i]);
+    const double bound = reference::RelativeL2Bound(want[i].dtype);
+    if (i == 0 || err > worst || std::isnan(err)) {
+      worst = std::isnan(err) ? INFINITY : err;
+      tolerance = bound;
+    }
+    if (!(err <= bound)) {
+      v.set_verdict(tir::v1::VERDICT_WRONG);
+      absl::StrAppendFormat(v.mutable_detail(), "%soutput %d: relative L2 error %.3g over the bound %.3g",
+                            v.detail().empty() ? "" : "; ", i, err, bound);
+    }
+  }
+  v.set_relative_l2_error(worst);
+  v.set_tolerance(tolerance);
+  return v;
+}
+
+}  // namespace tir::runner

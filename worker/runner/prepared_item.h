@@ -1,0 +1,40 @@
+// What a runner derives once per work item, whatever the backend: the kernel
+// graph, seeded inputs, the reference outputs, and the argument layout.
+
+#ifndef TIR_WORKER_RUNNER_PREPARED_ITEM_H_
+#define TIR_WORKER_RUNNER_PREPARED_ITEM_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/reference/Tensor.h"
+#include "mlir/IR/MLIRContext.h"
+#include "tir/v1/worker_service.grpc.pb.h"
+
+namespace tir::runner {
+
+struct PreparedItem {
+  tir::v1::WorkItem item;
+  std::unique_ptr<mlir::MLIRContext> context;
+  LoadedGraph loaded;                      // loaded.graph is the kernel graph
+  std::vector<std::string> field_names;    // tir_args fields in order
+  std::vector<reference::Tensor> inputs;   // seeded, never all zeros
+  std::vector<reference::Tensor> expected; // the reference interpreter's outputs
+};
+
+// Parses `item.kernel_mlir`, draws its inputs (static shapes, dynamic ones
+// from `item.shapes`) from `item.policy.seed` and evaluates the reference.
+// Errors: INVALID_ARGUMENT / INVALID_WORK with what is wrong with the item.
+absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkItem &item);
+
+// Compares outputs with the reference: the largest relative L2 error over the
+// outputs against the bound of each output's dtype; NaN where the reference
+// has none, a shape mismatch or a missing output is WRONG.
+tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want);
+
+}  // namespace tir::runner
+
+#endif  // TIR_WORKER_RUNNER_PREPARED_ITEM_H_

@@ -1,0 +1,31 @@
+// The child-process side of a backend: makes a work item current, then
+// verifies and times its candidates one at a time. A runner lives in the
+// runner process (tir-worker-runner), never in the daemon, so a candidate that
+// faults or hangs takes down only that process.
+
+#ifndef TIR_WORKER_RUNNER_RUNNER_H_
+#define TIR_WORKER_RUNNER_RUNNER_H_
+
+#include "absl/status/statusor.h"
+#include "tir/v1/runner.pb.h"
+
+namespace tir::runner {
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Makes `item` current (inputs, reference, device buffers).
+  virtual absl::Status Prepare(const tir::v1::WorkItem &item) = 0;
+  // Verifies and times candidate `candidate` of the current item from the
+  // binary at `binary_path`. A wrong result is a result (VERDICT_WRONG), not
+  // an error; errors are for requests that cannot be served.
+  virtual absl::StatusOr<tir::v1::CandidateResult> Measure(uint32_t candidate, const std::string &binary_path) = 0;
+};
+
+// Serves framed RunnerRequests from `in_fd` with RunnerResponses on `out_fd`
+// until the pipe closes or a request says exit. Returns the process exit code.
+int ServeRunner(Runner &runner, int in_fd, int out_fd);
+
+}  // namespace tir::runner
+
+#endif  // TIR_WORKER_RUNNER_RUNNER_H_

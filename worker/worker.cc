@@ -1,0 +1,334 @@
+#include "worker/worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "compiler/support/version.h"
+#include "google/protobuf/util/time_util.h"
+#include "grpcpp/grpcpp.h"
+
+namespace tir::worker {
+
+using google::protobuf::util::TimeUtil;
+
+struct Worker::Metrics {
+  explicit Metrics(prometheus::Registry &r)
+      : compiled(prometheus::BuildCounter()
+                     .Name("tir_worker_candidates_compiled_total")
+                     .Help("Candidates compiled (cache hits included)")
+                     .Register(r)
+                     .Add({})),
+        measured(prometheus::BuildCounter()
+                     .Name("tir_worker_candidates_measured_total")
+                     .Help("Candidates verified and timed")
+                     .Register(r)
+                     .Add({})),
+        failed(prometheus::BuildCounter()
+                   .Name("tir_worker_candidates_failed_total")
+                   .Help("Candidates that did not pass, by reason")
+                   .Register(r)),
+        compile_seconds(prometheus::BuildHistogram()
+                            .Name("tir_worker_compile_seconds")
+                            .Help("Wall time of one candidate's compile")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30})),
+        measure_seconds(prometheus::BuildHistogram()
+                            .Name("tir_worker_measure_seconds")
+                            .Help("Wall time of verifying and timing one candidate in the runner")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30})),
+        leases(prometheus::BuildCounter().Name("tir_worker_leases_total").Help("Work items leased").Register(r).Add({})),
+        restarts(prometheus::BuildCounter()
+                     .Name("tir_worker_runner_restarts_total")
+                     .Help("Runner child processes started to replace one that faulted or hung")
+                     .Register(r)
+                     .Add({})) {}
+  prometheus::Counter &compiled, &measured;
+  prometheus::Family<prometheus::Counter> &failed;
+  prometheus::Histogram &compile_seconds, &measure_seconds;
+  prometheus::Counter &leases, &restarts;
+};
+
+namespace {
+
+const char *FailureLabel(tir::v1::Verdict v) {
+  switch (v) {
+    case tir::v1::VERDICT_WRONG: return "wrong";
+    case tir::v1::VERDICT_FAULT: return "fault";
+    case tir::v1::VERDICT_TIMEOUT: return "timeout";
+    case tir::v1::VERDICT_COMPILE_FAILED: return "compile_failed";
+    default: return nullptr;
+  }
+}
+
+double Seconds(const google::protobuf::Duration &d) { return d.seconds() + d.nanos() * 1e-9; }
+
+}  // namespace
+
+Worker::Worker(WorkerOptions options, std::unique_ptr<Backend> backend, std::shared_ptr<grpc::Channel> channel,
+               std::shared_ptr<prometheus::Registry> registry)
+    : options_(std::move(options)),
+      backend_(std::move(backend)),
+      stub_(tir::v1::WorkerService::NewStub(channel)),
+      registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
+      metrics_(std::make_unique<Metrics>(*registry_)),
+      runner_([&] {
+        std::vector<std::string> argv = {options_.runner_path};
+        for (const std::string &f : backend_->RunnerFlags()) argv.push_back(f);
+        return argv;
+      }()) {}
+
+Worker::~Worker() {
+  Stop();
+  done_ = true;
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+std::string Worker::name() const {
+  absl::MutexLock l(&mu_);
+  return name_;
+}
+
+void Worker::Stop() { stopping_ = true; }
+
+template <typename Req, typename Resp, typename Fn>
+grpc::Status Worker::Call(Fn fn, const Req &req, Resp *resp, absl::Duration deadline) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(deadline));
+  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  return (stub_.get()->*fn)(&ctx, req, resp);
+}
+
+void Worker::SleepBackoff(int attempt, bool until_stop) {
+  // Exponential with full jitter in [d/2, d]: never a busy loop, and workers
+  // that lost the coordinator together do not return in lockstep.
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  absl::Duration d = options_.backoff_min;
+  for (int i = 0; i < attempt && d < options_.backoff_max; ++i) d *= 2;
+  d = std::min(d, options_.backoff_max);
+  const double f = std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+  const absl::Time end = absl::Now() + d * f;
+  while (absl::Now() < end && !done_ && !(until_stop && stopping_)) absl::SleepFor(std::min(absl::Milliseconds(50), end - absl::Now()));
+}
+
+bool Worker::Register() {
+  tir::v1::RegisterWorkerRequest req;
+  {
+    absl::MutexLock l(&mu_);
+    req.set_name(name_);
+  }
+  *req.mutable_capabilities() = backend_->Capabilities();
+  req.mutable_capabilities()->set_tir_version(kTirVersion);
+  req.mutable_capabilities()->set_max_concurrent_compiles(options_.compile_threads);
+  for (int attempt = 0; !stopping_; ++attempt) {
+    tir::v1::RegisterWorkerResponse resp;
+    grpc::Status s = Call(&tir::v1::WorkerService::Stub::RegisterWorker, req, &resp, absl::Seconds(10));
+    if (s.ok()) {
+      absl::MutexLock l(&mu_);
+      name_ = resp.name();
+      reregister_ = false;
+      if (resp.has_heartbeat_interval() && Seconds(resp.heartbeat_interval()) > 0) {
+        heartbeat_interval_ = absl::Seconds(Seconds(resp.heartbeat_interval()));
+      }
+      return true;
+    }
+    std::fprintf(stderr, "tir-worker: register with the coordinator failed (%s), retrying\n", s.error_message().c_str());
+    SleepBackoff(attempt, true);
+  }
+  return false;
+}
+
+void Worker::HeartbeatLoop() {
+  int failures = 0;
+  while (!done_) {
+    absl::Duration interval;
+    tir::v1::HeartbeatRequest req;
+    {
+      absl::MutexLock l(&mu_);
+      interval = heartbeat_interval_;
+      req.set_name(name_);
+      for (const std::string &lease : leases_) req.add_lease_ids(lease);
+      req.set_state(stopping_ ? tir::v1::WORKER_STATE_DRAINING
+                              : leases_.empty() ? tir::v1::WORKER_STATE_READY : tir::v1::WORKER_STATE_BUSY);
+    }
+    req.set_candidates_measured(measured_.load());
+    tir::v1::HeartbeatResponse resp;
+    grpc::Status s = Call(&tir::v1::WorkerService::Stub::Heartbeat, req, &resp, absl::Seconds(5));
+    if (s.ok()) {
+      failures = 0;
+      absl::MutexLock l(&mu_);
+      for (const std::string &c : resp.cancelled_lease_ids()) cancelled_.insert(c);
+      if (resp.reregister()) reregister_ = true;
+    } else {
+      ++failures;
+    }
+    // On failure, back off instead of hammering a coordinator that is down.
+    const absl::Time end = absl::Now() + (failures > 0 ? std::min(interval * (1 << std::min(failures, 4)), options_.backoff_max) : interval);
+    while (!done_ && absl::Now() < end) absl::SleepFor(std::min(absl::Milliseconds(20), end - absl::Now()));
+  }
+}
+
+bool Worker::Cancelled(const std::string &lease) const {
+  absl::MutexLock l(&mu_);
+  return cancelled_.count(lease) > 0;
+}
+
+bool Worker::Report(const tir::v1::ReportResultRequest &report) {
+  // Idempotent by lease id: a retry after a lost answer is acknowledged as a
+  // duplicate. Gives up only when the lease was cancelled meanwhile.
+  for (int attempt = 0;; ++attempt) {
+    tir::v1::ReportResultResponse resp;
+    grpc::Status s = Call(&tir::v1::WorkerService::Stub::ReportResult, report, &resp, absl::Seconds(30));
+    if (s.ok()) return resp.accepted() || resp.duplicate();
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        Cancelled(report.lease_id())) {
+      std::fprintf(stderr, "tir-worker: report of %s refused: %s\n", report.lease_id().c_str(), s.error_message().c_str());
+      return false;
+    }
+    // Draining: the lease expires and is re-queued by the coordinator.
+    if (done_ || (stopping_ && attempt >= 5)) return false;
+    SleepBackoff(attempt, false);
+  }
+}
+
+tir::v1::ReportResultRequest Worker::Process(const tir::v1::WorkItem &item) {
+  tir::v1::ReportResultRequest report;
+  report.set_lease_id(item.lease_id());
+  const int n = item.candidates_size();
+  // 1. Compile in a pool.
+  std::vector<std::optional<absl::StatusOr<CompiledCandidate>>> compiled(n);
+  {
+    std::atomic<int> next{0};
+    auto work = [&] {
+      for (int i = next++; i < n; i = next++) {
+        compiled[i] = backend_->Compile(item.candidates(i), item.arch());
+        metrics_->compiled.Increment();
+        if (compiled[i]->ok()) metrics_->compile_seconds.Observe((*compiled[i])->info.compile_seconds());
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < std::min(n, std::max(1, options_.compile_threads)); ++t) pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool) t.join();
+  }
+  // 2. Make the item current in the runner.
+  absl::Status prepared = absl::OkStatus();
+  if (std::any_of(compiled.begin(), compiled.end(), [](const auto &c) { return c->ok(); })) {
+    prepared = runner_.Prepare(item, options_.prepare_deadline);
+  }
+  // 3. Measure one at a time.
+  const auto &policy = item.policy();
+  const double floor = policy.has_min_deadline() ? Seconds(policy.min_deadline()) : absl::ToDoubleSeconds(options_.min_deadline);
+  const double budget = policy.has_time_budget() ? Seconds(policy.time_budget()) : 0.05;
+  const int restartsBefore = runner_.restarts();
+  for (int i = 0; i < n; ++i) {
+    const tir::v1::CandidateWork &work = item.candidates(i);
+    tir::v1::CandidateResult *r = report.add_results();
+    r->set_candidate_index(work.candidate_index());
+    if (!compiled[i]->ok()) {
+      r->mutable_verification()->set_verdict(tir::v1::VERDICT_COMPILE_FAILED);
+      r->mutable_verification()->set_detail(
+          absl::StrCat(ReasonOf(compiled[i]->status()), ": ", compiled[i]->status().message()).substr(0, 8000));
+    } else if (!prepared.ok()) {
+      r->mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+      r->mutable_verification()->set_detail(absl::StrCat("the work item could not be run (", ReasonOf(prepared), "): ",
+                                                         prepared.message()));
+    } else if (Cancelled(item.lease_id())) {
+      break;
+    } else {
+      const double predicted = work.candidate().predicted_seconds();
+      const double deadline = std::max(floor, 20 * predicted * (policy.min_runs() + 1) + 4 * budget);
+      const auto start = std::chrono::steady_clock::now();
+      absl::StatusOr<tir::v1::CandidateResult> m =
+          runner_.Measure(static_cast<uint32_t>(i), (*compiled[i])->path, absl::Seconds(deadline));
+      metrics_->measure_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (m.ok()) {
+        *r = *std::move(m);
+      } else {
+        r->mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+        r->mutable_verification()->set_detail(absl::StrCat(ReasonOf(m.status()), ": ", m.status().message()));
+      }
+      r->set_candidate_index(work.candidate_index());
+      if (r->verification().verdict() != tir::v1::VERDICT_FAULT &&
+          r->verification().verdict() != tir::v1::VERDICT_TIMEOUT) {
+        metrics_->measured.Increment();
+        ++measured_;
+      }
+    }
+    if (compiled[i]->ok()) {
+      *r->mutable_compile_info() = (*compiled[i])->info;
+      if (r->verification().verdict() == tir::v1::VERDICT_PASSED) {
+        r->set_binary((*compiled[i])->binary);
+        r->set_format((*compiled[i])->format);
+      }
+    }
+    if (const char *label = FailureLabel(r->verification().verdict())) metrics_->failed.Add({{"reason", label}}).Increment();
+  }
+  for (int k = restartsBefore; k < runner_.restarts(); ++k) metrics_->restarts.Increment();
+  *report.mutable_finish_time() = TimeUtil::GetCurrentTime();
+  return report;
+}
+
+void Worker::Run() {
+  if (!Register()) {
+    done_ = true;
+    return;
+  }
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  std::vector<std::string> returned;
+  for (int attempt = 0; !stopping_;) {
+    bool again;
+    {
+      absl::MutexLock l(&mu_);
+      again = reregister_;
+    }
+    if (again && !Register()) break;
+    tir::v1::LeaseWorkRequest req;
+    req.set_name(name());
+    req.set_max_items(options_.max_items);
+    req.mutable_wait()->set_seconds(absl::ToInt64Seconds(options_.lease_wait));
+    req.mutable_wait()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(options_.lease_wait) % 1000000000));
+    tir::v1::LeaseWorkResponse resp;
+    grpc::Status s = Call(&tir::v1::WorkerService::Stub::LeaseWork, req, &resp, options_.lease_wait + absl::Seconds(10));
+    if (!s.ok()) {
+      SleepBackoff(attempt++, true);
+      continue;
+    }
+    attempt = 0;
+    for (const tir::v1::WorkItem &item : resp.items()) {
+      metrics_->leases.Increment();
+      if (stopping_) {  // leased but not started: given back at drain
+        returned.push_back(item.lease_id());
+        continue;
+      }
+      {
+        absl::MutexLock l(&mu_);
+        leases_.insert(item.lease_id());
+      }
+      tir::v1::ReportResultRequest report = Process(item);
+      report.set_name(name());
+      if (!Cancelled(item.lease_id())) Report(report);
+      absl::MutexLock l(&mu_);
+      leases_.erase(item.lease_id());
+      cancelled_.erase(item.lease_id());
+    }
+  }
+  // Drain: the item in hand was finished above; give back the rest.
+  tir::v1::DrainRequest drain;
+  drain.set_name(name());
+  for (const std::string &lease : returned) drain.add_returned_lease_ids(lease);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    tir::v1::DrainResponse resp;
+    if (Call(&tir::v1::WorkerService::Stub::Drain, drain, &resp, absl::Seconds(5)).ok()) break;
+    SleepBackoff(attempt, false);
+  }
+  done_ = true;
+  if (heartbeat_.joinable()) heartbeat_.join();
+  runner_.Shutdown();
+}
+
+}  // namespace tir::worker
