@@ -299,8 +299,8 @@ void Worker::Run() {
       continue;
     }
     attempt = 0;
+    metrics_->leases.Increment(resp.items_size());
     for (const tir::v1::WorkItem &item : resp.items()) {
-      metrics_->leases.Increment();
       if (stopping_) {  // leased but not started: given back at drain
         returned.push_back(item.lease_id());
         continue;
