@@ -210,15 +210,23 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     set.out_buffer.assign(h.out_shapes_.size(), 0);
     int64_t bytes = 0;
     for (const std::string &name : field_names) {
+      const size_t before = set.fields.size();
+      auto note = [&](int buffer, size_t bytes) {
+        if (set.fields.size() != before + 1) return;
+        set.field_buffer.push_back(buffer);
+        set.field_bytes.push_back(bytes);
+      };
       if (name == "dim") {
         set.arrays.push_back(domain);
         set.fields.push_back(set.arrays.back().data());
+        note(-1, 8 * domain.size());
       } else if (name.rfind("out", 0) == 0) {
         TIR_ASSIGN_OR_RETURN(size_t i, index(name, 3, h.out_shapes_.size()));
         if (name.find("_stride") != std::string::npos) {
           set.arrays.push_back(RowMajor(h.out_shapes_[i]));
           if (set.arrays.back().empty()) set.arrays.back().push_back(1);
           set.fields.push_back(set.arrays.back().data());
+          note(-1, 8 * set.arrays.back().size());
           continue;
         }
         set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(h.out_dtypes_[i], h.out_shapes_[i], {})), 0xff);
@@ -226,6 +234,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
         set.out_buffer[i] = set.buffers.size() - 1;
         set.pointers.push_back(set.buffers.back().data());
         set.fields.push_back(&set.pointers.back());
+        note(static_cast<int>(set.buffers.size() - 1), 8);
       } else if (name.rfind("in", 0) == 0) {
         TIR_ASSIGN_OR_RETURN(size_t i, index(name, 2, inputs.size()));
         const reference::Tensor &t = inputs[i];
@@ -233,17 +242,20 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
           set.arrays.push_back(name.find("_size") != std::string::npos ? t.shape : inStrides[i]);
           if (set.arrays.back().empty()) set.arrays.back().push_back(1);
           set.fields.push_back(set.arrays.back().data());
+          note(-1, 8 * set.arrays.back().size());
         } else if (t.scalar) {
           std::array<uint8_t, 8> value{};
           reference::ToBuffer(t, {}, value.data());
           set.scalars.push_back(value);
           set.fields.push_back(set.scalars.back().data());
+          note(-1, static_cast<size_t>(reference::StorageBytes(t.dtype)));
         } else {
           set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(t.dtype, t.shape, inStrides[i])), 0);
           bytes += set.buffers.back().size();
           reference::ToBuffer(t, inStrides[i], set.buffers.back().data());
           set.pointers.push_back(set.buffers.back().data());
           set.fields.push_back(&set.pointers.back());
+          note(static_cast<int>(set.buffers.size() - 1), 8);
         }
       } else {
         return Invalid("unknown argument field " + name);
@@ -272,6 +284,19 @@ absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
   }
   std::copy(grid, grid + 3, grid_);
   return absl::OkStatus();
+}
+
+std::vector<HostLaunch::FieldView> HostLaunch::Fields(int s) const {
+  std::vector<FieldView> out;
+  const Set &set = sets_[s];
+  for (size_t i = 0; i < set.fields.size(); ++i) {
+    FieldView f;
+    f.buffer = set.field_buffer[i];
+    f.bytes = set.field_bytes[i];
+    if (f.buffer < 0) f.value = set.fields[i];
+    out.push_back(f);
+  }
+  return out;
 }
 
 void HostLaunch::Poison(int s) {

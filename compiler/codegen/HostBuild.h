@@ -70,6 +70,21 @@ class HostLaunch {
   // The outputs of set `s`, read back densely.
   std::vector<reference::Tensor> Outputs(int s) const;
 
+  // The layout, for launchers that copy the sets elsewhere (a GPU): field i
+  // of tir_args is either buffer `buffer` (a pointer) or `bytes` bytes of
+  // value at `value` (sizes and strides, scalars).
+  struct FieldView {
+    int buffer = -1;
+    const void *value = nullptr;
+    size_t bytes = 0;
+  };
+  std::vector<FieldView> Fields(int s) const;
+  int buffer_count() const { return static_cast<int>(sets_[0].buffers.size()); }
+  std::vector<uint8_t> &buffer(int s, int b) { return sets_[s].buffers[b]; }
+  // Buffer indices of the outputs.
+  const std::vector<size_t> &output_buffers() const { return sets_[0].out_buffer; }
+  const unsigned *grid() const { return grid_; }
+
  private:
   struct Set {
     std::vector<std::vector<uint8_t>> buffers;
@@ -78,6 +93,8 @@ class HostLaunch {
     std::vector<std::array<uint8_t, 8>> scalars;
     std::vector<void *> fields;
     std::vector<size_t> out_buffer;  // per output, index into buffers
+    std::vector<int> field_buffer;   // per field: buffer index, or -1 for a value
+    std::vector<size_t> field_bytes; // per value field: its size
   };
   std::vector<Set> sets_;
   std::vector<std::vector<int64_t>> out_shapes_;

@@ -123,6 +123,7 @@ RunnerProcess::Outcome RunnerProcess::Call(const tir::v1::RunnerRequest &request
       Reap(false, died);
       return Outcome::kDied;
     }
+    if (response->runner_exiting()) Reap(false, nullptr);  // the next request starts a fresh one
     return Outcome::kAnswered;
   }
 }

@@ -30,8 +30,9 @@ int ServeRunner(Runner &runner, int in_fd, int out_fd) {
         fail(r.status());
       }
     }
+    if (runner.MustExit()) response.set_runner_exiting(true);
     if (!WriteFrame(out_fd, response).ok()) return 0;
-    if (request.exit()) return 0;
+    if (request.exit() || runner.MustExit()) return 0;
   }
 }
 

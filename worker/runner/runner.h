@@ -20,6 +20,9 @@ class Runner {
   // binary at `binary_path`. A wrong result is a result (VERDICT_WRONG), not
   // an error; errors are for requests that cannot be served.
   virtual absl::StatusOr<tir::v1::CandidateResult> Measure(uint32_t candidate, const std::string &binary_path) = 0;
+  // After an answer: the process cannot serve more (a lost CUDA context) and
+  // exits, telling the daemon so in the answer.
+  virtual bool MustExit() const { return false; }
 };
 
 // Serves framed RunnerRequests from `in_fd` with RunnerResponses on `out_fd`

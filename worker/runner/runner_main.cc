@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "worker/runner/cuda_runner.h"
 #include "worker/runner/host_runner.h"
 #include "worker/runner/runner.h"
 
@@ -27,6 +28,8 @@ int main(int argc, char **argv) {
   std::unique_ptr<tir::runner::Runner> runner;
   if (absl::GetFlag(FLAGS_backend) == "host") {
     runner = std::make_unique<tir::runner::HostRunner>();
+  } else if (absl::GetFlag(FLAGS_backend) == "cuda") {
+    runner = std::make_unique<tir::runner::CudaRunner>(absl::GetFlag(FLAGS_device));
   } else {
     std::fprintf(stderr, "tir-worker-runner: unknown backend %s\n", absl::GetFlag(FLAGS_backend).c_str());
     return 2;

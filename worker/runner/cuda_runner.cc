@@ -1,0 +1,192 @@
+#include "worker/runner/cuda_runner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "worker/measure/stats.h"
+
+namespace tir::runner {
+
+CudaRunner::~CudaRunner() {
+  if (!context_lost_) FreeBuffers();
+  if (driver_ && ctx_) driver_->api().cuDevicePrimaryCtxRelease(dev_);
+}
+
+absl::Status CudaRunner::Init() {
+  if (driver_) return absl::OkStatus();
+  TIR_ASSIGN_OR_RETURN(driver_, cuda::CudaDriver::Load());
+  const auto &api = driver_->api();
+  TIR_RETURN_IF_ERROR(driver_->Check(api.cuDeviceGet(&dev_, device_), "cuDeviceGet"));
+  TIR_RETURN_IF_ERROR(driver_->Check(api.cuDevicePrimaryCtxRetain(&ctx_, dev_), "cuDevicePrimaryCtxRetain"));
+  TIR_RETURN_IF_ERROR(driver_->Check(api.cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"));
+  TIR_ASSIGN_OR_RETURN(cuda::DeviceInfo info, driver_->Device(device_));
+  l2_bytes_ = info.l2_bytes > 0 ? info.l2_bytes : 64 << 20;
+  return absl::OkStatus();
+}
+
+void CudaRunner::FreeBuffers() {
+  if (!driver_) return;
+  for (auto &set : buffers_) {
+    for (CUdeviceptr p : set) driver_->api().cuMemFree(p);
+  }
+  buffers_.clear();
+}
+
+tir::v1::CandidateResult CudaRunner::Fault(uint32_t index, const absl::Status &s) {
+  context_lost_ = true;
+  tir::v1::CandidateResult r;
+  r.set_candidate_index(index);
+  r.mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+  r.mutable_verification()->set_detail(std::string(s.message()));
+  return r;
+}
+
+absl::Status CudaRunner::Prepare(const tir::v1::WorkItem &item) {
+  TIR_RETURN_IF_ERROR(Init());
+  FreeBuffers();
+  host_.reset();
+  TIR_ASSIGN_OR_RETURN(prepared_, PrepareItem(item));
+  if (item.candidates().empty()) return absl::OkStatus();
+  TIR_ASSIGN_OR_RETURN(host_, codegen::HostLaunch::Prepare(prepared_->loaded.graph, prepared_->field_names,
+                                                           item.candidates(0).launch(), prepared_->inputs, 1));
+  const int64_t per = std::max<int64_t>(1, host_->bytes_per_set());
+  const int64_t sets = std::clamp<int64_t>((2 * int64_t{l2_bytes_} + per - 1) / per, 1,
+                                           std::min<int64_t>(64, (int64_t{8} << 30) / per));
+  const auto &api = driver_->api();
+  buffers_.assign(sets, {});
+  for (auto &set : buffers_) {
+    for (int b = 0; b < host_->buffer_count(); ++b) {
+      const std::vector<uint8_t> &h = host_->buffer(0, b);
+      CUdeviceptr p = 0;
+      TIR_RETURN_IF_ERROR(driver_->Check(api.cuMemAlloc(&p, h.size()), "cuMemAlloc"));
+      set.push_back(p);
+      TIR_RETURN_IF_ERROR(driver_->Check(api.cuMemcpyHtoD(p, h.data(), h.size()), "cuMemcpyHtoD"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate, const std::string &binary_path) {
+  if (!prepared_ || !host_) return MakeError(absl::StatusCode::kFailedPrecondition, "NO_ITEM", "no work item is prepared");
+  const tir::v1::WorkItem &item = prepared_->item;
+  if (candidate >= static_cast<uint32_t>(item.candidates_size())) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", absl::StrCat("no candidate ", candidate));
+  }
+  const tir::v1::CandidateWork &work = item.candidates(candidate);
+  const uint32_t index = work.candidate_index();
+  const auto &api = driver_->api();
+  std::ifstream in(binary_path, std::ios::binary);
+  std::string cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (cubin.empty()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", "cannot read " + binary_path);
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  if (absl::Status s = driver_->Check(api.cuModuleLoadData(&module, cubin.data()), "cuModuleLoadData"); !s.ok()) {
+    return Fault(index, s);
+  }
+  const std::string entry = work.entry_symbol().empty() ? "tir_kernel" : work.entry_symbol();
+  if (absl::Status s = driver_->Check(api.cuModuleGetFunction(&fn, module, entry.c_str()), "cuModuleGetFunction");
+      !s.ok()) {
+    api.cuModuleUnload(module);
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", std::string(s.message()));
+  }
+  const uint32_t smem = work.launch().dynamic_shared_memory_bytes();
+  if (smem > 48 * 1024) {
+    if (absl::Status s = driver_->Check(
+            api.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem)),
+            "cuFuncSetAttribute");
+        !s.ok()) {
+      return Fault(index, s);
+    }
+  }
+  TIR_RETURN_IF_ERROR(host_->SetLaunch(work.launch()));
+  const unsigned *grid = host_->grid();
+  unsigned block[3] = {1, 1, 1};
+  for (int i = 0; i < work.launch().block_size() && i < 3; ++i) block[i] = std::max(1u, work.launch().block(i));
+  // tir_args per set: each field at its natural alignment, pointers to the
+  // set's device buffers.
+  std::vector<std::vector<uint8_t>> args(buffers_.size());
+  for (size_t s = 0; s < buffers_.size(); ++s) {
+    std::vector<uint8_t> &a = args[s];
+    for (const codegen::HostLaunch::FieldView &f : host_->Fields(0)) {
+      const size_t align = f.buffer >= 0 ? 8 : std::min<size_t>(8, f.bytes >= 8 ? 8 : f.bytes);
+      a.resize((a.size() + align - 1) / align * align);
+      const size_t at = a.size();
+      if (f.buffer >= 0) {
+        const CUdeviceptr p = buffers_[s][f.buffer];
+        a.resize(at + sizeof(p));
+        std::memcpy(a.data() + at, &p, sizeof(p));
+      } else {
+        a.resize(at + f.bytes);
+        std::memcpy(a.data() + at, f.value, f.bytes);
+      }
+    }
+    a.resize((a.size() + 7) / 8 * 8);
+  }
+  auto launch = [&](size_t s) {
+    void *params[] = {args[s].data()};
+    return api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, nullptr, params, nullptr);
+  };
+  tir::v1::CandidateResult result;
+  result.set_candidate_index(index);
+  // Verification run (also the warm-up) on poisoned outputs.
+  for (size_t b : host_->output_buffers()) {
+    if (absl::Status s = driver_->Check(api.cuMemsetD8(buffers_[0][b], 0xff, host_->buffer(0, b).size()), "cuMemsetD8");
+        !s.ok()) {
+      return Fault(index, s);
+    }
+  }
+  if (absl::Status s = driver_->Check(launch(0), "cuLaunchKernel"); !s.ok()) return Fault(index, s);
+  if (absl::Status s = driver_->Check(api.cuCtxSynchronize(), "running the kernel"); !s.ok()) return Fault(index, s);
+  if (item.policy().verify()) {
+    for (size_t b : host_->output_buffers()) {
+      std::vector<uint8_t> &h = host_->buffer(0, b);
+      if (absl::Status s = driver_->Check(api.cuMemcpyDtoH(h.data(), buffers_[0][b], h.size()), "cuMemcpyDtoH"); !s.ok()) {
+        return Fault(index, s);
+      }
+    }
+    *result.mutable_verification() = Verify(host_->Outputs(0), prepared_->expected);
+    if (result.verification().verdict() == tir::v1::VERDICT_WRONG) {
+      api.cuModuleUnload(module);
+      return result;
+    }
+  } else {
+    result.mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
+    result.mutable_verification()->set_detail("not compared with the reference (policy.verify is off)");
+  }
+  // Timed runs, each between two events, rotating the argument sets.
+  const int minRuns = item.policy().min_runs() ? static_cast<int>(item.policy().min_runs()) : 10;
+  const double budget = item.policy().has_time_budget()
+                            ? item.policy().time_budget().seconds() + item.policy().time_budget().nanos() * 1e-9
+                            : 0.05;
+  CUevent start = nullptr, stop = nullptr;
+  api.cuEventCreate(&start, CU_EVENT_DEFAULT);
+  api.cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  std::vector<double> samples;
+  double spent = 0;
+  absl::Status failed = absl::OkStatus();
+  for (int r = 0; r < 100000 && (r < minRuns || spent < budget); ++r) {
+    api.cuEventRecord(start, nullptr);
+    failed = driver_->Check(launch(r % buffers_.size()), "cuLaunchKernel");
+    if (!failed.ok()) break;
+    api.cuEventRecord(stop, nullptr);
+    failed = driver_->Check(api.cuEventSynchronize(stop), "running the kernel");
+    if (!failed.ok()) break;
+    float ms = 0;
+    api.cuEventElapsedTime(&ms, start, stop);
+    samples.push_back(ms * 1e-3);
+    spent += ms * 1e-3;
+  }
+  api.cuEventDestroy(start);
+  api.cuEventDestroy(stop);
+  if (!failed.ok()) return Fault(index, failed);
+  api.cuModuleUnload(module);
+  tir::v1::Measurement *m = result.mutable_measurement();
+  measure::Summarize(std::move(samples), m);
+  m->set_source(tir::v1::TIMING_SOURCE_CUDA_EVENTS);
+  return result;
+}
+
+}  // namespace tir::runner
