@@ -70,12 +70,9 @@ absl::Status CudaRunner::Prepare(const tir::v1::WorkItem &item) {
 }
 
 absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate, const std::string &binary_path) {
-  if (!prepared_ || !host_) return MakeError(absl::StatusCode::kFailedPrecondition, "NO_ITEM", "no work item is prepared");
+  TIR_ASSIGN_OR_RETURN(const tir::v1::CandidateWork *at, CandidateAt(host_ ? prepared_.get() : nullptr, candidate));
+  const tir::v1::CandidateWork &work = *at;
   const tir::v1::WorkItem &item = prepared_->item;
-  if (candidate >= static_cast<uint32_t>(item.candidates_size())) {
-    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", absl::StrCat("no candidate ", candidate));
-  }
-  const tir::v1::CandidateWork &work = item.candidates(candidate);
   const uint32_t index = work.candidate_index();
   const auto &api = driver_->api();
   std::ifstream in(binary_path, std::ios::binary);
@@ -157,17 +154,14 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
     result.mutable_verification()->set_detail("not compared with the reference (policy.verify is off)");
   }
   // Timed runs, each between two events, rotating the argument sets.
-  const int minRuns = item.policy().min_runs() ? static_cast<int>(item.policy().min_runs()) : 10;
-  const double budget = item.policy().has_time_budget()
-                            ? item.policy().time_budget().seconds() + item.policy().time_budget().nanos() * 1e-9
-                            : 0.05;
+  const TimedRuns runs = TimedRunsOf(item.policy(), 10);
   CUevent start = nullptr, stop = nullptr;
   api.cuEventCreate(&start, CU_EVENT_DEFAULT);
   api.cuEventCreate(&stop, CU_EVENT_DEFAULT);
   std::vector<double> samples;
   double spent = 0;
   absl::Status failed = absl::OkStatus();
-  for (int r = 0; r < 100000 && (r < minRuns || spent < budget); ++r) {
+  for (int r = 0; runs.More(r, spent); ++r) {
     api.cuEventRecord(start, nullptr);
     failed = driver_->Check(launch(r % buffers_.size()), "cuLaunchKernel");
     if (!failed.ok()) break;

@@ -51,12 +51,9 @@ absl::Status HostRunner::Prepare(const tir::v1::WorkItem &item) {
 }
 
 absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate, const std::string &binary_path) {
-  if (!prepared_ || !launch_) return MakeError(absl::StatusCode::kFailedPrecondition, "NO_ITEM", "no work item is prepared");
+  TIR_ASSIGN_OR_RETURN(const tir::v1::CandidateWork *at, CandidateAt(launch_ ? prepared_.get() : nullptr, candidate));
+  const tir::v1::CandidateWork &work = *at;
   const tir::v1::WorkItem &item = prepared_->item;
-  if (candidate >= static_cast<uint32_t>(item.candidates_size())) {
-    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", absl::StrCat("no candidate ", candidate));
-  }
-  const tir::v1::CandidateWork &work = item.candidates(candidate);
   tir::v1::CandidateResult result;
   result.set_candidate_index(work.candidate_index());
   auto &slot = loaded_[binary_path];
@@ -74,14 +71,10 @@ absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate,
     result.mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
     result.mutable_verification()->set_detail("not compared with the reference (policy.verify is off)");
   }
-  const int minRuns = item.policy().min_runs() ? static_cast<int>(item.policy().min_runs()) : 5;
-  const double budget = item.policy().has_time_budget()
-                            ? item.policy().time_budget().seconds() + item.policy().time_budget().nanos() * 1e-9
-                            : 0.05;
-  constexpr int kMaxRuns = 100000;
+  const TimedRuns runs = TimedRunsOf(item.policy(), 5);
   std::vector<double> samples;
   double spent = 0;
-  for (int r = 0; r < kMaxRuns && (r < minRuns || spent < budget); ++r) {
+  for (int r = 0; runs.More(r, spent); ++r) {
     const int s = r % launch_->copies();
     const auto start = std::chrono::steady_clock::now();
     launch_->Run(*slot, s);

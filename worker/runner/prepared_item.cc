@@ -51,6 +51,21 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
   return p;
 }
 
+absl::StatusOr<const tir::v1::CandidateWork *> CandidateAt(const PreparedItem *prepared, uint32_t position) {
+  if (prepared == nullptr) return MakeError(absl::StatusCode::kFailedPrecondition, "NO_ITEM", "no work item is prepared");
+  if (position >= static_cast<uint32_t>(prepared->item.candidates_size())) {
+    return InvalidWork(absl::StrCat("no candidate ", position));
+  }
+  return &prepared->item.candidates(position);
+}
+
+TimedRuns TimedRunsOf(const tir::v1::MeasurementPolicy &policy, int default_min_runs) {
+  TimedRuns t;
+  t.min_runs = policy.min_runs() ? static_cast<int>(policy.min_runs()) : default_min_runs;
+  t.budget_seconds = policy.has_time_budget() ? policy.time_budget().seconds() + policy.time_budget().nanos() * 1e-9 : 0.05;
+  return t;
+}
+
 tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want) {
   tir::v1::Verification v;
   v.set_verdict(tir::v1::VERDICT_PASSED);

@@ -30,6 +30,20 @@ struct PreparedItem {
 // Errors: INVALID_ARGUMENT / INVALID_WORK with what is wrong with the item.
 absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkItem &item);
 
+// Candidate `position` of the prepared item (`prepared` may be null).
+// Errors: NO_ITEM when nothing is prepared, INVALID_WORK for a bad position.
+absl::StatusOr<const tir::v1::CandidateWork *> CandidateAt(const PreparedItem *prepared, uint32_t position);
+
+// How long to time a candidate: at least `min_runs` runs (the policy's, else
+// `default_min_runs`), then until `budget_seconds` (default 50 ms) are spent.
+struct TimedRuns {
+  int min_runs;
+  double budget_seconds;
+  static constexpr int kMaxRuns = 100000;
+  bool More(int runs, double spent) const { return runs < kMaxRuns && (runs < min_runs || spent < budget_seconds); }
+};
+TimedRuns TimedRunsOf(const tir::v1::MeasurementPolicy &policy, int default_min_runs);
+
 // Compares outputs with the reference: the largest relative L2 error over the
 // outputs against the bound of each output's dtype; NaN where the reference
 // has none, a shape mismatch or a missing output is WRONG.
