@@ -70,6 +70,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(absl::string_view l
   TIR_RESOLVE(cuEventElapsedTime, "cuEventElapsedTime_v2");
   TIR_RESOLVE(cuGetErrorName, "cuGetErrorName");
   TIR_RESOLVE(cuGetErrorString, "cuGetErrorString");
+  TIR_RESOLVE(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
 #undef TIR_RESOLVE
   if (missing != nullptr) {
     dlclose(handle);
@@ -141,6 +142,8 @@ absl::StatusOr<DeviceInfo> CudaDriver::Device(int index) const {
     TIR_RETURN_IF_ERROR(Check(api_.cuDeviceGetAttribute(a.out, a.attr, dev), "cuDeviceGetAttribute"));
   }
   TIR_RETURN_IF_ERROR(Check(api_.cuDeviceTotalMem(&info.memory_bytes, dev), "cuDeviceTotalMem"));
+  char bus[32] = {0};
+  if (api_.cuDeviceGetPCIBusId(bus, sizeof(bus) - 1, dev) == CUDA_SUCCESS) info.pci_bus_id = bus;
   return info;
 }
 

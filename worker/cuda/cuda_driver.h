@@ -31,6 +31,8 @@ struct DeviceInfo {
   int memory_clock_khz = 0;
   int l2_bytes = 0;
   int max_shared_per_block_optin = 0;
+  // "0000:3b:00.0": how NVML finds the same device.
+  std::string pci_bus_id;
 
   // "sm_90a" for Hopper (arch-specific features are usable on the device
   // itself), "sm_XY" otherwise.
@@ -71,6 +73,7 @@ class CudaDriver {
     CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
     CUresult (*cuGetErrorName)(CUresult, const char**);
     CUresult (*cuGetErrorString)(CUresult, const char**);
+    CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice);
   };
 
   // Loads the driver library (default "libcuda.so.1", found by the system

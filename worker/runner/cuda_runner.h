@@ -1,7 +1,9 @@
 // The CUDA backend's runner: owns the device's context in the runner
 // process, loads candidates' cubins, verifies them against the reference and
-// times them with CUDA events around each launch (reported as
-// TIMING_SOURCE_CUDA_EVENTS), rotating argument sets that together exceed
+// times them with CUPTI kernel activity records (CUDA events around each
+// launch when CUPTI is unavailable, reported as such), records the SM clock
+// and temperature from NVML with each candidate's samples, rotating argument
+// sets that together exceed
 // twice the L2 cache. A CUDA error during a candidate (illegal address, a
 // sticky error) is that candidate's FAULT, and the runner exits after
 // answering so the daemon starts a fresh context.
@@ -14,6 +16,8 @@
 
 #include "compiler/codegen/HostBuild.h"
 #include "worker/cuda/cuda_driver.h"
+#include "worker/cuda/cupti_timer.h"
+#include "worker/cuda/nvml_sampler.h"
 #include "worker/runner/prepared_item.h"
 #include "worker/runner/runner.h"
 
@@ -35,6 +39,8 @@ class CudaRunner : public Runner {
 
   int device_;
   std::unique_ptr<cuda::CudaDriver> driver_;
+  std::unique_ptr<cuda::CuptiTimer> cupti_;     // null: CUDA events
+  std::unique_ptr<cuda::NvmlSampler> nvml_;     // null: no clock/temperature
   CUdevice dev_ = 0;
   CUcontext ctx_ = nullptr;
   int l2_bytes_ = 0;
