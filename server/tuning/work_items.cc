@@ -31,8 +31,11 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     for (size_t i = 0; i < space.size(); ++i) {
       if (i < per_kernel || space[i].is_default) work.ranks.push_back(i);
     }
+    work.space_size = space.size();
+    work.kind = planning::KernelKindName(planned.partition.kernels[k].space.kind);
     for (size_t i : work.ranks) {
       const planning::TileCandidate &c = space[i];
+      if (c.is_default) work.default_position = item.candidates_size();
       TIR_ASSIGN_OR_RETURN(codegen::EmittedKernel emitted, codegen::EmitKernel(kernel, c.params));
       tir::v1::CandidateWork *cw = item.add_candidates();
       cw->set_candidate_index(static_cast<uint32_t>(i));

@@ -20,6 +20,9 @@ namespace tir::tuning {
 struct KernelWork {
   tir::v1::WorkItem item;        // lease fields empty; candidates in rank order
   std::vector<size_t> ranks;     // each candidate's index in the kernel's kept space
+  int default_position = -1;     // the default candidate's position in item.candidates
+  size_t space_size = 0;         // candidates in the kernel's pruned space
+  std::string kind;              // "pointwise", "reduction", "matmul"
 };
 
 // Plans `graph` for `arch` and builds one work item per kernel with its

@@ -1,0 +1,72 @@
+#include "server/config/config.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "compiler/support/status.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace tir::config {
+namespace {
+
+absl::Status Invalid(const std::string &m) { return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG", m); }
+
+}  // namespace
+
+absl::Status Finish(tir::v1::CoordinatorConfig &c) {
+  if (c.listen().empty()) c.set_listen("0.0.0.0:7070");
+  if (c.max_message_bytes() == 0) c.set_max_message_bytes(64u << 20);
+  if (c.heartbeat_interval_ms() == 0) c.set_heartbeat_interval_ms(1000);
+  if (c.lost_after_ms() == 0) c.set_lost_after_ms(5000);
+  if (c.max_attempts() == 0) c.set_max_attempts(3);
+  if (c.tuning_width() == 0) c.set_tuning_width(8);
+  if (c.tuning_min_runs() == 0) c.set_tuning_min_runs(5);
+  if (c.tuning_budget_ms() == 0) c.set_tuning_budget_ms(20);
+  if (c.no_worker().empty()) c.set_no_worker("default");
+  if (c.listen().find(':') == std::string::npos) return Invalid("listen must be HOST:PORT, got " + c.listen());
+  if (c.metrics_port() > 65535) return Invalid(absl::StrCat("metrics_port ", c.metrics_port(), " is not a port"));
+  if (c.max_message_bytes() < (1u << 20) || c.max_message_bytes() > (1ull << 31)) {
+    return Invalid(absl::StrCat("max_message_bytes must be between 1 MiB and 2 GiB, got ", c.max_message_bytes()));
+  }
+  if (c.lost_after_ms() < 2 * c.heartbeat_interval_ms()) {
+    return Invalid(absl::StrCat("lost_after_ms (", c.lost_after_ms(), ") must be at least twice heartbeat_interval_ms (",
+                                c.heartbeat_interval_ms(), ")"));
+  }
+  if (c.tuning_width() > 256) return Invalid(absl::StrCat("tuning_width ", c.tuning_width(), " is over 256"));
+  if (c.no_worker() != "default" && c.no_worker() != "fail") {
+    return Invalid("no_worker must be \"default\" or \"fail\", got \"" + c.no_worker() + "\"");
+  }
+  if (c.tls_cert_file().empty() != c.tls_key_file().empty()) {
+    return Invalid("tls_cert_file and tls_key_file go together");
+  }
+  if (!c.tls_client_ca_file().empty() && c.tls_cert_file().empty()) {
+    return Invalid("tls_client_ca_file needs tls_cert_file and tls_key_file");
+  }
+  for (const std::string &f : {c.tls_cert_file(), c.tls_key_file(), c.tls_client_ca_file(), c.client_token_file(),
+                               c.worker_token_file()}) {
+    if (!f.empty() && !std::ifstream(f).good()) return Invalid("cannot read " + f);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json) {
+  tir::v1::CoordinatorConfig c;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &c, options);
+  if (!status.ok()) return Invalid(absl::StrCat("the config file is not a valid CoordinatorConfig: ", status.ToString()));
+  TIR_RETURN_IF_ERROR(Finish(c));
+  return c;
+}
+
+absl::StatusOr<std::string> ReadSecret(const std::string &path) {
+  std::ifstream in(path);
+  if (!in) return Invalid("cannot read " + path);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  s = std::string(absl::StripAsciiWhitespace(s));
+  if (s.empty()) return Invalid(path + " is empty");
+  return s;
+}
+
+}  // namespace tir::config

@@ -1,0 +1,25 @@
+// tir-coordinator's configuration: the JSON file, validated at start.
+
+#ifndef TIR_SERVER_CONFIG_CONFIG_H_
+#define TIR_SERVER_CONFIG_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tir/v1/config.pb.h"
+
+namespace tir::config {
+
+// Parses `json` (unknown fields refused), fills defaults and validates.
+// Errors: INVALID_ARGUMENT / INVALID_CONFIG naming the field.
+absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json);
+
+// Defaults for what is unset, then the checks ParseConfig makes.
+absl::Status Finish(tir::v1::CoordinatorConfig &config);
+
+// The contents of `path`, whitespace trimmed (for token files).
+absl::StatusOr<std::string> ReadSecret(const std::string &path);
+
+}  // namespace tir::config
+
+#endif  // TIR_SERVER_CONFIG_CONFIG_H_

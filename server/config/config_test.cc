@@ -1,0 +1,41 @@
+#include "server/config/config.h"
+
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::config {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseConfig, FillsDefaults) {
+  auto c = ParseConfig(R"({"db": "/tmp/x", "metricsPort": 9100})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->listen(), "0.0.0.0:7070");
+  EXPECT_EQ(c->metrics_port(), 9100u);
+  EXPECT_EQ(c->tuning_width(), 8u);
+  EXPECT_EQ(c->no_worker(), "default");
+}
+
+TEST(ParseConfig, RefusesUnknownFieldsAndBadValuesNamingTheField) {
+  auto unknown = ParseConfig(R"({"listn": "x:1"})");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(ReasonOf(unknown.status()), "INVALID_CONFIG");
+  EXPECT_THAT(unknown.status().message(), HasSubstr("listn"));
+  auto lost = ParseConfig(R"({"heartbeatIntervalMs": 1000, "lostAfterMs": 1500})");
+  ASSERT_FALSE(lost.ok());
+  EXPECT_THAT(lost.status().message(), HasSubstr("lost_after_ms"));
+  auto mode = ParseConfig(R"({"noWorker": "wait"})");
+  ASSERT_FALSE(mode.ok());
+  EXPECT_THAT(mode.status().message(), HasSubstr("no_worker"));
+  auto tls = ParseConfig(R"({"tlsCertFile": "/nonexistent.pem"})");
+  ASSERT_FALSE(tls.ok());
+  EXPECT_THAT(tls.status().message(), HasSubstr("tls_cert_file and tls_key_file"));
+  auto notJson = ParseConfig("listen: 1");
+  ASSERT_FALSE(notJson.ok());
+  EXPECT_EQ(ReasonOf(notJson.status()), "INVALID_CONFIG");
+}
+
+}  // namespace
+}  // namespace tir::config

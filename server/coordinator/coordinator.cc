@@ -1,0 +1,857 @@
+#include "server/coordinator/coordinator.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/HostBuild.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/fingerprint/Fingerprint.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/nvrtc/nvrtc_compiler.h"
+#include "compiler/support/status.h"
+#include "compiler/support/version.h"
+#include "compiler/target/ArchTable.h"
+#include "google/protobuf/util/time_util.h"
+#include "llvm/Support/SHA256.h"
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+
+namespace tir::coordinator {
+
+using google::protobuf::util::TimeUtil;
+
+struct Coordinator::Metrics {
+  explicit Metrics(prometheus::Registry &r)
+      : cache(prometheus::BuildCounter().Name("tir_cache_lookups_total").Help("Kernel cache lookups by result").Register(r)),
+        queue_depth(prometheus::BuildGauge().Name("tir_queue_depth").Help("Work items waiting for a worker").Register(r).Add({})),
+        leases(prometheus::BuildGauge().Name("tir_leases_outstanding").Help("Work items leased to workers").Register(r).Add({})),
+        workers(prometheus::BuildGauge().Name("tir_workers").Help("Registered workers by arch and state").Register(r)),
+        tune_seconds(prometheus::BuildHistogram()
+                         .Name("tir_tune_seconds")
+                         .Help("Wall time of a tuning job, from planning to the stored bundle")
+                         .Register(r)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600})),
+        queue_wait_seconds(prometheus::BuildHistogram()
+                               .Name("tir_queue_wait_seconds")
+                               .Help("Time a work item waited before a worker leased it")
+                               .Register(r)
+                               .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.1, 0.5, 1, 5, 10, 60, 300})),
+        measure_seconds(prometheus::BuildHistogram()
+                            .Name("tir_measure_seconds")
+                            .Help("Lease to report of one work item (compile and measure on a worker)")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 300})),
+        compile_seconds(prometheus::BuildHistogram()
+                            .Name("tir_compile_seconds")
+                            .Help("Compile of a default candidate on the coordinator")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5})),
+        measured(prometheus::BuildCounter()
+                     .Name("tir_candidates_measured_total")
+                     .Help("Candidate measurements reported by workers")
+                     .Register(r)
+                     .Add({})),
+        speedup(prometheus::BuildHistogram()
+                    .Name("tir_tuned_speedup")
+                    .Help("Default candidates' time over the tuned bundle's, per tuned bundle")
+                    .Register(r)
+                    .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10})) {}
+  prometheus::Family<prometheus::Counter> &cache;
+  prometheus::Gauge &queue_depth, &leases;
+  prometheus::Family<prometheus::Gauge> &workers;
+  prometheus::Histogram &tune_seconds, &queue_wait_seconds, &measure_seconds, &compile_seconds;
+  prometheus::Counter &measured;
+  prometheus::Histogram &speedup;
+};
+
+namespace {
+
+std::string Sha256Hex(const std::string &data) {
+  std::array<uint8_t, 32> d = llvm::SHA256::hash(
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+  static const char *kHex = "0123456789abcdef";
+  std::string s;
+  for (uint8_t b : d) {
+    s.push_back(kHex[b >> 4]);
+    s.push_back(kHex[b & 15]);
+  }
+  return s;
+}
+
+absl::Status NotFound(const std::string &what) { return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", what); }
+
+tir::v1::Error ToError(const absl::Status &s) {
+  tir::v1::Error e;
+  e.set_code(static_cast<int>(s.code()));
+  e.set_reason(ReasonOf(s));
+  e.set_message(std::string(s.message()));
+  return e;
+}
+
+std::string KeyFromName(const std::string &name) {
+  return absl::StartsWith(name, "kernels/") ? name.substr(8) : name;
+}
+
+}  // namespace
+
+std::string TuningPolicy(const TunerConfig &c) {
+  return absl::StrFormat("halving-v1:w%d:r%d:b%g", c.width, c.min_runs, c.budget_seconds);
+}
+
+Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::KernelStore> store,
+                         std::shared_ptr<prometheus::Registry> registry)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
+      metrics_(std::make_unique<Metrics>(*registry_)),
+      compile_cache_(options_.work_dir + "/nvrtc") {}
+
+Coordinator::~Coordinator() { Shutdown(); }
+
+void Coordinator::Shutdown() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  if (reaper_.joinable()) reaper_.join();
+}
+
+void Coordinator::Touch() {
+  metrics_->queue_depth.Set(static_cast<double>(queue_.size()));
+  metrics_->leases.Set(static_cast<double>(leases_.size()));
+  changed_.SignalAll();
+}
+
+absl::Status Coordinator::Start() {
+  // Resume unfinished jobs: each persisted request is planned again; its
+  // tuning restarts from round 0 (trials already stored stay stored).
+  std::vector<tir::v1::CompileRequest> pending;
+  TIR_RETURN_IF_ERROR(store_->Scan(store::Family::kJobs, "job/", [&](absl::string_view, absl::string_view value) {
+    tir::v1::CompileRequest r;
+    if (r.ParseFromString(std::string(value))) pending.push_back(r);
+    return true;
+  }));
+  for (tir::v1::CompileRequest &r : pending) {
+    r.clear_request_id();
+    r.mutable_options()->set_mode(tir::v1::COMPILE_MODE_WAIT);
+    absl::StatusOr<tir::v1::Operation> op = Compile(r);
+    if (!op.ok()) IgnoreError(op.status(), "a persisted job no longer compiles; dropping it");
+  }
+  reaper_ = std::thread([this] { Reap(); });
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSource &source,
+                                                       const tir::v1::CompileOptions &options, const std::string &arch,
+                                                       std::vector<tuning::KernelWork> *plan) {
+  auto context = makeTirContext();
+  TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphSource(source, context.get()));
+  for (mlir::Type t : loaded.graph.getArgumentTypes()) {
+    auto r = t.dyn_cast<mlir::RankedTensorType>();
+    if (r && !r.hasStaticShape()) {
+      return MakeError(absl::StatusCode::kUnimplemented, "DYNAMIC_TUNING_UNSUPPORTED",
+                       "graphs with dynamic dimensions are planned and generated (tirctl emit) but not tuned by "
+                       "the service yet; give the sizes in the graph's types");
+    }
+  }
+  TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
+  Parsed p;
+  p.fingerprint = FingerprintGraph(loaded.graph);
+  TunerConfig config = options_.tuner;
+  if (options.budget().max_candidates_per_kernel() > 0) config.width = options.budget().max_candidates_per_kernel();
+  p.policy = TuningPolicy(config);
+  p.key = Sha256Hex(absl::StrCat("tir-key-v1\n", p.fingerprint, "\n", arch, "\n", kCodegenVersion, "\n",
+                                 info.is_gpu ? nvrtc::Version() : "host", "\n", p.policy));
+  if (plan != nullptr) {
+    tir::v1::MeasurementPolicy policy;
+    TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy));
+  }
+  return p;
+}
+
+std::string Coordinator::NewOperation(const std::string &arch, const std::string &key) {
+  const std::string name = absl::StrCat("operations/", ++next_id_);
+  OpEntry &e = operations_[name];
+  e.op.set_name(name);
+  e.op.mutable_metadata()->set_key(key);
+  e.op.mutable_metadata()->set_target_arch(arch);
+  *e.op.mutable_metadata()->mutable_create_time() = TimeUtil::GetCurrentTime();
+  e.op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_VERIFYING);
+  return name;
+}
+
+void Coordinator::FinishOperation(const std::string &name, const absl::StatusOr<tir::v1::KernelBundle> &result) {
+  auto it = operations_.find(name);
+  if (it == operations_.end() || it->second.op.done()) return;
+  tir::v1::Operation &op = it->second.op;
+  op.set_done(true);
+  op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_DONE);
+  *op.mutable_metadata()->mutable_end_time() = TimeUtil::GetCurrentTime();
+  if (result.ok()) {
+    *op.mutable_response() = *result;
+  } else {
+    *op.mutable_error() = ToError(result.status());
+  }
+  ++it->second.version;
+  it->second.job.clear();
+}
+
+bool Coordinator::HasLiveWorker(const std::string &arch) const {
+  for (const auto &[name, w] : workers_) {
+    if (w.capabilities.arch() == arch && w.state != "lost" && w.state != "draining") return true;
+  }
+  return false;
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request) {
+  const std::string arch = request.options().target_arch();
+  {
+    absl::MutexLock l(&mu_);
+    if (!request.request_id().empty()) {
+      auto it = request_ids_.find(request.request_id());
+      if (it != request_ids_.end() && operations_.count(it->second)) return operations_.at(it->second).op;
+    }
+  }
+  if (arch.empty()) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
+  }
+  TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
+  TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
+  // 2. Cache.
+  if (!request.options().force_retune()) {
+    absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
+    if (hit.ok()) {
+      metrics_->cache.Add({{"result", "hit"}}).Increment();
+      absl::MutexLock l(&mu_);
+      const std::string name = NewOperation(arch, parsed.key);
+      operations_[name].op.mutable_metadata()->set_cache_hit(true);
+      FinishOperation(name, *hit);
+      if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+      return operations_.at(name).op;
+    }
+    if (!absl::IsNotFound(hit.status())) return hit.status();
+  }
+  metrics_->cache.Add({{"result", "miss"}}).Increment();
+  const bool now = request.options().mode() == tir::v1::COMPILE_MODE_HEURISTIC_NOW;
+  // 3. An identical job in flight takes the request.
+  {
+    absl::MutexLock l(&mu_);
+    auto job = jobs_.find(parsed.key);
+    if (job != jobs_.end() && !job->second.cancelled && !now && HasLiveWorker(arch)) {
+      const std::string name = NewOperation(arch, parsed.key);
+      operations_[name].job = parsed.key;
+      job->second.operations.push_back(name);
+      job->second.priority = std::max(job->second.priority, request.options().priority());
+      if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+      UpdateProgress(parsed.key);
+      return operations_.at(name).op;
+    }
+  }
+  // 4. Plan (outside the lock: it is the slow part).
+  std::vector<tuning::KernelWork> plan;
+  TIR_ASSIGN_OR_RETURN(parsed, KeyOf(request.graph(), request.options(), arch, &plan));
+  bool answerNow;
+  {
+    absl::MutexLock l(&mu_);
+    answerNow = now || !HasLiveWorker(arch);
+  }
+  if (answerNow && !now && !options_.default_without_worker) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "NO_WORKER_FOR_ARCH",
+                     absl::StrCat("no worker for ", arch, " is registered"));
+  }
+  std::optional<absl::StatusOr<tir::v1::KernelBundle>> untuned;
+  if (answerNow) untuned = DefaultBundle(parsed.key, parsed, arch, plan);
+  absl::MutexLock l(&mu_);
+  const std::string name = NewOperation(arch, parsed.key);
+  if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+  auto job = jobs_.find(parsed.key);
+  if (job == jobs_.end() || job->second.cancelled) {
+    TIR_RETURN_IF_ERROR(StartJob(parsed.key, request, parsed, std::move(plan)));
+    job = jobs_.find(parsed.key);
+  }
+  if (untuned) {
+    FinishOperation(name, *untuned);
+  } else {
+    operations_[name].job = parsed.key;
+    job->second.operations.push_back(name);
+  }
+  UpdateProgress(parsed.key);
+  Advance(parsed.key);
+  return operations_.at(name).op;
+}
+
+absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
+                                   std::vector<tuning::KernelWork> plan) {
+  tir::v1::CompileRequest persisted = request;
+  persisted.clear_request_id();
+  TIR_RETURN_IF_ERROR(store_->Put(store::Family::kJobs, "job/" + key, persisted.SerializeAsString(), true));
+  Job &job = jobs_[key];
+  job.key = key;
+  job.request = persisted;
+  job.fingerprint = parsed.fingerprint;
+  job.arch = request.options().target_arch();
+  job.priority = request.options().priority();
+  job.start = absl::Now();
+  TunerConfig config = options_.tuner;
+  if (request.options().budget().max_candidates_per_kernel() > 0) {
+    config.width = request.options().budget().max_candidates_per_kernel();
+  }
+  for (tuning::KernelWork &w : plan) {
+    KernelJob k;
+    k.tuner = std::make_unique<KernelTuner>(w.item.candidates_size(), w.default_position,
+                                            static_cast<int>(w.space_size), config);
+    k.work = std::move(w);
+    job.kernels.push_back(std::move(k));
+  }
+  return absl::OkStatus();
+}
+
+void Coordinator::Advance(const std::string &key) {
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  Job &job = it->second;
+  bool allDone = true;
+  for (size_t k = 0; k < job.kernels.size(); ++k) {
+    KernelJob &kj = job.kernels[k];
+    if (kj.tuner->done()) {
+      if (!kj.tuner->outcome().ok()) {
+        EndJob(key, Annotate(kj.tuner->outcome(), absl::StrCat("kernel ", k)));
+        return;
+      }
+      continue;
+    }
+    allDone = false;
+    std::optional<KernelTuner::Round> round = kj.tuner->Next();
+    if (!round) continue;  // a round is in flight
+    Queued q;
+    q.job = key;
+    q.kernel = static_cast<int>(k);
+    q.round = round->number;
+    q.priority = job.priority;
+    q.seq = ++next_id_;
+    q.queued_at = absl::Now();
+    q.item = kj.work.item;
+    q.item.clear_candidates();
+    for (int p : round->positions) *q.item.add_candidates() = kj.work.item.candidates(p);
+    *q.item.mutable_policy() = round->policy;
+    queue_.push_back(std::move(q));
+  }
+  if (allDone) {
+    // 5. Assemble, store, answer.
+    tir::v1::KernelBundle b;
+    b.set_key(key);
+    b.set_name("kernels/" + key);
+    b.set_graph_fingerprint(job.fingerprint);
+    b.set_arch(job.arch);
+    tir::v1::TuningSummary *t = b.mutable_tuning();
+    t->set_tuned(true);
+    t->set_policy(TuningPolicy(options_.tuner));
+    bool defaultsMeasured = true;
+    for (size_t k = 0; k < job.kernels.size(); ++k) {
+      KernelJob &kj = job.kernels[k];
+      const int w = kj.tuner->winner();
+      const tir::v1::CandidateWork &cw = kj.work.item.candidates(w);
+      tir::v1::KernelEntry *e = b.add_kernels();
+      e->set_partition(static_cast<uint32_t>(k));
+      e->set_kind(kj.work.kind);
+      const tir::v1::CandidateResult &r = kj.best[w];
+      e->set_format(r.format());
+      e->set_binary(kj.binaries[w]);
+      e->set_entry_symbol(cw.entry_symbol());
+      *e->mutable_launch() = cw.launch();
+      *e->mutable_arguments() = cw.arguments();
+      *e->mutable_candidate() = cw.candidate();
+      *e->mutable_measurement() = r.measurement();
+      *e->mutable_verification() = r.verification();
+      *e->mutable_compile_info() = r.compile_info();
+      e->set_source(cw.source());
+      t->set_candidates_total(t->candidates_total() + static_cast<uint32_t>(kj.work.space_size));
+      t->set_candidates_measured(t->candidates_measured() + kj.tuner->measured());
+      t->set_candidates_failed(t->candidates_failed() + kj.tuner->failed());
+      t->set_best_seconds(t->best_seconds() + kj.tuner->Median(w));
+      const double d = kj.tuner->Median(kj.tuner->default_position());
+      if (d <= 0) defaultsMeasured = false;
+      t->set_default_seconds(t->default_seconds() + d);
+      if (k == 0) {
+        tir::v1::Provenance *p = b.mutable_provenance();
+        p->set_arch(job.arch);
+        p->set_tir_version(kTirVersion);
+        p->set_codegen_version(kCodegenVersion);
+        p->set_worker(kj.workers[w]);
+        auto wk = workers_.find(kj.workers[w]);
+        if (wk != workers_.end()) {
+          p->set_device_name(wk->second.capabilities.device_name());
+          p->set_driver_version(wk->second.capabilities.driver_version());
+          p->set_nvrtc_version(wk->second.capabilities.nvrtc_version());
+          p->set_host_compiler(wk->second.capabilities.host_compiler());
+        }
+        *p->mutable_measure_time() = TimeUtil::GetCurrentTime();
+      }
+    }
+    if (!defaultsMeasured) t->set_default_seconds(0);
+    *b.mutable_create_time() = TimeUtil::GetCurrentTime();
+    if (t->default_seconds() > 0 && t->best_seconds() > 0) metrics_->speedup.Observe(t->default_seconds() / t->best_seconds());
+    metrics_->tune_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
+    absl::Status stored = store_->PutKernel(b);
+    if (!stored.ok()) {
+      EndJob(key, stored);
+      return;
+    }
+    EndJob(key, b);
+    return;
+  }
+  UpdateProgress(key);
+  Touch();
+}
+
+void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::KernelBundle> &result) {
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  for (const std::string &op : it->second.operations) FinishOperation(op, result);
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const Queued &q) { return q.job == key; }), queue_.end());
+  // Leases of the job are dropped: heartbeats tell their workers to stop, and
+  // a late report is acknowledged as a duplicate.
+  for (auto l = leases_.begin(); l != leases_.end();) {
+    if (l->second.work.job == key) {
+      reported_.insert(l->first);
+      l = leases_.erase(l);
+    } else {
+      ++l;
+    }
+  }
+  IgnoreError(store_->Delete(store::Family::kJobs, "job/" + key), "a finished job's record stays until the next resume");
+  jobs_.erase(it);
+  Touch();
+}
+
+void Coordinator::UpdateProgress(const std::string &key) {
+  auto it = jobs_.find(key);
+  if (it == jobs_.end()) return;
+  const Job &job = it->second;
+  tir::v1::CompileProgress p;
+  bool leased = false;
+  for (const auto &[id, lease] : leases_) leased |= lease.work.job == key;
+  p.set_stage(leased ? tir::v1::STAGE_TUNING : tir::v1::STAGE_QUEUED);
+  p.set_partitions(static_cast<uint32_t>(job.kernels.size()));
+  for (const KernelJob &k : job.kernels) {
+    p.set_candidates_total(p.candidates_total() + static_cast<uint32_t>(k.work.item.candidates_size()));
+    p.set_candidates_measured(p.candidates_measured() + k.tuner->measured());
+    p.set_candidates_failed(p.candidates_failed() + k.tuner->failed());
+  }
+  for (const std::string &op : job.operations) {
+    auto o = operations_.find(op);
+    if (o == operations_.end() || o->second.op.done()) continue;
+    *o->second.op.mutable_metadata()->mutable_progress() = p;
+    ++o->second.version;
+  }
+}
+
+absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::string &key, const Parsed &parsed,
+                                                                 const std::string &arch,
+                                                                 const std::vector<tuning::KernelWork> &plan) {
+  TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
+  tir::v1::KernelBundle b;
+  b.set_key(key);
+  b.set_name("kernels/" + key);
+  b.set_graph_fingerprint(parsed.fingerprint);
+  b.set_arch(arch);
+  b.mutable_tuning()->set_tuned(false);
+  b.mutable_tuning()->set_policy(parsed.policy);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const tuning::KernelWork &w = plan[k];
+    const int pos = w.default_position >= 0 ? w.default_position : 0;
+    const tir::v1::CandidateWork &cw = w.item.candidates(pos);
+    tir::v1::KernelEntry *e = b.add_kernels();
+    e->set_partition(static_cast<uint32_t>(k));
+    e->set_kind(w.kind);
+    const absl::Time start = absl::Now();
+    if (info.is_gpu) {
+      nvrtc::CompileOptions o;
+      o.arch = arch;
+      o.headers = {{"tir_runtime.h", codegen::RuntimeHeader()}};
+      bool hit = false;
+      TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel c, compile_cache_.Compile(cw.source(), o, &hit));
+      e->set_format(tir::v1::BINARY_FORMAT_CUBIN);
+      e->set_binary(c.cubin);
+      e->mutable_compile_info()->set_registers(std::max(0, c.registers));
+      e->mutable_compile_info()->set_spill_bytes(c.spill_bytes);
+      e->mutable_compile_info()->set_cache_hit(hit);
+      b.mutable_provenance()->set_nvrtc_version(nvrtc::Version());
+    } else {
+      TIR_ASSIGN_OR_RETURN(std::string so, codegen::CompileHostObject(cw.source(), options_.work_dir + "/host"));
+      std::ifstream in(so, std::ios::binary);
+      e->set_format(tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
+      e->set_binary(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    metrics_->compile_seconds.Observe(seconds);
+    e->mutable_compile_info()->set_compile_seconds(seconds);
+    e->set_entry_symbol(cw.entry_symbol());
+    *e->mutable_launch() = cw.launch();
+    *e->mutable_candidate() = cw.candidate();
+    e->set_source(cw.source());
+    b.mutable_tuning()->set_candidates_total(b.tuning().candidates_total() + static_cast<uint32_t>(w.space_size));
+  }
+  b.mutable_provenance()->set_arch(arch);
+  b.mutable_provenance()->set_tir_version(kTirVersion);
+  b.mutable_provenance()->set_codegen_version(kCodegenVersion);
+  *b.mutable_create_time() = TimeUtil::GetCurrentTime();
+  return b;
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &name) {
+  absl::MutexLock l(&mu_);
+  auto it = operations_.find(name);
+  if (it == operations_.end()) return NotFound("no operation " + name);
+  return it->second.op;
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string &name, absl::Duration timeout,
+                                                              int64_t *version) {
+  const absl::Time end = absl::Now() + timeout;
+  absl::MutexLock l(&mu_);
+  for (;;) {
+    auto it = operations_.find(name);
+    if (it == operations_.end()) return NotFound("no operation " + name);
+    const bool changed = version != nullptr && *version >= 0 && it->second.version != *version;
+    if (it->second.op.done() || changed || absl::Now() >= end || stopping_) {
+      if (version != nullptr) *version = it->second.version;
+      return it->second.op;
+    }
+    changed_.WaitWithDeadline(&mu_, end);
+  }
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::string &name) {
+  absl::MutexLock l(&mu_);
+  auto it = operations_.find(name);
+  if (it == operations_.end()) return NotFound("no operation " + name);
+  const std::string key = it->second.job;
+  FinishOperation(name, MakeError(absl::StatusCode::kCancelled, "CANCELLED", "cancelled by the client"));
+  auto job = jobs_.find(key);
+  if (job != jobs_.end()) {
+    // The job stops once no operation waits for it.
+    auto &ops = job->second.operations;
+    ops.erase(std::remove(ops.begin(), ops.end(), name), ops.end());
+    if (ops.empty()) {
+      job->second.cancelled = true;
+      EndJob(key, MakeError(absl::StatusCode::kCancelled, "CANCELLED", "cancelled by the client"));
+    }
+  }
+  Touch();
+  return operations_.at(name).op;
+}
+
+absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const tir::v1::LookupKernelRequest &request) {
+  const std::string arch = request.options().target_arch();
+  TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
+  TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
+  tir::v1::LookupKernelResponse out;
+  out.set_key(parsed.key);
+  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
+  metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
+  if (hit.ok()) {
+    out.set_found(true);
+    *out.mutable_bundle() = *std::move(hit);
+  } else if (!absl::IsNotFound(hit.status())) {
+    return hit.status();
+  }
+  return out;
+}
+
+absl::StatusOr<tir::v1::KernelBundle> Coordinator::GetKernel(const std::string &name, bool metadata_only) {
+  TIR_ASSIGN_OR_RETURN(tir::v1::KernelBundle b, store_->GetKernel(KeyFromName(name)));
+  if (metadata_only) {
+    for (auto &k : *b.mutable_kernels()) {
+      k.clear_binary();
+      k.clear_source();
+    }
+  }
+  return b;
+}
+
+absl::StatusOr<tir::v1::ListKernelsResponse> Coordinator::ListKernels(const tir::v1::ListKernelsRequest &request) {
+  const uint32_t size = request.page_size() == 0 ? 100 : std::min(request.page_size(), 1000u);
+  TIR_ASSIGN_OR_RETURN(store::KernelPage page, store_->ListKernels(size, request.page_token(), request.arch()));
+  tir::v1::ListKernelsResponse out;
+  for (auto &k : page.kernels) *out.add_kernels() = std::move(k);
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+absl::StatusOr<tir::v1::DeleteKernelResponse> Coordinator::DeleteKernel(const std::string &name) {
+  TIR_ASSIGN_OR_RETURN(bool deleted, store_->DeleteKernel(KeyFromName(name)));
+  tir::v1::DeleteKernelResponse out;
+  out.set_deleted(deleted);
+  return out;
+}
+
+tir::v1::ListWorkersResponse Coordinator::ListWorkers(const std::string &arch) {
+  absl::MutexLock l(&mu_);
+  tir::v1::ListWorkersResponse out;
+  for (const auto &[name, w] : workers_) {
+    if (!arch.empty() && w.capabilities.arch() != arch) continue;
+    tir::v1::WorkerInfo *i = out.add_workers();
+    i->set_name(name);
+    i->set_backend(w.capabilities.backend());
+    i->set_arch(w.capabilities.arch());
+    i->set_device_name(w.capabilities.device_name());
+    i->set_state(w.state);
+    uint32_t active = 0;
+    for (const auto &[id, lease] : leases_) active += lease.worker == name;
+    i->set_active_leases(active);
+    i->set_candidates_measured(w.measured);
+    *i->mutable_last_heartbeat() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(w.last_heartbeat));
+  }
+  return out;
+}
+
+absl::StatusOr<tir::v1::RegisterWorkerResponse> Coordinator::RegisterWorker(const tir::v1::RegisterWorkerRequest &request) {
+  const tir::v1::WorkerCapabilities &caps = request.capabilities();
+  if (caps.backend() != "cuda" && caps.backend() != "host") {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "backend must be cuda or host");
+  }
+  TIR_RETURN_IF_ERROR(target::LookupArch(caps.arch()).status());
+  absl::MutexLock l(&mu_);
+  std::string name = request.name();
+  if (name.empty() || !workers_.count(name)) name = absl::StrCat("workers/", ++next_id_);
+  WorkerEntry &w = workers_[name];
+  w.capabilities = caps;
+  w.last_heartbeat = absl::Now();
+  w.state = "ready";
+  tir::v1::RegisterWorkerResponse out;
+  out.set_name(name);
+  *out.mutable_heartbeat_interval() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  *out.mutable_lost_after() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.lost_after));
+  Touch();
+  return out;
+}
+
+absl::StatusOr<tir::v1::HeartbeatResponse> Coordinator::Heartbeat(const tir::v1::HeartbeatRequest &request) {
+  absl::MutexLock l(&mu_);
+  tir::v1::HeartbeatResponse out;
+  auto it = workers_.find(request.name());
+  if (it == workers_.end() || it->second.state == "lost") {
+    out.set_reregister(true);
+    return out;
+  }
+  it->second.last_heartbeat = absl::Now();
+  it->second.measured = request.candidates_measured();
+  it->second.state = request.state() == tir::v1::WORKER_STATE_DRAINING ? "draining"
+                     : request.state() == tir::v1::WORKER_STATE_BUSY   ? "busy"
+                                                                        : "ready";
+  for (const std::string &id : request.lease_ids()) {
+    auto lease = leases_.find(id);
+    if (lease == leases_.end() || lease->second.worker != request.name() || lease->second.work.job.empty()) {
+      out.add_cancelled_lease_ids(id);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1::LeaseWorkRequest &request,
+                                                                  absl::Time deadline) {
+  const absl::Duration wait = absl::Seconds(request.wait().seconds()) + absl::Nanoseconds(request.wait().nanos());
+  const absl::Time end = std::min(deadline, absl::Now() + std::min(wait, absl::Seconds(30)));
+  absl::MutexLock l(&mu_);
+  tir::v1::LeaseWorkResponse out;
+  for (;;) {
+    auto w = workers_.find(request.name());
+    if (w == workers_.end() || w->second.state == "lost") {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
+    }
+    w->second.last_heartbeat = absl::Now();
+    const std::string arch = w->second.capabilities.arch();
+    const uint32_t max = std::max(1u, request.max_items());
+    while (static_cast<uint32_t>(out.items_size()) < max) {
+      // Highest priority first, then oldest.
+      auto best = queue_.end();
+      for (auto q = queue_.begin(); q != queue_.end(); ++q) {
+        if (q->item.arch() != arch) continue;
+        if (best == queue_.end() || q->priority > best->priority ||
+            (q->priority == best->priority && q->seq < best->seq)) {
+          best = q;
+        }
+      }
+      if (best == queue_.end()) break;
+      Lease lease{std::move(*best), request.name()};
+      queue_.erase(best);
+      const std::string id = absl::StrCat("leases/", ++next_id_);
+      lease.work.item.set_lease_id(id);
+      lease.work.item.set_attempt(lease.work.attempts + 1);
+      *lease.work.item.mutable_deadline() =
+          TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now() + options_.lost_after));
+      metrics_->queue_wait_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
+      lease.work.queued_at = absl::Now();
+      *out.add_items() = lease.work.item;
+      const std::string job = lease.work.job;
+      leases_[id] = std::move(lease);
+      UpdateProgress(job);
+    }
+    if (out.items_size() > 0 || absl::Now() >= end || stopping_) break;
+    changed_.WaitWithDeadline(&mu_, end);
+  }
+  Touch();
+  return out;
+}
+
+void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results,
+                              const std::string &worker) {
+  auto job = jobs_.find(work.job);
+  if (job == jobs_.end() || work.kernel >= static_cast<int>(job->second.kernels.size())) return;
+  KernelJob &kj = job->second.kernels[work.kernel];
+  // Map the item's candidates back to positions in the kernel's list.
+  std::vector<int> positions;
+  for (const tir::v1::CandidateWork &c : work.item.candidates()) {
+    int pos = -1;
+    for (int p = 0; p < kj.work.item.candidates_size(); ++p) {
+      if (kj.work.item.candidates(p).candidate_index() == c.candidate_index()) pos = p;
+    }
+    positions.push_back(pos);
+  }
+  for (size_t i = 0; i < results.size() && i < positions.size(); ++i) {
+    const tir::v1::CandidateResult &r = results[i];
+    metrics_->measured.Increment();
+    tir::v1::CandidateResult trial = r;
+    trial.clear_binary();
+    IgnoreError(store_->Put(store::Family::kTrials,
+                            absl::StrFormat("%s/%d/%d/%d/%s", work.job, work.kernel, r.candidate_index(), work.round,
+                                            work.item.lease_id()),
+                            trial.SerializeAsString(), false),
+                "a trial record is kept for analysis only");
+    if (r.verification().verdict() == tir::v1::VERDICT_PASSED && positions[i] >= 0) {
+      if (!r.binary().empty()) kj.binaries[positions[i]] = r.binary();
+      kj.best[positions[i]] = trial;
+      kj.workers[positions[i]] = worker;
+    }
+  }
+  kj.tuner->Record(work.round, results);
+}
+
+absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const tir::v1::ReportResultRequest &request) {
+  absl::MutexLock l(&mu_);
+  tir::v1::ReportResultResponse out;
+  auto it = leases_.find(request.lease_id());
+  if (it == leases_.end()) {
+    if (reported_.count(request.lease_id())) {
+      out.set_duplicate(true);
+      return out;
+    }
+    return MakeError(absl::StatusCode::kFailedPrecondition, "LEASE_EXPIRED",
+                     absl::StrCat(request.lease_id(), " is not held (expired and re-queued, or unknown)"));
+  }
+  if (it->second.worker != request.name()) {
+    return MakeError(absl::StatusCode::kPermissionDenied, "LEASE_EXPIRED",
+                     absl::StrCat(request.lease_id(), " is held by another worker"));
+  }
+  Lease lease = std::move(it->second);
+  leases_.erase(it);
+  reported_.insert(request.lease_id());
+  metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
+  out.set_accepted(true);
+  if (!lease.work.job.empty()) {
+    std::vector<tir::v1::CandidateResult> results(request.results().begin(), request.results().end());
+    RecordRound(lease.work, results, request.name());
+    Advance(lease.work.job);
+  }
+  Touch();
+  return out;
+}
+
+void Coordinator::Requeue(Lease lease, bool count_attempt) {
+  if (lease.work.job.empty() || !jobs_.count(lease.work.job)) return;
+  if (count_attempt) ++lease.work.attempts;
+  if (lease.work.attempts >= options_.max_attempts) {
+    // Given up: the item's candidates fail as faults.
+    std::vector<tir::v1::CandidateResult> results;
+    for (const auto &c : lease.work.item.candidates()) {
+      tir::v1::CandidateResult r;
+      r.set_candidate_index(c.candidate_index());
+      r.mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+      r.mutable_verification()->set_detail(absl::StrCat("lost with its worker ", lease.work.attempts, " times"));
+      results.push_back(r);
+    }
+    const std::string job = lease.work.job;
+    RecordRound(lease.work, results, "");
+    Advance(job);
+    return;
+  }
+  lease.work.item.clear_lease_id();
+  lease.work.queued_at = absl::Now();
+  queue_.push_back(std::move(lease.work));
+}
+
+absl::StatusOr<tir::v1::DrainResponse> Coordinator::Drain(const tir::v1::DrainRequest &request) {
+  absl::MutexLock l(&mu_);
+  tir::v1::DrainResponse out;
+  for (const std::string &id : request.returned_lease_ids()) {
+    auto it = leases_.find(id);
+    if (it == leases_.end() || it->second.worker != request.name()) continue;
+    Lease lease = std::move(it->second);
+    leases_.erase(it);
+    Requeue(std::move(lease), false);
+    out.set_requeued(out.requeued() + 1);
+  }
+  // Anything else it still held is lost with it.
+  for (auto it = leases_.begin(); it != leases_.end();) {
+    if (it->second.worker == request.name()) {
+      Lease lease = std::move(it->second);
+      it = leases_.erase(it);
+      Requeue(std::move(lease), true);
+    } else {
+      ++it;
+    }
+  }
+  workers_.erase(request.name());
+  Touch();
+  return out;
+}
+
+void Coordinator::Reap() {
+  absl::MutexLock l(&mu_);
+  while (!stopping_) {
+    changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+    if (stopping_) break;
+    const absl::Time now = absl::Now();
+    std::map<std::string, std::map<std::string, int>> byArch;
+    for (auto &[name, w] : workers_) {
+      if (w.state != "lost" && now - w.last_heartbeat > options_.lost_after) {
+        w.state = "lost";
+        for (auto it = leases_.begin(); it != leases_.end();) {
+          if (it->second.worker == name) {
+            Lease lease = std::move(it->second);
+            it = leases_.erase(it);
+            Requeue(std::move(lease), true);
+          } else {
+            ++it;
+          }
+        }
+        Touch();
+      }
+      ++byArch[w.capabilities.arch()][w.state];
+    }
+    for (const char *state : {"ready", "busy", "draining", "lost"}) {
+      for (auto &[arch, states] : byArch) {
+        metrics_->workers.Add({{"arch", arch}, {"state", state}}).Set(states.count(state) ? states[state] : 0);
+      }
+    }
+  }
+}
+
+int Coordinator::jobs_in_flight() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(jobs_.size());
+}
+
+int Coordinator::queue_depth() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(queue_.size());
+}
+
+}  // namespace tir::coordinator

@@ -1,0 +1,189 @@
+// The coordinator's logic, without the RPC layer: compile requests, the
+// kernel cache, tuning jobs, the lease queue and the worker registry.
+//
+// Algorithm of a compile request:
+//  1. parse and verify the graph, fingerprint it, derive the cache key
+//     (fingerprint, arch, codegen version, NVRTC version, tuning policy);
+//  2. a stored bundle under the key answers at once (cache hit);
+//  3. else an identical job in flight takes the request (one tuning for all);
+//  4. else plan the graph, persist the job (so a restart resumes it), and
+//     queue round 0 of every kernel's tuning (KernelTuner) for workers of the
+//     arch; each reported round queues the next;
+//  5. when every kernel has a winner, the bundle is stored (synced) and every
+//     operation waiting on the job completes with it.
+// Without a worker of the arch (or in heuristic-now mode) the request is
+// answered at once with the default candidates compiled here, marked
+// untuned, while the job waits for a worker.
+
+#ifndef TIR_SERVER_COORDINATOR_COORDINATOR_H_
+#define TIR_SERVER_COORDINATOR_COORDINATOR_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "compiler/nvrtc/compile_cache.h"
+#include "prometheus/registry.h"
+#include "server/coordinator/kernel_tuner.h"
+#include "server/store/kernel_store.h"
+#include "server/tuning/work_items.h"
+#include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/worker_service.grpc.pb.h"
+
+namespace tir::coordinator {
+
+struct CoordinatorOptions {
+  // Workers heartbeat this often and count as lost after `lost_after` without one.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  absl::Duration lost_after = absl::Seconds(5);
+  // A work item whose lease is lost this many times fails its candidates.
+  int max_attempts = 3;
+  TunerConfig tuner;
+  // Without a worker of the arch: answer with the default candidates
+  // compiled here (true) or fail with NO_WORKER_FOR_ARCH (false).
+  bool default_without_worker = true;
+  // Where the coordinator builds default candidates (host objects, cubins).
+  std::string work_dir = "/tmp/tir-coordinator";
+};
+
+class Coordinator {
+ public:
+  Coordinator(CoordinatorOptions options, std::shared_ptr<store::KernelStore> store,
+              std::shared_ptr<prometheus::Registry> registry);
+  ~Coordinator();
+
+  // Resumes the jobs the store holds and starts the lease reaper.
+  absl::Status Start();
+  void Shutdown();
+
+  // Client API.
+  absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::CompileRequest &request);
+  absl::StatusOr<tir::v1::Operation> GetOperation(const std::string &name);
+  // Waits until the operation is done, its progress changes past `version`
+  // (when >= 0), or `timeout`; `version` is updated.
+  absl::StatusOr<tir::v1::Operation> WaitOperation(const std::string &name, absl::Duration timeout,
+                                                   int64_t *version = nullptr);
+  absl::StatusOr<tir::v1::Operation> CancelOperation(const std::string &name);
+  absl::StatusOr<tir::v1::LookupKernelResponse> LookupKernel(const tir::v1::LookupKernelRequest &request);
+  absl::StatusOr<tir::v1::KernelBundle> GetKernel(const std::string &name, bool metadata_only);
+  absl::StatusOr<tir::v1::ListKernelsResponse> ListKernels(const tir::v1::ListKernelsRequest &request);
+  absl::StatusOr<tir::v1::DeleteKernelResponse> DeleteKernel(const std::string &name);
+  tir::v1::ListWorkersResponse ListWorkers(const std::string &arch);
+
+  // Worker API.
+  absl::StatusOr<tir::v1::RegisterWorkerResponse> RegisterWorker(const tir::v1::RegisterWorkerRequest &request);
+  absl::StatusOr<tir::v1::HeartbeatResponse> Heartbeat(const tir::v1::HeartbeatRequest &request);
+  // Long-polls up to the request's wait (capped by `deadline`).
+  absl::StatusOr<tir::v1::LeaseWorkResponse> LeaseWork(const tir::v1::LeaseWorkRequest &request, absl::Time deadline);
+  absl::StatusOr<tir::v1::ReportResultResponse> ReportResult(const tir::v1::ReportResultRequest &request);
+  absl::StatusOr<tir::v1::DrainResponse> Drain(const tir::v1::DrainRequest &request);
+
+  // Jobs in flight and items queued (for tests and metrics).
+  int jobs_in_flight() const;
+  int queue_depth() const;
+
+ private:
+  struct Metrics;
+  struct KernelJob {
+    tuning::KernelWork work;
+    std::unique_ptr<KernelTuner> tuner;
+    std::map<int, std::string> binaries;            // position -> latest passing binary
+    std::map<int, tir::v1::CandidateResult> best;   // position -> latest passing result
+    std::map<int, std::string> workers;             // position -> worker that measured it
+  };
+  struct Job {
+    std::string key;
+    tir::v1::CompileRequest request;
+    std::string fingerprint;
+    std::string arch;
+    std::vector<KernelJob> kernels;
+    std::vector<std::string> operations;  // waiting for the tuned bundle
+    int priority = 0;
+    bool cancelled = false;
+    absl::Time start;
+  };
+  struct Queued {
+    std::string job;
+    int kernel = 0;
+    int round = 0;
+    tir::v1::WorkItem item;
+    int priority = 0;
+    int attempts = 0;
+    uint64_t seq = 0;
+    absl::Time queued_at;
+  };
+  struct Lease {
+    Queued work;
+    std::string worker;
+  };
+  struct WorkerEntry {
+    tir::v1::WorkerCapabilities capabilities;
+    absl::Time last_heartbeat;
+    std::string state = "ready";
+    uint64_t measured = 0;
+  };
+  struct OpEntry {
+    tir::v1::Operation op;
+    std::string job;
+    int64_t version = 0;
+  };
+  struct Parsed {
+    std::string key;
+    std::string fingerprint;
+    std::string policy;
+  };
+
+  absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
+                               const std::string &arch, std::vector<tuning::KernelWork> *plan);
+  std::string NewOperation(const std::string &arch, const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishOperation(const std::string &name, const absl::StatusOr<tir::v1::KernelBundle> &result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
+                        std::vector<tuning::KernelWork> plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Advance(const std::string &job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndJob(const std::string &job, const absl::StatusOr<tir::v1::KernelBundle> &result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Requeue(Lease lease, bool count_attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<tir::v1::KernelBundle> DefaultBundle(const std::string &key, const Parsed &parsed,
+                                                      const std::string &arch,
+                                                      const std::vector<tuning::KernelWork> &plan);
+  bool HasLiveWorker(const std::string &arch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateProgress(const std::string &job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Reap();
+  void Touch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  CoordinatorOptions options_;
+  std::shared_ptr<store::KernelStore> store_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Metrics> metrics_;
+  nvrtc::CompileCache compile_cache_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;
+  std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);              // by key
+  std::vector<Queued> queue_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);         // by lease id
+  std::set<std::string> reported_ ABSL_GUARDED_BY(mu_);              // lease ids already reported
+  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);  // by name
+  std::map<std::string, OpEntry> operations_ ABSL_GUARDED_BY(mu_);   // by name
+  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread reaper_;
+};
+
+// The tuning policy string folded into cache keys.
+std::string TuningPolicy(const TunerConfig &config);
+
+}  // namespace tir::coordinator
+
+#endif  // TIR_SERVER_COORDINATOR_COORDINATOR_H_

@@ -1,0 +1,17 @@
+// absl::Status -> grpc::Status, the one adapter at the RPC layer: the code,
+// "REASON: message" as the message, and a serialized tir.v1.Error (code,
+// reason, message) as the details, so clients branch on the reason.
+
+#ifndef TIR_SERVER_SERVICE_RPC_STATUS_H_
+#define TIR_SERVER_SERVICE_RPC_STATUS_H_
+
+#include "absl/status/status.h"
+#include "grpcpp/support/status.h"
+
+namespace tir::service {
+
+grpc::Status ToGrpc(const absl::Status &status);
+
+}  // namespace tir::service
+
+#endif  // TIR_SERVER_SERVICE_RPC_STATUS_H_

@@ -1,0 +1,181 @@
+#include "server/service/services.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "server/service/rpc_status.h"
+
+namespace tir::service {
+namespace {
+
+absl::Time DeadlineOf(const grpc::ServerContext &ctx) {
+  const auto d = ctx.deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(d);
+}
+
+template <typename T>
+absl::Status Assign(absl::StatusOr<T> r, T *out) {
+  if (!r.ok()) return r.status();
+  *out = *std::move(r);
+  return absl::OkStatus();
+}
+
+const char *CodeName(absl::StatusCode c) {
+  switch (c) {
+    case absl::StatusCode::kOk: return "OK";
+    case absl::StatusCode::kCancelled: return "CANCELLED";
+    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound: return "NOT_FOUND";
+    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
+    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
+    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    default: return "OTHER";
+  }
+}
+
+}  // namespace
+
+absl::Status CheckToken(const grpc::ServerContext &context, const std::string &token) {
+  if (token.empty()) return absl::OkStatus();
+  const auto &md = context.client_metadata();
+  auto it = md.find("authorization");
+  if (it != md.end() && std::string(it->second.data(), it->second.size()) == "Bearer " + token) return absl::OkStatus();
+  return MakeError(absl::StatusCode::kUnauthenticated, "UNAUTHENTICATED",
+                   it == md.end() ? "this call needs a token (authorization: Bearer <token>)" : "wrong token");
+}
+
+CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)
+    : c_(c),
+      tokens_(std::move(tokens)),
+      requests_(prometheus::BuildCounter()
+                    .Name("tir_requests_total")
+                    .Help("Client API calls by method and status code")
+                    .Register(registry)) {}
+
+grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) {
+  requests_.Add({{"method", method}, {"code", CodeName(s.code())}}).Increment();
+  return ToGrpc(s);
+}
+
+grpc::Status CompilerServiceImpl::Compile(grpc::ServerContext *ctx, const tir::v1::CompileRequest *req,
+                                          tir::v1::Operation *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.client);
+  if (s.ok()) s = Assign(c_->Compile(*req), out);
+  return Done("Compile", s);
+}
+
+grpc::Status CompilerServiceImpl::GetOperation(grpc::ServerContext *, const tir::v1::GetOperationRequest *req,
+                                               tir::v1::Operation *out) {
+  return Done("GetOperation", Assign(c_->GetOperation(req->name()), out));
+}
+
+grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const tir::v1::WaitOperationRequest *req,
+                                                tir::v1::Operation *out) {
+  absl::Duration timeout = req->has_timeout() ? absl::Seconds(req->timeout().seconds()) + absl::Nanoseconds(req->timeout().nanos())
+                                              : absl::Minutes(10);
+  // Answer a little before the caller's deadline, with the operation as it is.
+  timeout = std::min(timeout, DeadlineOf(*ctx) - absl::Now() - absl::Milliseconds(50));
+  return Done("WaitOperation", Assign(c_->WaitOperation(req->name(), std::max(timeout, absl::ZeroDuration())), out));
+}
+
+grpc::Status CompilerServiceImpl::WatchOperation(grpc::ServerContext *ctx, const tir::v1::WatchOperationRequest *req,
+                                                 grpc::ServerWriter<tir::v1::Operation> *writer) {
+  int64_t version = -1;
+  for (;;) {
+    absl::StatusOr<tir::v1::Operation> op = c_->WaitOperation(req->name(), absl::Seconds(1), &version);
+    if (!op.ok()) return Done("WatchOperation", op.status());
+    if (!writer->Write(*op) || op->done() || ctx->IsCancelled()) break;
+  }
+  return Done("WatchOperation", absl::OkStatus());
+}
+
+grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,
+                                                  tir::v1::Operation *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.client);
+  if (s.ok()) s = Assign(c_->CancelOperation(req->name()), out);
+  return Done("CancelOperation", s);
+}
+
+grpc::Status CompilerServiceImpl::GetKernel(grpc::ServerContext *, const tir::v1::GetKernelRequest *req,
+                                            tir::v1::KernelBundle *out) {
+  return Done("GetKernel", Assign(c_->GetKernel(req->name(), req->metadata_only()), out));
+}
+
+grpc::Status CompilerServiceImpl::LookupKernel(grpc::ServerContext *, const tir::v1::LookupKernelRequest *req,
+                                               tir::v1::LookupKernelResponse *out) {
+  return Done("LookupKernel", Assign(c_->LookupKernel(*req), out));
+}
+
+grpc::Status CompilerServiceImpl::ListKernels(grpc::ServerContext *, const tir::v1::ListKernelsRequest *req,
+                                              tir::v1::ListKernelsResponse *out) {
+  return Done("ListKernels", Assign(c_->ListKernels(*req), out));
+}
+
+grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const tir::v1::DeleteKernelRequest *req,
+                                               tir::v1::DeleteKernelResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.client);
+  if (s.ok()) s = Assign(c_->DeleteKernel(req->name()), out);
+  return Done("DeleteKernel", s);
+}
+
+grpc::Status CompilerServiceImpl::ListWorkers(grpc::ServerContext *, const tir::v1::ListWorkersRequest *req,
+                                              tir::v1::ListWorkersResponse *out) {
+  *out = c_->ListWorkers(req->arch());
+  return Done("ListWorkers", absl::OkStatus());
+}
+
+WorkerServiceImpl::WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)
+    : c_(c),
+      tokens_(std::move(tokens)),
+      requests_(prometheus::BuildCounter()
+                    .Name("tir_worker_requests_total")
+                    .Help("Worker API calls by method and status code")
+                    .Register(registry)) {}
+
+grpc::Status WorkerServiceImpl::Done(const char *method, const absl::Status &s) {
+  requests_.Add({{"method", method}, {"code", CodeName(s.code())}}).Increment();
+  return ToGrpc(s);
+}
+
+grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext *ctx, const tir::v1::RegisterWorkerRequest *req,
+                                               tir::v1::RegisterWorkerResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.worker);
+  if (s.ok()) s = Assign(c_->RegisterWorker(*req), out);
+  return Done("RegisterWorker", s);
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext *ctx, const tir::v1::HeartbeatRequest *req,
+                                          tir::v1::HeartbeatResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.worker);
+  if (s.ok()) s = Assign(c_->Heartbeat(*req), out);
+  return Done("Heartbeat", s);
+}
+
+grpc::Status WorkerServiceImpl::LeaseWork(grpc::ServerContext *ctx, const tir::v1::LeaseWorkRequest *req,
+                                          tir::v1::LeaseWorkResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.worker);
+  if (s.ok()) s = Assign(c_->LeaseWork(*req, DeadlineOf(*ctx) - absl::Milliseconds(50)), out);
+  return Done("LeaseWork", s);
+}
+
+grpc::Status WorkerServiceImpl::ReportResult(grpc::ServerContext *ctx, const tir::v1::ReportResultRequest *req,
+                                             tir::v1::ReportResultResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.worker);
+  if (s.ok()) s = Assign(c_->ReportResult(*req), out);
+  return Done("ReportResult", s);
+}
+
+grpc::Status WorkerServiceImpl::Drain(grpc::ServerContext *ctx, const tir::v1::DrainRequest *req,
+                                      tir::v1::DrainResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.worker);
+  if (s.ok()) s = Assign(c_->Drain(*req), out);
+  return Done("Drain", s);
+}
+
+}  // namespace tir::service

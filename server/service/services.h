@@ -1,0 +1,78 @@
+// The gRPC services of tir-coordinator over a Coordinator: the client API
+// (tir.v1.CompilerService) and the worker API (tir.v1.WorkerService), with
+// tokens checked from "authorization: Bearer <token>" metadata and request
+// counts by method and code.
+
+#ifndef TIR_SERVER_SERVICE_SERVICES_H_
+#define TIR_SERVER_SERVICE_SERVICES_H_
+
+#include <memory>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
+#include "server/coordinator/coordinator.h"
+#include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/worker_service.grpc.pb.h"
+
+namespace tir::service {
+
+struct Tokens {
+  // Required for Compile, CancelOperation and DeleteKernel when not empty.
+  std::string client;
+  // Required for every worker call when not empty.
+  std::string worker;
+};
+
+class CompilerServiceImpl final : public tir::v1::CompilerService::Service {
+ public:
+  CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry);
+  grpc::Status Compile(grpc::ServerContext *, const tir::v1::CompileRequest *, tir::v1::Operation *) override;
+  grpc::Status GetOperation(grpc::ServerContext *, const tir::v1::GetOperationRequest *, tir::v1::Operation *) override;
+  grpc::Status WaitOperation(grpc::ServerContext *, const tir::v1::WaitOperationRequest *, tir::v1::Operation *) override;
+  grpc::Status WatchOperation(grpc::ServerContext *, const tir::v1::WatchOperationRequest *,
+                              grpc::ServerWriter<tir::v1::Operation> *) override;
+  grpc::Status CancelOperation(grpc::ServerContext *, const tir::v1::CancelOperationRequest *,
+                               tir::v1::Operation *) override;
+  grpc::Status GetKernel(grpc::ServerContext *, const tir::v1::GetKernelRequest *, tir::v1::KernelBundle *) override;
+  grpc::Status LookupKernel(grpc::ServerContext *, const tir::v1::LookupKernelRequest *,
+                            tir::v1::LookupKernelResponse *) override;
+  grpc::Status ListKernels(grpc::ServerContext *, const tir::v1::ListKernelsRequest *,
+                           tir::v1::ListKernelsResponse *) override;
+  grpc::Status DeleteKernel(grpc::ServerContext *, const tir::v1::DeleteKernelRequest *,
+                            tir::v1::DeleteKernelResponse *) override;
+  grpc::Status ListWorkers(grpc::ServerContext *, const tir::v1::ListWorkersRequest *,
+                           tir::v1::ListWorkersResponse *) override;
+
+ private:
+  grpc::Status Done(const char *method, const absl::Status &s);
+  coordinator::Coordinator *c_;
+  Tokens tokens_;
+  prometheus::Family<prometheus::Counter> &requests_;
+};
+
+class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
+ public:
+  WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry);
+  grpc::Status RegisterWorker(grpc::ServerContext *, const tir::v1::RegisterWorkerRequest *,
+                              tir::v1::RegisterWorkerResponse *) override;
+  grpc::Status Heartbeat(grpc::ServerContext *, const tir::v1::HeartbeatRequest *, tir::v1::HeartbeatResponse *) override;
+  grpc::Status LeaseWork(grpc::ServerContext *, const tir::v1::LeaseWorkRequest *, tir::v1::LeaseWorkResponse *) override;
+  grpc::Status ReportResult(grpc::ServerContext *, const tir::v1::ReportResultRequest *,
+                            tir::v1::ReportResultResponse *) override;
+  grpc::Status Drain(grpc::ServerContext *, const tir::v1::DrainRequest *, tir::v1::DrainResponse *) override;
+
+ private:
+  grpc::Status Done(const char *method, const absl::Status &s);
+  coordinator::Coordinator *c_;
+  Tokens tokens_;
+  prometheus::Family<prometheus::Counter> &requests_;
+};
+
+// Checks "authorization: Bearer <token>" against `token` (always OK when
+// `token` is empty). Errors: UNAUTHENTICATED.
+absl::Status CheckToken(const grpc::ServerContext &context, const std::string &token);
+
+}  // namespace tir::service
+
+#endif  // TIR_SERVER_SERVICE_SERVICES_H_
