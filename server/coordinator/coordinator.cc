@@ -1,6 +1,7 @@
 #include "server/coordinator/coordinator.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -93,6 +94,8 @@ tir::v1::Error ToError(const absl::Status &s) {
   return e;
 }
 
+constexpr char kCachedPrefix[] = "operations/cached.";
+
 std::string KeyFromName(const std::string &name) {
   return absl::StartsWith(name, "kernels/") ? name.substr(8) : name;
 }
@@ -150,6 +153,15 @@ absl::Status Coordinator::Start() {
 absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSource &source,
                                                        const tir::v1::CompileOptions &options, const std::string &arch,
                                                        std::vector<tuning::KernelWork> *plan) {
+  // The same request bytes always give the same key: a hash of them skips
+  // parsing on the hot (cache-hit) path.
+  const std::string raw = Sha256Hex(absl::StrCat(source.SerializeAsString(), "\n", arch, "\n",
+                                                 options.budget().max_candidates_per_kernel()));
+  if (plan == nullptr) {
+    absl::MutexLock l(&parsed_mu_);
+    auto it = parsed_.find(raw);
+    if (it != parsed_.end()) return it->second;
+  }
   auto context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphSource(source, context.get()));
   for (mlir::Type t : loaded.graph.getArgumentTypes()) {
@@ -172,6 +184,9 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
     tir::v1::MeasurementPolicy policy;
     TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy));
   }
+  absl::MutexLock l(&parsed_mu_);
+  if (parsed_.size() >= 100000) parsed_.clear();  // bounded; it refills from traffic
+  parsed_[raw] = p;
   return p;
 }
 
@@ -228,12 +243,9 @@ absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRe
     absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
     if (hit.ok()) {
       metrics_->cache.Add({{"result", "hit"}}).Increment();
-      absl::MutexLock l(&mu_);
-      const std::string name = NewOperation(arch, parsed.key);
-      operations_[name].op.mutable_metadata()->set_cache_hit(true);
-      FinishOperation(name, *hit);
-      if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
-      return operations_.at(name).op;
+      // Answered from the store; the operation is not kept (its name says
+      // where to find it again).
+      return CachedOperation(*std::move(hit));
     }
     if (!absl::IsNotFound(hit.status())) return hit.status();
   }
@@ -505,7 +517,27 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
   return b;
 }
 
+tir::v1::Operation Coordinator::CachedOperation(tir::v1::KernelBundle bundle) {
+  tir::v1::Operation op;
+  op.set_name(absl::StrCat(kCachedPrefix, bundle.key()));
+  op.set_done(true);
+  tir::v1::CompileMetadata *m = op.mutable_metadata();
+  m->set_key(bundle.key());
+  m->set_cache_hit(true);
+  m->set_target_arch(bundle.arch());
+  m->mutable_progress()->set_stage(tir::v1::STAGE_DONE);
+  *m->mutable_create_time() = *m->mutable_end_time() = TimeUtil::GetCurrentTime();
+  *op.mutable_response() = std::move(bundle);
+  return op;
+}
+
 absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &name) {
+  if (absl::StartsWith(name, kCachedPrefix)) {
+    absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(name.substr(std::strlen(kCachedPrefix)));
+    if (absl::IsNotFound(b.status())) return NotFound("no operation " + name);
+    TIR_RETURN_IF_ERROR(b.status());
+    return CachedOperation(*std::move(b));
+  }
   absl::MutexLock l(&mu_);
   auto it = operations_.find(name);
   if (it == operations_.end()) return NotFound("no operation " + name);
@@ -514,6 +546,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &
 
 absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string &name, absl::Duration timeout,
                                                               int64_t *version) {
+  if (absl::StartsWith(name, kCachedPrefix)) return GetOperation(name);
   const absl::Time end = absl::Now() + timeout;
   absl::MutexLock l(&mu_);
   for (;;) {
@@ -529,6 +562,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string 
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::string &name) {
+  if (absl::StartsWith(name, kCachedPrefix)) return GetOperation(name);  // done already
   absl::MutexLock l(&mu_);
   auto it = operations_.find(name);
   if (it == operations_.end()) return NotFound("no operation " + name);
@@ -819,6 +853,21 @@ void Coordinator::Reap() {
     changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
     if (stopping_) break;
     const absl::Time now = absl::Now();
+    // Finished operations are kept for ten minutes.
+    if (now - last_prune_ > absl::Seconds(10)) {
+      last_prune_ = now;
+      for (auto it = operations_.begin(); it != operations_.end();) {
+        const auto &end = it->second.op.metadata().end_time();
+        if (it->second.op.done() && now - absl::FromUnixSeconds(end.seconds()) > absl::Minutes(10)) {
+          it = operations_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (auto it = request_ids_.begin(); it != request_ids_.end();) {
+        it = operations_.count(it->second) ? std::next(it) : request_ids_.erase(it);
+      }
+    }
     std::map<std::string, std::map<std::string, int>> byArch;
     for (auto &[name, w] : workers_) {
       if (w.state != "lost" && now - w.last_heartbeat > options_.lost_after) {

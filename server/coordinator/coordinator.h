@@ -159,6 +159,8 @@ class Coordinator {
   bool HasLiveWorker(const std::string &arch) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateProgress(const std::string &job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reap();
+  // A done operation for a cache hit, named "operations/cached.{key}".
+  static tir::v1::Operation CachedOperation(tir::v1::KernelBundle bundle);
   void Touch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CoordinatorOptions options_;
@@ -177,6 +179,9 @@ class Coordinator {
   std::map<std::string, OpEntry> operations_ ABSL_GUARDED_BY(mu_);   // by name
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex parsed_mu_;
+  std::map<std::string, Parsed> parsed_ ABSL_GUARDED_BY(parsed_mu_);  // request hash -> key
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reaper_;
 };

@@ -1,5 +1,7 @@
 #include "server/store/rocksdb_kernel_store.h"
 
+#include <filesystem>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
@@ -53,6 +55,9 @@ RocksDbKernelStore::~RocksDbKernelStore() {
 
 absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> RocksDbKernelStore::Open(
     const std::string& path) {
+  // RocksDB creates the store's directory but not its parents.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
