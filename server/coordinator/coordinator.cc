@@ -143,7 +143,7 @@ absl::Status Coordinator::Start() {
   for (tir::v1::CompileRequest &r : pending) {
     r.clear_request_id();
     r.mutable_options()->set_mode(tir::v1::COMPILE_MODE_WAIT);
-    absl::StatusOr<tir::v1::Operation> op = Compile(r);
+    absl::StatusOr<tir::v1::Operation> op = CompileInternal(r, true);
     if (!op.ok()) IgnoreError(op.status(), "a persisted job no longer compiles; dropping it");
   }
   reaper_ = std::thread([this] { Reap(); });
@@ -225,6 +225,10 @@ bool Coordinator::HasLiveWorker(const std::string &arch) const {
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request) {
+  return CompileInternal(request, false);
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::CompileRequest &request, bool resume) {
   const std::string arch = request.options().target_arch();
   {
     absl::MutexLock l(&mu_);
@@ -260,6 +264,9 @@ absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRe
       operations_[name].job = parsed.key;
       job->second.operations.push_back(name);
       job->second.priority = std::max(job->second.priority, request.options().priority());
+      for (Queued &q : queue_) {
+        if (q.job == parsed.key) q.priority = job->second.priority;
+      }
       if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
       UpdateProgress(parsed.key);
       return operations_.at(name).op;
@@ -271,7 +278,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRe
   bool answerNow;
   {
     absl::MutexLock l(&mu_);
-    answerNow = now || !HasLiveWorker(arch);
+    answerNow = !resume && (now || !HasLiveWorker(arch));
   }
   if (answerNow && !now && !options_.default_without_worker) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "NO_WORKER_FOR_ARCH",

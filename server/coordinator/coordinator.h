@@ -140,6 +140,8 @@ class Coordinator {
     std::string policy;
   };
 
+  // `resume`: a persisted job after a restart (never answered with defaults).
+  absl::StatusOr<tir::v1::Operation> CompileInternal(const tir::v1::CompileRequest &request, bool resume);
   absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                const std::string &arch, std::vector<tuning::KernelWork> *plan);
   std::string NewOperation(const std::string &arch, const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

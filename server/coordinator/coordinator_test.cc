@@ -1,0 +1,297 @@
+// The coordinator's scheduling without processes: workers are played by the
+// test through the worker API, so leases, losses, priorities and reports are
+// deterministic.
+
+#include "server/coordinator/coordinator.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/store/rocksdb_kernel_store.h"
+
+namespace tir::coordinator {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Graph(const std::string &name, int rows) {
+  return absl::StrCat("tir.graph @", name, "(%x: tensor<", rows, "x64xf32>) -> tensor<", rows, "x64xf32> {\n",
+                      "  %y = exp %x : tensor<", rows, "x64xf32>\n  results %y : tensor<", rows, "x64xf32>\n}\n");
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    auto store = store::RocksDbKernelStore::Open(absl::StrCat(std::getenv("TEST_TMPDIR"), "/db", ++n));
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    options_.heartbeat_interval = absl::Milliseconds(50);
+    options_.lost_after = absl::Milliseconds(300);
+    options_.tuner.width = 3;
+    options_.work_dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/work", n);
+  }
+  void Start() {
+    c_ = std::make_unique<Coordinator>(options_, store_, nullptr);
+    ASSERT_TRUE(c_->Start().ok());
+  }
+  std::string Register(const std::string &arch = "host") {
+    tir::v1::RegisterWorkerRequest r;
+    r.mutable_capabilities()->set_backend(arch == "host" ? "host" : "cuda");
+    r.mutable_capabilities()->set_arch(arch);
+    auto out = c_->RegisterWorker(r);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out->name();
+  }
+  absl::StatusOr<tir::v1::Operation> Compile(const std::string &text, int priority = 0,
+                                             tir::v1::CompileMode mode = tir::v1::COMPILE_MODE_WAIT) {
+    tir::v1::CompileRequest r;
+    r.mutable_graph()->set_mlir_text(text);
+    r.mutable_options()->set_target_arch("host");
+    r.mutable_options()->set_priority(priority);
+    r.mutable_options()->set_mode(mode);
+    return c_->Compile(r);
+  }
+  std::vector<tir::v1::WorkItem> Lease(const std::string &worker, int max = 1, absl::Duration wait = absl::Milliseconds(200)) {
+    tir::v1::LeaseWorkRequest r;
+    r.set_name(worker);
+    r.set_max_items(max);
+    r.mutable_wait()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(wait)));
+    auto out = c_->LeaseWork(r, absl::Now() + absl::Seconds(5));
+    EXPECT_TRUE(out.ok()) << out.status();
+    return {out->items().begin(), out->items().end()};
+  }
+  // Every candidate passes; time grows with the candidate's rank except
+  // `fastest`, which wins.
+  absl::StatusOr<tir::v1::ReportResultResponse> Report(const std::string &worker, const tir::v1::WorkItem &item,
+                                                       uint32_t fastest = 1) {
+    tir::v1::ReportResultRequest r;
+    r.set_name(worker);
+    r.set_lease_id(item.lease_id());
+    for (const auto &c : item.candidates()) {
+      tir::v1::CandidateResult *x = r.add_results();
+      x->set_candidate_index(c.candidate_index());
+      x->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
+      x->mutable_measurement()->set_samples(5);
+      x->mutable_measurement()->set_median_seconds(c.candidate_index() == fastest ? 1e-6 : 1e-3 * (1 + c.candidate_index()));
+      x->set_binary("\x7f" "ELF-candidate-" + std::to_string(c.candidate_index()));
+      x->set_format(tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
+    }
+    return c_->ReportResult(r);
+  }
+  void Heartbeat(const std::string &worker) {
+    tir::v1::HeartbeatRequest h;
+    h.set_name(worker);
+    ASSERT_TRUE(c_->Heartbeat(h).ok());
+  }
+  // Plays `worker` until operation `name` is done.
+  tir::v1::Operation Serve(const std::string &worker, const std::string &name) {
+    for (int i = 0; i < 100; ++i) {
+      auto op = c_->GetOperation(name);
+      if (op.ok() && op->done()) return *op;
+      for (const auto &item : Lease(worker)) EXPECT_TRUE(Report(worker, item).ok());
+    }
+    ADD_FAILURE() << name << " did not finish";
+    return {};
+  }
+
+  CoordinatorOptions options_;
+  std::shared_ptr<store::KernelStore> store_;
+  std::unique_ptr<Coordinator> c_;
+};
+
+TEST_F(CoordinatorTest, TunesRoundByRoundAndStoresTheWinner) {
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_FALSE(op->done());
+  const tir::v1::Operation done = Serve(w, op->name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  const tir::v1::KernelBundle &b = done.response();
+  EXPECT_TRUE(b.tuning().tuned());
+  ASSERT_EQ(b.kernels_size(), 1);
+  EXPECT_EQ(b.kernels(0).candidate().rank(), 1u) << "the fastest measured candidate wins";
+  EXPECT_EQ(b.kernels(0).binary(), "\x7f" "ELF-candidate-1");
+  EXPECT_EQ(b.provenance().worker(), w);
+  EXPECT_GT(b.tuning().default_seconds(), b.tuning().best_seconds());
+  EXPECT_EQ(c_->jobs_in_flight(), 0);
+  auto again = Compile(Graph("g", 8));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->done());
+  EXPECT_TRUE(again->metadata().cache_hit());
+  auto get = c_->GetOperation(again->name());
+  ASSERT_TRUE(get.ok()) << get.status();
+  EXPECT_EQ(get->response().key(), b.key());
+}
+
+TEST_F(CoordinatorTest, IdenticalRequestsShareOneJobAndOperationsAreIdempotentByRequestId) {
+  Start();
+  const std::string w = Register();
+  tir::v1::CompileRequest r;
+  r.set_request_id("client-1");
+  r.mutable_graph()->set_mlir_text(Graph("g", 16));
+  r.mutable_options()->set_target_arch("host");
+  auto a = c_->Compile(r);
+  auto b = c_->Compile(r);
+  r.clear_request_id();
+  auto c = c_->Compile(r);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->name(), b->name());
+  EXPECT_NE(a->name(), c->name());
+  EXPECT_EQ(c_->jobs_in_flight(), 1);
+  Serve(w, a->name());
+  auto cd = c_->WaitOperation(c->name(), absl::Seconds(5));
+  ASSERT_TRUE(cd.ok());
+  EXPECT_TRUE(cd->done());
+  EXPECT_EQ(cd->response().key(), a->metadata().key());
+}
+
+TEST_F(CoordinatorTest, LeasesGoToTheMatchingArchHighestPriorityFirst) {
+  Start();
+  const std::string host = Register();
+  const std::string gpu = Register("sm_90a");
+  ASSERT_TRUE(Compile(Graph("low", 8), 0).ok());
+  ASSERT_TRUE(Compile(Graph("high", 16), 5).ok());
+  EXPECT_TRUE(Lease(gpu, 1, absl::Milliseconds(50)).empty()) << "no sm_90a work";
+  // The same graph (renamed) at a higher priority joins the job and lifts it.
+  ASSERT_TRUE(Compile(Graph("low_again", 8), 9).ok());
+  auto lifted = Lease(host);
+  ASSERT_EQ(lifted.size(), 1u);
+  EXPECT_THAT(lifted[0].kernel_mlir(), HasSubstr("@low_k0"));
+  auto items = Lease(host);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_THAT(items[0].kernel_mlir(), HasSubstr("@high_k0"));
+}
+
+TEST_F(CoordinatorTest, AReportIsAcceptedOnceAndOnlyFromTheLeaseHolder) {
+  Start();
+  const std::string w = Register(), other = Register();
+  ASSERT_TRUE(Compile(Graph("g", 8)).ok());
+  auto items = Lease(w);
+  ASSERT_EQ(items.size(), 1u);
+  auto wrong = Report(other, items[0]);
+  EXPECT_EQ(ReasonOf(wrong.status()), "LEASE_EXPIRED");
+  auto first = Report(w, items[0]);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first->accepted());
+  auto second = Report(w, items[0]);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(second->duplicate());
+  EXPECT_FALSE(second->accepted());
+  tir::v1::WorkItem unknown;
+  unknown.set_lease_id("leases/999999");
+  EXPECT_EQ(ReasonOf(Report(w, unknown).status()), "LEASE_EXPIRED");
+}
+
+TEST_F(CoordinatorTest, ALostWorkersLeaseIsRequeuedAndGivenUpAfterMaxAttempts) {
+  options_.max_attempts = 2;
+  Start();
+  const std::string a = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok());
+  auto first = Lease(a);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].attempt(), 1u);
+  // `a` stops heartbeating; `b` keeps going and gets the item again.
+  const std::string b = Register();
+  std::vector<tir::v1::WorkItem> again;
+  for (int i = 0; i < 40 && again.empty(); ++i) {
+    Heartbeat(b);
+    again = Lease(b, 1, absl::Milliseconds(50));
+  }
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempt(), 2u);
+  EXPECT_EQ(again[0].candidates_size(), first[0].candidates_size());
+  // The late report of the lost lease is refused; the new holder's counts.
+  EXPECT_EQ(ReasonOf(Report(a, first[0]).status()), "LEASE_EXPIRED");
+  // `b` is lost too: that is max_attempts, so the candidates fail.
+  for (int i = 0; i < 40; ++i) {
+    auto o = c_->GetOperation(op->name());
+    if (o.ok() && o->done()) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  auto o = c_->GetOperation(op->name());
+  ASSERT_TRUE(o.ok());
+  ASSERT_TRUE(o->done());
+  EXPECT_EQ(o->error().reason(), "NO_CORRECT_CANDIDATE");
+}
+
+TEST_F(CoordinatorTest, HeuristicNowAnswersWithTheDefaultAtOnceAndTunesBehind) {
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("g", 8), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(op->done());
+  EXPECT_FALSE(op->response().tuning().tuned());
+  EXPECT_TRUE(op->response().kernels(0).candidate().is_default());
+  EXPECT_EQ(op->response().kernels(0).binary().substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(c_->jobs_in_flight(), 1);
+  for (int i = 0; i < 20 && c_->jobs_in_flight() > 0; ++i) {
+    for (const auto &item : Lease(w)) ASSERT_TRUE(Report(w, item).ok());
+  }
+  tir::v1::LookupKernelRequest l;
+  l.mutable_graph()->set_mlir_text(Graph("g", 8));
+  l.mutable_options()->set_target_arch("host");
+  auto found = c_->LookupKernel(l);
+  ASSERT_TRUE(found.ok());
+  EXPECT_TRUE(found->found());
+  EXPECT_TRUE(found->bundle().tuning().tuned());
+}
+
+TEST_F(CoordinatorTest, WithoutAWorkerTheDefaultOrNoWorkerForArch) {
+  Start();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_TRUE(op->done());
+  EXPECT_FALSE(op->response().tuning().tuned());
+  EXPECT_EQ(c_->queue_depth(), 1) << "the job waits for a worker";
+  c_.reset();
+  options_.default_without_worker = false;
+  Start();  // the persisted job is resumed as well
+  auto refused = Compile(Graph("other", 8));
+  EXPECT_EQ(ReasonOf(refused.status()), "NO_WORKER_FOR_ARCH");
+  EXPECT_EQ(c_->jobs_in_flight(), 1);
+}
+
+TEST_F(CoordinatorTest, CancellingTheLastWaiterEndsTheJobAndItsLeases) {
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok());
+  auto items = Lease(w);
+  ASSERT_EQ(items.size(), 1u);
+  auto cancelled = c_->CancelOperation(op->name());
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->error().reason(), "CANCELLED");
+  EXPECT_EQ(c_->jobs_in_flight(), 0);
+  tir::v1::HeartbeatRequest h;
+  h.set_name(w);
+  h.add_lease_ids(items[0].lease_id());
+  auto hb = c_->Heartbeat(h);
+  ASSERT_TRUE(hb.ok());
+  ASSERT_EQ(hb->cancelled_lease_ids_size(), 1);
+  auto late = Report(w, items[0]);
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late->duplicate());
+}
+
+TEST_F(CoordinatorTest, BadRequestsHaveTheirReasons) {
+  Start();
+  tir::v1::CompileRequest r;
+  r.mutable_graph()->set_mlir_text(Graph("g", 8));
+  EXPECT_EQ(ReasonOf(c_->Compile(r).status()), "UNKNOWN_ARCH");
+  r.mutable_options()->set_target_arch("sm_42");
+  EXPECT_EQ(ReasonOf(c_->Compile(r).status()), "UNKNOWN_ARCH");
+  r.mutable_options()->set_target_arch("host");
+  r.mutable_graph()->set_mlir_text("tir.graph @g(");
+  EXPECT_EQ(ReasonOf(c_->Compile(r).status()), "INVALID_GRAPH");
+  r.mutable_graph()->set_mlir_text("tir.graph @g(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {\n  %y = exp %x : tensor<?x4xf32>\n  results %y : tensor<?x4xf32>\n}\n");
+  EXPECT_EQ(ReasonOf(c_->Compile(r).status()), "DYNAMIC_TUNING_UNSUPPORTED");
+  EXPECT_EQ(ReasonOf(c_->GetOperation("operations/nope").status()), "NOT_FOUND");
+  EXPECT_EQ(ReasonOf(c_->GetKernel("kernels/nope", false).status()), "NOT_FOUND");
+}
+
+}  // namespace
+}  // namespace tir::coordinator
