@@ -61,13 +61,24 @@ struct Coordinator::Metrics {
                     .Name("tir_tuned_speedup")
                     .Help("Default candidates' time over the tuned bundle's, per tuned bundle")
                     .Register(r)
-                    .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10})) {}
+                    .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.05, 1.1, 1.25, 1.5, 2, 3, 5, 10})),
+        store_kernels(prometheus::BuildGauge()
+                          .Name("tir_store_kernels")
+                          .Help("Kernel bundles in the store (RocksDB's estimate)")
+                          .Register(r)
+                          .Add({})),
+        store_bytes(prometheus::BuildGauge()
+                        .Name("tir_store_bytes")
+                        .Help("Bytes of kernel bundles in the store (RocksDB's estimate)")
+                        .Register(r)
+                        .Add({})) {}
   prometheus::Family<prometheus::Counter> &cache;
   prometheus::Gauge &queue_depth, &leases;
   prometheus::Family<prometheus::Gauge> &workers;
   prometheus::Histogram &tune_seconds, &queue_wait_seconds, &measure_seconds, &compile_seconds;
   prometheus::Counter &measured;
   prometheus::Histogram &speedup;
+  prometheus::Gauge &store_kernels, &store_bytes;
 };
 
 namespace {
@@ -863,6 +874,10 @@ void Coordinator::Reap() {
     // Finished operations are kept for ten minutes.
     if (now - last_prune_ > absl::Seconds(10)) {
       last_prune_ = now;
+      if (auto stats = store_->KernelStats(); stats.ok()) {
+        metrics_->store_kernels.Set(static_cast<double>(stats->first));
+        metrics_->store_bytes.Set(static_cast<double>(stats->second));
+      }
       for (auto it = operations_.begin(); it != operations_.end();) {
         const auto &end = it->second.op.metadata().end_time();
         if (it->second.op.done() && now - absl::FromUnixSeconds(end.seconds()) > absl::Minutes(10)) {

@@ -174,14 +174,12 @@ absl::StatusOr<KernelPage> RocksDbKernelStore::ListKernels(uint32_t page_size,
 }
 
 absl::StatusOr<std::pair<uint64_t, uint64_t>> RocksDbKernelStore::KernelStats() {
-  uint64_t count = 0, bytes = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), handles_[1]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    ++count;
-    bytes += it->key().size() + it->value().size();
-  }
-  TIR_RETURN_IF_ERROR(FromRocks(it->status(), "kernel stats"));
-  return std::make_pair(count, bytes);
+  // RocksDB's own estimates: cheap at any size, exact enough for a gauge.
+  uint64_t count = 0, sst = 0, memtable = 0;
+  db_->GetIntProperty(handles_[1], "rocksdb.estimate-num-keys", &count);
+  db_->GetIntProperty(handles_[1], "rocksdb.total-sst-files-size", &sst);
+  db_->GetIntProperty(handles_[1], "rocksdb.cur-size-all-mem-tables", &memtable);
+  return std::make_pair(count, sst + memtable);
 }
 
 absl::Status RocksDbKernelStore::Put(Family family, absl::string_view key,
