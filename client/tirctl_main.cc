@@ -3,39 +3,66 @@
 //
 // Exit codes: 0 ok, 1 failure, 2 usage error.
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include <fstream>
-#include <sstream>
-
+#include "absl/strings/numbers.h"
+#include "client/client.h"
 #include "client/doctor.h"
+#include "client/embedded.h"
 #include "client/emit_command.h"
 #include "client/plan_command.h"
+#include "client/service_commands.h"
 #include "compiler/support/status.h"
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: tirctl VERB [args] [-o text|json]
+constexpr char kUsage[] = R"(usage: tirctl VERB [args] [flags]
 
 verbs:
-  plan FILE [--arch ARCH]  partition a graph (tir or TensorIR text) into kernels and
-                           rank each kernel's tile candidates (default arch sm_90a)
-  emit FILE [--arch ARCH] [--candidate default|N] [-o DIR] [--verify]
+  compile FILE [--arch A] [--server ADDR] [--wait|--heuristic-now] [-o bundle.pb]
+                           compile and tune a graph (tir or TensorIR text); without
+                           --server, a coordinator and a worker run in this process with
+                           the store under $XDG_CACHE_HOME/tir (else ~/.cache/tir); the
+                           bundle (tir.v1.KernelBundle) goes to -o, else the cache dir
+  plan FILE [--arch A]     partition a graph into kernels and rank each kernel's tile
+                           candidates (default arch sm_90a)
+  emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify]
                            write each kernel's CUDA C++, launch rule and binary (cubin, or a
                            host shared object for --arch host); --verify (host) checks every
                            kernel against the reference interpreter
+  get KEY                  a stored bundle's kernels and tuning (metadata)
+  ls [--arch A]            stored bundles
+  rm KEY                   delete a stored bundle
+  ops get|wait|watch|cancel ID
+                           a compile operation
+  workers                  registered workers
   doctor                   check NVRTC, the CUDA driver, the host compiler and the local store
   help                     print this help
 
 flags:
-  -o, --output=text|json   output format (default text); for emit, the output directory
-  --arch=ARCH              sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_120 sm_120a host
+  -o, --output=text|json   output format (default text); for compile, the bundle file; for
+                           emit, the output directory
+  --arch=A                 sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_120 sm_120a host;
+                           compile defaults to the embedded worker's arch, or sm_90a with --server
+  --server=ADDR            a coordinator (HOST:PORT); get/ls/rm/ops/workers without it use
+                           the embedded one
+  --token-file=F           client token for a coordinator that requires one
+  --backend=auto|cuda|host the embedded worker's backend (default auto)
+  --budget=N               candidates measured per kernel in the first round
+  --timeout=SECONDS        how long compile waits (default 3600)
+  --wait                   wait for the tuned bundle (default)
+  --heuristic-now          return the default candidates at once; tuning goes on behind
 
-exit codes: 0 ok, 1 failure, 2 usage error
+exit codes: 0 ok, 1 failure (the reason is printed on stderr), 2 usage error
 )";
 
 // Reads FILE; under `bazel run`, relative paths are relative to where it was invoked.
@@ -55,63 +82,79 @@ bool ReadInput(const std::string &name, std::string &text) {
   return true;
 }
 
-int Usage(const char* why) {
-  if (why != nullptr) std::fprintf(stderr, "tirctl: %s\n\n", why);
+std::string Resolve(const std::string &path) {
+  const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  return cwd && !path.empty() && path[0] != '/' ? std::string(cwd) + "/" + path : path;
+}
+
+int Usage(const std::string &why) {
+  if (!why.empty()) std::fprintf(stderr, "tirctl: %s\n\n", why.c_str());
   std::fputs(kUsage, stderr);
   return 2;
 }
 
+int Fail(const absl::Status &s) {
+  std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(s).c_str(), std::string(s.message()).c_str());
+  return 1;
+}
+
+int Print(const absl::StatusOr<std::string> &out) {
+  if (!out.ok()) return Fail(out.status());
+  std::fputs(out->c_str(), stdout);
+  if (!out->empty() && out->back() != '\n') std::fputs("\n", stdout);
+  return 0;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
+  static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--backend", "--budget",
+                                                    "--timeout", "--candidate", "--output"};
+  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now"};
   std::vector<std::string> positional;
-  bool json = false;
-  std::string arch = "sm_90a";
-  std::string candidate = "default", out_dir;
-  bool verify = false;
-  const bool emitVerb = argc > 1 && std::string(argv[1]) == "emit";
+  std::map<std::string, std::string> flags;
+  std::string dashO;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (a == "-o" || a == "--output") {
+    if (a == "-o") {
       if (i + 1 >= argc) return Usage("-o needs a value");
-      if (emitVerb) {
-        out_dir = argv[++i];
-        continue;
+      dashO = argv[++i];
+      continue;
+    }
+    if (a.rfind("--", 0) == 0) {
+      const size_t eq = a.find('=');
+      const std::string name = a.substr(0, eq);
+      if (kBoolFlags.count(name) && eq == std::string::npos) {
+        flags[name] = "1";
+      } else if (kValueFlags.count(name)) {
+        if (eq != std::string::npos) {
+          flags[name] = a.substr(eq + 1);
+        } else if (i + 1 < argc) {
+          flags[name] = argv[++i];
+        } else {
+          return Usage(name + " needs a value");
+        }
+      } else {
+        return Usage("unknown flag " + a);
       }
-      a = std::string("--output=") + argv[++i];
-    }
-    if (a == "--verify") {
-      verify = true;
       continue;
     }
-    if (a == "--candidate") {
-      if (i + 1 >= argc) return Usage("--candidate needs a value");
-      candidate = argv[++i];
-      continue;
-    }
-    if (a.rfind("--output=", 0) == 0) {
-      const std::string v = a.substr(9);
-      if (v != "text" && v != "json") return Usage("--output must be text or json");
-      json = v == "json";
-      continue;
-    }
-    if (a == "--arch") {
-      if (i + 1 >= argc) return Usage("--arch needs a value");
-      a = std::string("--arch=") + argv[++i];
-    }
-    if (a.rfind("--arch=", 0) == 0) {
-      arch = a.substr(7);
-      continue;
-    }
-    if (!a.empty() && a[0] == '-') return Usage(("unknown flag " + a).c_str());
+    if (!a.empty() && a[0] == '-') return Usage("unknown flag " + a);
     positional.push_back(a);
   }
   if (positional.empty()) return Usage("missing verb");
-  const std::string& verb = positional[0];
+  const std::string verb = positional[0];
+  auto flag = [&](const std::string &n, const std::string &d = "") { return flags.count(n) ? flags[n] : d; };
+  // -o is the output format except where a verb writes a file or a directory.
+  const bool oIsPath = verb == "emit" || verb == "compile";
+  std::string output = flag("--output", !oIsPath && !dashO.empty() ? dashO : "text");
+  if (output != "text" && output != "json") return Usage("--output must be text or json");
+  const bool json = output == "json";
+  const std::string arch = flag("--arch");
   if (verb == "help") {
     std::fputs(kUsage, stdout);
     return 0;
@@ -121,41 +164,88 @@ int main(int argc, char** argv) {
     const auto checks = tir::client::RunDoctor(tir::client::DefaultCacheDir());
     std::fputs(tir::client::FormatChecks(checks, json).c_str(), stdout);
     // The CUDA driver is optional (the host backend stands in); the rest is not.
-    for (const auto& c : checks) {
+    for (const auto &c : checks) {
       if (!c.ok && c.name != "cuda") return 1;
     }
     return 0;
   }
   if (verb == "emit") {
     if (positional.size() != 2) return Usage("emit takes one FILE");
-    const char *cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-    if (cwd && !out_dir.empty() && out_dir[0] != '/') out_dir = std::string(cwd) + "/" + out_dir;
     std::string text;
     if (!ReadInput(positional[1], text)) return 1;
-    tir::client::EmitOptions options{arch, candidate, out_dir, verify,
-                                     tir::client::DefaultCacheDir() + "/nvrtc"};
-    absl::StatusOr<std::string> report = tir::client::EmitCommand(text, options);
-    if (!report.ok()) {
-      std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(report.status()).c_str(),
-                   std::string(report.status().message()).c_str());
-      return 1;
-    }
-    std::fputs(report->c_str(), stdout);
-    return 0;
+    tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"), Resolve(dashO),
+                                     flags.count("--verify") > 0, tir::client::DefaultCacheDir() + "/nvrtc"};
+    return Print(tir::client::EmitCommand(text, options));
   }
   if (verb == "plan") {
     if (positional.size() != 2) return Usage("plan takes one FILE");
     std::string text;
     if (!ReadInput(positional[1], text)) return 1;
-    absl::StatusOr<std::string> plan = tir::client::PlanCommand(text, arch, json);
-    if (!plan.ok()) {
-      std::fprintf(stderr, "tirctl: %s: %s\n", tir::ReasonOf(plan.status()).c_str(),
-                   std::string(plan.status().message()).c_str());
-      return 1;
-    }
-    std::fputs(plan->c_str(), stdout);
-    if (json) std::fputs("\n", stdout);
-    return 0;
+    return Print(tir::client::PlanCommand(text, arch.empty() ? "sm_90a" : arch, json));
   }
-  return Usage(("unknown verb '" + verb + "'").c_str());
+  static const std::map<std::string, size_t> kArity = {{"compile", 2}, {"get", 2}, {"ls", 1},
+                                                       {"rm", 2},      {"ops", 3}, {"workers", 1}};
+  auto arity = kArity.find(verb);
+  if (arity == kArity.end()) return Usage("unknown verb '" + verb + "'");
+  if (positional.size() != arity->second) {
+    return Usage(verb + " takes " + std::to_string(arity->second - 1) + " argument(s)");
+  }
+  if (flags.count("--wait") && flags.count("--heuristic-now")) return Usage("--wait and --heuristic-now exclude each other");
+  uint32_t budget = 0;
+  if (flags.count("--budget") && (!absl::SimpleAtoi(flags["--budget"], &budget) || budget == 0)) {
+    return Usage("--budget must be a positive number");
+  }
+  double timeout = 3600;
+  if (flags.count("--timeout") && (!absl::SimpleAtod(flags["--timeout"], &timeout) || timeout <= 0)) {
+    return Usage("--timeout must be a positive number of seconds");
+  }
+  std::string text;
+  if (verb == "compile" && !ReadInput(positional[1], text)) return 1;
+
+  // A coordinator: --server, or the embedded one.
+  const std::string cacheDir = tir::client::DefaultCacheDir();
+  std::unique_ptr<tir::client::EmbeddedService> embedded;
+  tir::ClientOptions co;
+  co.address = flag("--server");
+  if (co.address.empty()) {
+    tir::client::EmbeddedOptions eo;
+    eo.cache_dir = cacheDir;
+    eo.backend = flag("--backend", "auto");
+    auto e = tir::client::EmbeddedService::Start(eo);
+    if (!e.ok()) return Fail(e.status());
+    embedded = std::move(*e);
+    co.address = embedded->address();
+  }
+  if (flags.count("--token-file")) {
+    std::ifstream in(Resolve(flags["--token-file"]));
+    if (!in) return Usage("cannot read --token-file " + flags["--token-file"]);
+    std::getline(in, co.token);
+  }
+  auto client = tir::Client::Connect(co);
+  if (!client.ok()) return Fail(client.status());
+  tir::Client &c = **client;
+  if (verb == "compile") {
+    tir::client::CompileCommandOptions o;
+    o.arch = !arch.empty() ? arch : embedded ? embedded->arch() : "sm_90a";
+    o.heuristic_now = flags.count("--heuristic-now") > 0;
+    o.out_path = Resolve(dashO);
+    o.cache_dir = cacheDir;
+    o.max_candidates_per_kernel = budget;
+    o.json = json;
+    o.progress = !json && isatty(2);
+    o.timeout = absl::Seconds(timeout);
+    if (!json) {
+      // The plan first: what is about to be tuned.
+      absl::StatusOr<std::string> plan = tir::client::PlanCommand(text, o.arch, false);
+      if (!plan.ok()) return Fail(plan.status());
+      std::fputs(plan->c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return Print(tir::client::CompileCommand(c, text, o));
+  }
+  if (verb == "get") return Print(tir::client::GetCommand(c, positional[1], json));
+  if (verb == "ls") return Print(tir::client::ListCommand(c, arch, json));
+  if (verb == "rm") return Print(tir::client::RemoveCommand(c, positional[1]));
+  if (verb == "ops") return Print(tir::client::OperationCommand(c, positional[1], positional[2], json, !json && isatty(2)));
+  return Print(tir::client::WorkersCommand(c, json));
 }

@@ -28,6 +28,7 @@ class CoordinatorServer {
   // The bound gRPC port.
   int port() const { return port_; }
   coordinator::Coordinator &coordinator() { return *coordinator_; }
+  prometheus::Registry &registry() { return *registry_; }
   // Blocks until Shutdown.
   void Wait();
   // Stops accepting calls, lets running ones finish (up to 5 s), closes.

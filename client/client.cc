@@ -1,0 +1,195 @@
+#include "client/client.h"
+
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "tir/v1/error.pb.h"
+
+namespace tir {
+namespace {
+
+std::string NewRequestId() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrCat("req-", absl::Hex(rng(), absl::kZeroPad16), absl::Hex(rng(), absl::kZeroPad16));
+}
+
+std::string KernelName(const std::string &key_or_name) {
+  return absl::StartsWith(key_or_name, "kernels/") ? key_or_name : "kernels/" + key_or_name;
+}
+
+}  // namespace
+
+absl::Status FromGrpc(const grpc::Status &status) {
+  if (status.ok()) return absl::OkStatus();
+  tir::v1::Error e;
+  const auto code = static_cast<absl::StatusCode>(status.error_code());
+  if (!status.error_details().empty() && e.ParseFromString(status.error_details()) && !e.reason().empty()) {
+    return MakeError(code, e.reason(), e.message());
+  }
+  // From gRPC itself (deadline, connection, message size): the code names it.
+  return MakeError(code, ReasonOf(absl::Status(code, "")), status.error_message());
+}
+
+tir::v1::GraphSource GraphSourceFromText(const std::string &mlir_text) {
+  tir::v1::GraphSource s;
+  s.set_mlir_text(mlir_text);
+  return s;
+}
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions &options) {
+  if (options.address.empty()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "no address");
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options.tls_root_certs.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls_root_certs;
+    creds = grpc::SslCredentials(ssl);
+  }
+  return std::make_unique<Client>(grpc::CreateCustomChannel(options.address, creds, args), options);
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : channel_(std::move(channel)), stub_(tir::v1::CompilerService::NewStub(channel_)), options_(std::move(options)) {}
+
+template <typename Req, typename Resp, typename Fn>
+absl::Status Client::Call(Fn fn, const Req &req, Resp *resp, bool retry, absl::Duration timeout) {
+  absl::Duration backoff = options_.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+    const grpc::Status s = (stub_.get()->*fn)(&ctx, req, resp);
+    if (s.ok()) return absl::OkStatus();
+    if (!retry || s.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) {
+      return FromGrpc(s);
+    }
+    absl::SleepFor(backoff);
+    backoff *= 2;
+  }
+}
+
+absl::StatusOr<tir::v1::Operation> Client::Compile(const tir::v1::GraphSource &graph,
+                                                   const tir::v1::CompileOptions &options) {
+  tir::v1::CompileRequest r;
+  *r.mutable_graph() = graph;
+  *r.mutable_options() = options;
+  return Compile(std::move(r));
+}
+
+absl::StatusOr<tir::v1::Operation> Client::Compile(tir::v1::CompileRequest request) {
+  if (request.request_id().empty()) request.set_request_id(NewRequestId());
+  tir::v1::Operation op;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::Compile, request, &op, true, options_.call_timeout));
+  return op;
+}
+
+absl::StatusOr<tir::v1::Operation> Client::GetOperation(const std::string &name) {
+  tir::v1::GetOperationRequest r;
+  r.set_name(name);
+  tir::v1::Operation op;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetOperation, r, &op, true, options_.call_timeout));
+  return op;
+}
+
+absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::Duration timeout) {
+  const absl::Time end = absl::Now() + timeout;
+  for (;;) {
+    // Long polls of at most a minute, so a proxy's idle timeout never cuts one.
+    const absl::Duration left = end - absl::Now();
+    const absl::Duration poll = std::max(absl::ZeroDuration(), std::min(left, absl::Minutes(1)));
+    tir::v1::WaitOperationRequest r;
+    r.set_name(name);
+    r.mutable_timeout()->set_seconds(absl::ToInt64Seconds(poll));
+    r.mutable_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(poll) % 1000000000));
+    tir::v1::Operation op;
+    TIR_RETURN_IF_ERROR(
+        Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op, true, poll + absl::Seconds(10)));
+    if (op.done() || absl::Now() >= end) return op;
+  }
+}
+
+absl::StatusOr<tir::v1::Operation> Client::Watch(const std::string &name, absl::Duration timeout,
+                                                 const std::function<void(const tir::v1::Operation &)> &on_progress) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  tir::v1::WatchOperationRequest r;
+  r.set_name(name);
+  auto reader = stub_->WatchOperation(&ctx, r);
+  tir::v1::Operation op, last;
+  bool any = false;
+  while (reader->Read(&op)) {
+    any = true;
+    last = op;
+    if (on_progress) on_progress(op);
+    if (op.done()) {
+      ctx.TryCancel();
+      break;
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  if (any && (last.done() || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) return last;
+  TIR_RETURN_IF_ERROR(FromGrpc(s));
+  return last;
+}
+
+absl::StatusOr<tir::v1::Operation> Client::Cancel(const std::string &name) {
+  tir::v1::CancelOperationRequest r;
+  r.set_name(name);
+  tir::v1::Operation op;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::CancelOperation, r, &op, true, options_.call_timeout));
+  return op;
+}
+
+absl::StatusOr<tir::v1::KernelBundle> Client::GetKernel(const std::string &key_or_name, bool metadata_only) {
+  tir::v1::GetKernelRequest r;
+  r.set_name(KernelName(key_or_name));
+  r.set_metadata_only(metadata_only);
+  tir::v1::KernelBundle b;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetKernel, r, &b, true, options_.call_timeout));
+  return b;
+}
+
+absl::StatusOr<tir::v1::LookupKernelResponse> Client::Lookup(const tir::v1::GraphSource &graph,
+                                                             const tir::v1::CompileOptions &options) {
+  tir::v1::LookupKernelRequest r;
+  *r.mutable_graph() = graph;
+  *r.mutable_options() = options;
+  tir::v1::LookupKernelResponse out;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::LookupKernel, r, &out, true, options_.call_timeout));
+  return out;
+}
+
+absl::StatusOr<tir::v1::ListKernelsResponse> Client::ListKernels(uint32_t page_size, const std::string &page_token,
+                                                                 const std::string &arch) {
+  tir::v1::ListKernelsRequest r;
+  r.set_page_size(page_size);
+  r.set_page_token(page_token);
+  r.set_arch(arch);
+  tir::v1::ListKernelsResponse out;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListKernels, r, &out, true, options_.call_timeout));
+  return out;
+}
+
+absl::StatusOr<bool> Client::DeleteKernel(const std::string &key_or_name) {
+  tir::v1::DeleteKernelRequest r;
+  r.set_name(KernelName(key_or_name));
+  tir::v1::DeleteKernelResponse out;
+  // Not retried: a retry after a lost answer would report "did not exist".
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::DeleteKernel, r, &out, false, options_.call_timeout));
+  return out.deleted();
+}
+
+absl::StatusOr<tir::v1::ListWorkersResponse> Client::ListWorkers(const std::string &arch) {
+  tir::v1::ListWorkersRequest r;
+  r.set_arch(arch);
+  tir::v1::ListWorkersResponse out;
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListWorkers, r, &out, true, options_.call_timeout));
+  return out;
+}
+
+}  // namespace tir

@@ -1,0 +1,75 @@
+#include "client/embedded.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "worker/backend_select.h"
+
+namespace tir::client {
+
+std::string FindRunner() {
+  if (const char *env = std::getenv("TIR_WORKER_RUNNER"); env && *env) return env;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::vector<std::filesystem::path> candidates = {
+      self.parent_path() / "tir-worker-runner",
+      std::filesystem::path(self.string() + ".runfiles") / "tir/worker/runner/tir-worker-runner",
+      self.parent_path().parent_path() / "worker/runner/tir-worker-runner",
+  };
+  if (const char *dir = std::getenv("RUNFILES_DIR"); dir && *dir) {
+    const std::filesystem::path p = std::filesystem::path(dir) / "tir/worker/runner/tir-worker-runner";
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  for (const auto &p : candidates) {
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
+absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const EmbeddedOptions &options) {
+  auto e = std::unique_ptr<EmbeddedService>(new EmbeddedService());
+  const std::string runner = options.runner_path.empty() ? FindRunner() : options.runner_path;
+  if (runner.empty()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "RUNNER_NOT_FOUND",
+                     "tir-worker-runner was not found beside this binary or in its runfiles; set TIR_WORKER_RUNNER");
+  }
+  TIR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
+                       worker::SelectBackend(options.backend, 0, options.cache_dir + "/worker"));
+  e->arch_ = backend->Capabilities().arch();
+  tir::v1::CoordinatorConfig config;
+  config.set_listen("127.0.0.1:0");
+  config.set_db(options.cache_dir + "/store");
+  config.set_work_dir(options.cache_dir + "/coordinator");
+  config.set_heartbeat_interval_ms(500);
+  config.set_lost_after_ms(5000);
+  TIR_ASSIGN_OR_RETURN(e->server_, service::CoordinatorServer::Start(config));
+  worker::WorkerOptions wo;
+  wo.runner_path = runner;
+  wo.compile_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  wo.lease_wait = absl::Milliseconds(300);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  args.SetMaxSendMessageSize(256 << 20);
+  e->worker_ = std::make_unique<worker::Worker>(
+      wo, std::move(backend), grpc::CreateCustomChannel(e->address(), grpc::InsecureChannelCredentials(), args),
+      nullptr);
+  e->thread_ = std::thread([w = e->worker_.get()] { w->Run(); });
+  // Registered before any request, so none is answered "no worker".
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  while (e->worker_->name().empty() && absl::Now() < end) absl::SleepFor(absl::Milliseconds(10));
+  if (e->worker_->name().empty()) {
+    return MakeError(absl::StatusCode::kUnavailable, "INTERNAL", "the embedded worker did not register");
+  }
+  return e;
+}
+
+EmbeddedService::~EmbeddedService() {
+  if (worker_) worker_->Stop();
+  if (thread_.joinable()) thread_.join();
+  if (server_) server_->Shutdown();
+}
+
+std::string EmbeddedService::address() const { return absl::StrCat("127.0.0.1:", server_->port()); }
+
+}  // namespace tir::client

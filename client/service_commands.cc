@@ -1,0 +1,215 @@
+#include "client/service_commands.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "compiler/support/status.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace tir::client {
+namespace {
+
+std::string Json(const google::protobuf::Message &m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+// Binaries and sources left out (JSON output is for people and scripts).
+tir::v1::KernelBundle Metadata(tir::v1::KernelBundle b) {
+  for (auto &k : *b.mutable_kernels()) {
+    k.clear_binary();
+    k.clear_source();
+  }
+  return b;
+}
+
+std::string Ms(double seconds) { return absl::StrFormat("%.3f ms", seconds * 1e3); }
+
+std::string Params(const tir::v1::Candidate &c) {
+  std::map<std::string, int64_t> sorted(c.params().begin(), c.params().end());
+  std::vector<std::string> parts;
+  for (const auto &[k, v] : sorted) parts.push_back(absl::StrCat(k, "=", v));
+  return absl::StrJoin(parts, " ");
+}
+
+const char *StageName(tir::v1::Stage s) {
+  switch (s) {
+    case tir::v1::STAGE_VERIFYING: return "verifying";
+    case tir::v1::STAGE_PLANNING: return "planning";
+    case tir::v1::STAGE_QUEUED: return "queued";
+    case tir::v1::STAGE_TUNING: return "tuning";
+    case tir::v1::STAGE_DONE: return "done";
+    default: return "starting";
+  }
+}
+
+void DrawProgress(const tir::v1::Operation &op) {
+  const tir::v1::CompileProgress &p = op.metadata().progress();
+  std::fprintf(stderr, "\r\033[K%s: %u kernel(s), %u/%u candidates measured, %u failed", StageName(p.stage()),
+               p.partitions(), p.candidates_measured(), p.candidates_total(), p.candidates_failed());
+  if (op.done()) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+absl::Status OperationError(const tir::v1::Operation &op) {
+  return MakeError(static_cast<absl::StatusCode>(op.error().code()), op.error().reason(), op.error().message());
+}
+
+}  // namespace
+
+std::string DescribeBundle(const tir::v1::KernelBundle &b) {
+  std::string out;
+  const tir::v1::TuningSummary &t = b.tuning();
+  for (const auto &k : b.kernels()) {
+    absl::StrAppendFormat(&out, "  kernel %d (%s): candidate #%d%s  %s", k.partition(), k.kind(), k.candidate().rank(),
+                          k.candidate().is_default() ? " (default)" : "", Params(k.candidate()));
+    if (k.has_measurement() && k.measurement().samples() > 0) {
+      absl::StrAppendFormat(&out, "  %s median (IQR %s, n=%d)", Ms(k.measurement().median_seconds()),
+                            Ms(k.measurement().iqr_seconds()), k.measurement().samples());
+    }
+    out += "\n";
+  }
+  if (t.tuned()) {
+    absl::StrAppendFormat(&out, "  tuned: %d of %d candidates measured (%d failed)", t.candidates_measured(),
+                          t.candidates_total(), t.candidates_failed());
+    if (t.default_seconds() > 0 && t.best_seconds() > 0) {
+      absl::StrAppendFormat(&out, "; %s against the default's %s: x%.2f", Ms(t.best_seconds()), Ms(t.default_seconds()),
+                            t.default_seconds() / t.best_seconds());
+    }
+    out += "\n";
+  } else {
+    absl::StrAppendFormat(&out, "  untuned: the default candidates, compiled (%d candidates in the space)\n",
+                          t.candidates_total());
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o) {
+  tir::v1::CompileOptions options;
+  options.set_target_arch(o.arch);
+  options.set_mode(o.heuristic_now ? tir::v1::COMPILE_MODE_HEURISTIC_NOW : tir::v1::COMPILE_MODE_WAIT);
+  options.mutable_budget()->set_max_candidates_per_kernel(o.max_candidates_per_kernel);
+  const absl::Time start = absl::Now();
+  TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, client.Compile(GraphSourceFromText(text), options));
+  if (!op.done()) {
+    if (o.progress) {
+      TIR_ASSIGN_OR_RETURN(op, client.Watch(op.name(), o.timeout, DrawProgress));
+    } else {
+      TIR_ASSIGN_OR_RETURN(op, client.Wait(op.name(), o.timeout));
+    }
+  }
+  if (!op.done()) {
+    return MakeError(absl::StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED",
+                     absl::StrCat(op.name(), " is still running after ", absl::FormatDuration(o.timeout),
+                                  "; `tirctl ops wait ", op.name(), "` picks it up"));
+  }
+  if (op.has_error()) return OperationError(op);
+  const tir::v1::KernelBundle &b = op.response();
+  std::string path = o.out_path;
+  if (path.empty()) path = absl::StrCat(o.cache_dir, "/bundles/", b.key(), ".pb");
+  std::error_code ec;
+  if (std::filesystem::path(path).has_parent_path()) std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  {
+    std::ofstream out(path, std::ios::binary);
+    if (!out || !b.SerializeToOstream(&out)) {
+      return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot write the bundle to " + path);
+    }
+  }
+  if (o.json) {
+    tir::v1::Operation shown = op;
+    *shown.mutable_response() = Metadata(b);
+    return Json(shown);
+  }
+  std::string report = absl::StrFormat("%s for %s: %s in %.1f s\n", b.name(), b.arch(),
+                                       op.metadata().cache_hit() ? "cache hit (no work done)"
+                                       : b.tuning().tuned()      ? "tuned"
+                                                                 : "answered with the defaults",
+                                       absl::ToDoubleSeconds(absl::Now() - start));
+  absl::StrAppend(&report, DescribeBundle(b), "  bundle written to ", path, "\n");
+  return report;
+}
+
+absl::StatusOr<std::string> GetCommand(Client &client, const std::string &key, bool json) {
+  TIR_ASSIGN_OR_RETURN(tir::v1::KernelBundle b, client.GetKernel(key, true));
+  if (json) return Json(b);
+  return absl::StrCat(b.name(), " for ", b.arch(), " (fingerprint ", b.graph_fingerprint().substr(0, 16), ")\n",
+                      DescribeBundle(b));
+}
+
+absl::StatusOr<std::string> ListCommand(Client &client, const std::string &arch, bool json) {
+  std::string out, token;
+  tir::v1::ListKernelsResponse all;
+  do {
+    TIR_ASSIGN_OR_RETURN(tir::v1::ListKernelsResponse page, client.ListKernels(500, token, arch));
+    for (auto &k : *page.mutable_kernels()) *all.add_kernels() = std::move(k);
+    token = page.next_page_token();
+  } while (!token.empty());
+  if (json) return Json(all);
+  for (const auto &b : all.kernels()) {
+    absl::StrAppendFormat(&out, "%s  %-7s %d kernel(s)  %s\n", b.key(), b.arch(), b.kernels_size(),
+                          b.tuning().tuned() ? absl::StrCat("tuned, ", Ms(b.tuning().best_seconds())) : "untuned");
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> RemoveCommand(Client &client, const std::string &key) {
+  TIR_ASSIGN_OR_RETURN(bool deleted, client.DeleteKernel(key));
+  if (!deleted) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no kernel " + key);
+  return absl::StrCat("deleted ", key, "\n");
+}
+
+absl::StatusOr<std::string> OperationCommand(Client &client, const std::string &what, const std::string &name, bool json,
+                                             bool progress) {
+  const std::string full = name.rfind("operations/", 0) == 0 ? name : "operations/" + name;
+  tir::v1::Operation op;
+  if (what == "get") {
+    TIR_ASSIGN_OR_RETURN(op, client.GetOperation(full));
+  } else if (what == "wait") {
+    TIR_ASSIGN_OR_RETURN(op, client.Wait(full, absl::Hours(1)));
+  } else if (what == "watch") {
+    TIR_ASSIGN_OR_RETURN(op, client.Watch(full, absl::Hours(1), [&](const tir::v1::Operation &o) {
+      if (progress) {
+        DrawProgress(o);
+      } else if (!json) {
+        const auto &p = o.metadata().progress();
+        std::printf("%s: %u/%u candidates measured, %u failed\n", StageName(p.stage()), p.candidates_measured(),
+                    p.candidates_total(), p.candidates_failed());
+        std::fflush(stdout);
+      }
+    }));
+  } else if (what == "cancel") {
+    TIR_ASSIGN_OR_RETURN(op, client.Cancel(full));
+  } else {
+    return MakeError(absl::StatusCode::kInvalidArgument, "USAGE", "ops takes get, wait, watch or cancel");
+  }
+  if (op.has_response()) *op.mutable_response() = Metadata(op.response());
+  if (json) return Json(op);
+  std::string out = absl::StrFormat("%s: %s", op.name(), op.done() ? "done" : StageName(op.metadata().progress().stage()));
+  if (op.has_error()) absl::StrAppend(&out, ", ", op.error().reason(), ": ", op.error().message());
+  absl::StrAppend(&out, "\n");
+  if (op.has_response()) absl::StrAppend(&out, op.response().name(), "\n", DescribeBundle(op.response()));
+  return out;
+}
+
+absl::StatusOr<std::string> WorkersCommand(Client &client, bool json) {
+  TIR_ASSIGN_OR_RETURN(tir::v1::ListWorkersResponse w, client.ListWorkers());
+  if (json) return Json(w);
+  std::string out;
+  for (const auto &i : w.workers()) {
+    absl::StrAppendFormat(&out, "%-12s %-5s %-8s %-9s leases %d, measured %d  %s\n", i.name(), i.backend(), i.arch(),
+                          i.state(), i.active_leases(), i.candidates_measured(), i.device_name());
+  }
+  if (out.empty()) out = "no workers registered\n";
+  return out;
+}
+
+}  // namespace tir::client

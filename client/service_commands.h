@@ -1,0 +1,49 @@
+// tirctl's verbs that talk to a coordinator (remote, or the embedded one):
+// compile, get, ls, rm, ops, workers. Each returns what goes to stdout; errors
+// carry the coordinator's reason.
+
+#ifndef TIR_CLIENT_SERVICE_COMMANDS_H_
+#define TIR_CLIENT_SERVICE_COMMANDS_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/client.h"
+
+namespace tir::client {
+
+struct CompileCommandOptions {
+  std::string arch;
+  bool heuristic_now = false;
+  // Where the bundle (tir.v1.KernelBundle, binary) is written; "" for
+  // `<cache_dir>/bundles/<key>.pb`.
+  std::string out_path;
+  std::string cache_dir;
+  uint32_t max_candidates_per_kernel = 0;
+  bool json = false;
+  // Draw progress on stderr (a TTY).
+  bool progress = false;
+  absl::Duration timeout = absl::Hours(1);
+};
+
+// Submits `text`, waits (unless heuristic-now), writes the bundle and
+// describes it: kernels, winners, tuned against default, cache hit or not.
+// Errors: the coordinator's (INVALID_GRAPH, ...), NO_CORRECT_CANDIDATE, and
+// DEADLINE_EXCEEDED when `timeout` passes first.
+absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o);
+
+absl::StatusOr<std::string> GetCommand(Client &client, const std::string &key, bool json);
+absl::StatusOr<std::string> ListCommand(Client &client, const std::string &arch, bool json);
+absl::StatusOr<std::string> RemoveCommand(Client &client, const std::string &key);
+// `what`: get, wait, watch or cancel.
+absl::StatusOr<std::string> OperationCommand(Client &client, const std::string &what, const std::string &name, bool json,
+                                             bool progress);
+absl::StatusOr<std::string> WorkersCommand(Client &client, bool json);
+
+// One line per kernel, the winner against the default, the tuning summary.
+std::string DescribeBundle(const tir::v1::KernelBundle &bundle);
+
+}  // namespace tir::client
+
+#endif  // TIR_CLIENT_SERVICE_COMMANDS_H_
