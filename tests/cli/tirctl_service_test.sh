@@ -1,0 +1,88 @@
+#!/bin/bash
+# tirctl against a tir-coordinator with a host tir-worker (real processes on
+# loopback): every service verb, -o json parses, exit codes 0 / 1 (rejected,
+# reason on stderr) / 2 (usage).
+set -u
+tirctl=$PWD/client/tirctl
+coordinator=$PWD/server/tir-coordinator
+worker=$PWD/worker/tir-worker
+runner=$PWD/worker/runner/tir-worker-runner
+graphs=$PWD/tests/cli/graphs
+cd "$TEST_TMPDIR"
+export XDG_CACHE_HOME=$TEST_TMPDIR/cache
+fail=0
+check() {  # check NAME EXPECTED ACTUAL
+  if [[ "$2" != "$3" ]]; then echo "FAIL: $1: expected '$2', got '$3'"; fail=1; else echo "ok: $1"; fi
+}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+server=127.0.0.1:$port
+"$coordinator" --listen="$server" --db="$TEST_TMPDIR/db" 2>coordinator.log &
+cpid=$!
+"$worker" --coordinator="$server" --backend=host --work-dir="$TEST_TMPDIR/w" --runner="$runner" 2>worker.log &
+wpid=$!
+trap 'kill $wpid $cpid 2>/dev/null; wait 2>/dev/null' EXIT
+for _ in $(seq 100); do
+  "$tirctl" workers --server "$server" 2>/dev/null | grep -q 'host.*ready' && break
+  sleep 0.2
+done
+check "worker registered" 1 "$("$tirctl" workers --server "$server" | grep -c 'workers/.*host')"
+
+# compile: the tuned bundle is written; the repeat is a cache hit.
+"$tirctl" compile "$graphs/softmax_fits.mlir" --server "$server" --arch host --wait -o bundle.pb >out.txt 2>err.txt
+check "compile exit" 0 $?
+check "compile tuned" 1 "$(grep -c ': tuned in' out.txt)"
+check "bundle written" 1 "$([[ -s bundle.pb ]] && echo 1)"
+key=$(grep -o 'kernels/[0-9a-f]*' out.txt | head -1 | cut -d/ -f2)
+check "key" 64 "${#key}"
+"$tirctl" compile "$graphs/softmax_fits.mlir" --server "$server" --arch host -o again.pb >out2.txt
+check "repeat is a cache hit" 1 "$(grep -c 'cache hit' out2.txt)"
+json=$("$tirctl" compile "$graphs/softmax_fits.mlir" --server "$server" --arch host -o again.pb --output=json)
+check "compile json" "True $key" "$(echo "$json" | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["metadata"]["cache_hit"], o["response"]["key"])')"
+
+# get / ls (text and json).
+check "get" 1 "$("$tirctl" get "$key" --server "$server" | grep -c "kernels/$key")"
+check "get json" "$key" "$("$tirctl" get "$key" --server "$server" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')"
+check "ls" 1 "$("$tirctl" ls --server "$server" | grep -c "$key")"
+check "ls json" 1 "$("$tirctl" ls --server "$server" -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["kernels"]))')"
+
+# ops: heuristic-now answers at once; the operation can be read, waited on and watched.
+op=$("$tirctl" compile "$graphs/layernorm_fits.mlir" --server "$server" --arch host --heuristic-now --output=json \
+  | python3 -c 'import json,sys; o=json.load(sys.stdin); print(o["name"], o["response"]["tuning"].get("tuned", False))')
+check "heuristic-now untuned" "False" "${op#* }"
+name=${op% *}
+"$tirctl" ops get "$name" --server "$server" -o json | python3 -c 'import json,sys; json.load(sys.stdin)'
+check "ops get" 0 $?
+check "ops wait" 1 "$("$tirctl" ops wait "$name" --server "$server" | grep -c ': done')"
+check "ops watch" 1 "$("$tirctl" ops watch "$name" --server "$server" | grep -c ': done')"
+
+# cancel a running compile.
+"$tirctl" compile "$graphs/matmul_bias_gelu_residual.mlir" --server "$server" --arch host --timeout 0.2 \
+  >/dev/null 2>cancel_err.txt
+check "compile past --timeout exit" 1 $?
+running=$(grep -o 'operations/[0-9]*' cancel_err.txt | head -1)
+check "cancel" 1 "$("$tirctl" ops cancel "$running" --server "$server" | grep -c 'CANCELLED')"
+
+# rm.
+check "rm" 1 "$("$tirctl" rm "$key" --server "$server" | grep -c deleted)"
+"$tirctl" get "$key" --server "$server" >/dev/null 2>err.txt
+check "get after rm exit" 1 $?
+check "get after rm reason" 1 "$(grep -c NOT_FOUND err.txt)"
+
+# errors: a rejected graph (reason on stderr), an unknown arch, bad usage.
+"$tirctl" compile "$graphs/invalid_shape.mlir" --server "$server" --arch host >/dev/null 2>err.txt
+check "rejected graph exit" 1 $?
+check "rejected graph reason" 1 "$(grep -c 'INVALID_GRAPH' err.txt)"
+"$tirctl" compile "$graphs/softmax_fits.mlir" --server "$server" --arch sm_42 >/dev/null 2>err.txt
+check "unknown arch exit" 1 $?
+check "unknown arch reason" 1 "$(grep -c 'UNKNOWN_ARCH' err.txt)"
+"$tirctl" compile --server "$server" >/dev/null 2>&1
+check "missing file exit" 2 $?
+"$tirctl" ops frobnicate x --server "$server" >/dev/null 2>&1
+check "bad ops verb exit" 1 $?
+"$tirctl" compile "$graphs/softmax_fits.mlir" --budget zero >/dev/null 2>&1
+check "bad budget exit" 2 $?
+"$tirctl" compile "$graphs/softmax_fits.mlir" --wait --heuristic-now >/dev/null 2>&1
+check "conflicting modes exit" 2 $?
+"$tirctl" --help | grep -q 'exit codes: 0 ok, 1 failure'
+check "help documents exit codes" 0 $?
+exit $fail
