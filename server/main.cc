@@ -1,7 +1,7 @@
 // tir-coordinator: flags and the config file only; the service is
 // //server/service:server.
 //
-//   tir-coordinator [--config=FILE] [--listen=HOST:PORT] [--db=DIR] [--metrics-port=N]
+//   tir-coordinator [--config=FILE] [--listen=HOST:PORT] [--db=DIR] [--metrics-port=N] [--dashboard-port=N]
 
 #include <signal.h>
 #include <unistd.h>
@@ -22,6 +22,7 @@ ABSL_FLAG(std::string, config, "", "JSON configuration file (tir.v1.CoordinatorC
 ABSL_FLAG(std::string, listen, "", "gRPC address HOST:PORT (default 0.0.0.0:7070)");
 ABSL_FLAG(std::string, db, "", "RocksDB directory of the kernel store");
 ABSL_FLAG(int, metrics_port, -1, "Prometheus /metrics port (0: off)");
+ABSL_FLAG(int, dashboard_port, -1, "dashboard and /api/status port (0: off)");
 
 namespace {
 int g_pipe[2] = {-1, -1};
@@ -62,6 +63,7 @@ int main(int argc, char **argv) {
   if (!absl::GetFlag(FLAGS_listen).empty()) config.set_listen(absl::GetFlag(FLAGS_listen));
   if (!absl::GetFlag(FLAGS_db).empty()) config.set_db(absl::GetFlag(FLAGS_db));
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) config.set_metrics_port(absl::GetFlag(FLAGS_metrics_port));
+  if (absl::GetFlag(FLAGS_dashboard_port) >= 0) config.set_dashboard_port(absl::GetFlag(FLAGS_dashboard_port));
   if (config.db().empty()) {
     const char *xdg = std::getenv("XDG_CACHE_HOME");
     const char *home = std::getenv("HOME");

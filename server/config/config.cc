@@ -26,6 +26,10 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.no_worker().empty()) c.set_no_worker("default");
   if (c.listen().find(':') == std::string::npos) return Invalid("listen must be HOST:PORT, got " + c.listen());
   if (c.metrics_port() > 65535) return Invalid(absl::StrCat("metrics_port ", c.metrics_port(), " is not a port"));
+  if (c.dashboard_port() > 65535) return Invalid(absl::StrCat("dashboard_port ", c.dashboard_port(), " is not a port"));
+  if (c.dashboard_port() != 0 && c.dashboard_port() == c.metrics_port()) {
+    return Invalid("dashboard_port and metrics_port must differ");
+  }
   if (c.max_message_bytes() < (1u << 20) || c.max_message_bytes() > (1ull << 31)) {
     return Invalid(absl::StrCat("max_message_bytes must be between 1 MiB and 2 GiB, got ", c.max_message_bytes()));
   }

@@ -186,6 +186,7 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
   Parsed p;
   p.fingerprint = FingerprintGraph(loaded.graph);
+  p.graph_name = loaded.graph.getSymName().str();
   TunerConfig config = options_.tuner;
   if (options.budget().max_candidates_per_kernel() > 0) config.width = options.budget().max_candidates_per_kernel();
   p.policy = TuningPolicy(config);
@@ -252,12 +253,14 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
   }
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
+  ++requests_;
   TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
   // 2. Cache.
   if (!request.options().force_retune()) {
     absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
     if (hit.ok()) {
       metrics_->cache.Add({{"result", "hit"}}).Increment();
+      ++hits_;
       // Answered from the store; the operation is not kept (its name says
       // where to find it again).
       return CachedOperation(*std::move(hit));
@@ -265,6 +268,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     if (!absl::IsNotFound(hit.status())) return hit.status();
   }
   metrics_->cache.Add({{"result", "miss"}}).Increment();
+  ++misses_;
   const bool now = request.options().mode() == tir::v1::COMPILE_MODE_HEURISTIC_NOW;
   // 3. An identical job in flight takes the request.
   {
@@ -325,6 +329,7 @@ absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::Compil
   job.key = key;
   job.request = persisted;
   job.fingerprint = parsed.fingerprint;
+  job.graph_name = parsed.graph_name;
   job.arch = request.options().target_arch();
   job.priority = request.options().priority();
   job.start = absl::Now();
@@ -443,6 +448,14 @@ void Coordinator::Advance(const std::string &key) {
 void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::KernelBundle> &result) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
+  tir::v1::JobStatus done = JobStatusOf(it->second);
+  done.set_state(result.ok() ? "done" : absl::IsCancelled(result.status()) ? "cancelled" : "failed");
+  if (result.ok() && result->tuning().best_seconds() > 0 && result->tuning().default_seconds() > 0) {
+    done.set_speedup(result->tuning().default_seconds() / result->tuning().best_seconds());
+  }
+  if (!result.ok()) done.set_error(absl::StrCat(ReasonOf(result.status()), ": ", result.status().message()));
+  recent_.push_back(done);
+  if (recent_.size() > 50) recent_.pop_front();
   for (const std::string &op : it->second.operations) FinishOperation(op, result);
   queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const Queued &q) { return q.job == key; }), queue_.end());
   // Leases of the job are dropped: heartbeats tell their workers to stop, and
@@ -608,6 +621,8 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
   out.set_key(parsed.key);
   absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
   metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
+  ++requests_;
+  ++(hit.ok() ? hits_ : misses_);
   if (hit.ok()) {
     out.set_found(true);
     *out.mutable_bundle() = *std::move(hit);
@@ -770,6 +785,7 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
   for (size_t i = 0; i < results.size() && i < positions.size(); ++i) {
     const tir::v1::CandidateResult &r = results[i];
     metrics_->measured.Increment();
+    ++measured_total_;
     tir::v1::CandidateResult trial = r;
     trial.clear_binary();
     IgnoreError(store_->Put(store::Family::kTrials,
@@ -890,6 +906,7 @@ void Coordinator::Reap() {
         it = operations_.count(it->second) ? std::next(it) : request_ids_.erase(it);
       }
     }
+    if (now - last_sample_ >= absl::Seconds(2)) Sample(now);
     std::map<std::string, std::map<std::string, int>> byArch;
     for (auto &[name, w] : workers_) {
       if (w.state != "lost" && now - w.last_heartbeat > options_.lost_after) {
@@ -913,6 +930,91 @@ void Coordinator::Reap() {
       }
     }
   }
+}
+
+tir::v1::JobStatus Coordinator::JobStatusOf(const Job &job) const {
+  tir::v1::JobStatus j;
+  j.set_key(job.key);
+  j.set_arch(job.arch);
+  j.set_graph(job.graph_name);
+  j.set_kernels(static_cast<uint32_t>(job.kernels.size()));
+  for (const KernelJob &k : job.kernels) {
+    j.set_candidates_measured(j.candidates_measured() + k.tuner->measured());
+    j.set_candidates_failed(j.candidates_failed() + k.tuner->failed());
+    j.set_candidates_planned(j.candidates_planned() + k.tuner->planned());
+    j.set_measurements(j.measurements() + k.tuner->measurements());
+    j.set_round(std::max<uint32_t>(j.round(), k.tuner->round()));
+  }
+  bool leased = false;
+  for (const auto &[id, lease] : leases_) leased |= lease.work.job == job.key;
+  j.set_state(leased ? "tuning" : "queued");
+  j.set_started(absl::ToUnixMicros(job.start) * 1e-6);
+  j.set_seconds(absl::ToDoubleSeconds(absl::Now() - job.start));
+  j.set_waiting(static_cast<uint32_t>(job.operations.size()));
+  return j;
+}
+
+void Coordinator::Sample(absl::Time now) {
+  const double dt = last_sample_ == absl::Time() ? 0 : absl::ToDoubleSeconds(now - last_sample_);
+  const uint64_t requests = requests_.load(), hits = hits_.load(), misses = misses_.load();
+  tir::v1::StatusSample s;
+  s.set_time(absl::ToUnixMicros(now) * 1e-6);
+  if (dt > 0) {
+    s.set_requests_per_second((requests - sampled_requests_) / dt);
+    const uint64_t lookups = (hits - sampled_hits_) + (misses - sampled_misses_);
+    s.set_hit_rate(lookups ? static_cast<double>(hits - sampled_hits_) / lookups : 0);
+    s.set_candidates_per_second((measured_total_ - sampled_measured_) / dt);
+  }
+  s.set_queue_depth(static_cast<uint32_t>(queue_.size()));
+  uint32_t alive = 0;
+  for (auto &[name, w] : workers_) {
+    if (dt > 0) w.rate = (w.measured - w.sampled_measured) / dt;
+    w.sampled_measured = w.measured;
+    alive += w.state != "lost";
+  }
+  s.set_workers(alive);
+  sampled_requests_ = requests;
+  sampled_hits_ = hits;
+  sampled_misses_ = misses;
+  sampled_measured_ = measured_total_;
+  last_sample_ = now;
+  series_.push_back(s);
+  if (series_.size() > 900) series_.pop_front();  // 30 minutes
+  if (auto stats = store_->KernelStats(); stats.ok()) {
+    stored_kernels_ = stats->first;
+    stored_bytes_ = stats->second;
+  }
+}
+
+tir::v1::ServiceStatus Coordinator::Status() {
+  absl::MutexLock l(&mu_);
+  tir::v1::ServiceStatus out;
+  const absl::Time now = absl::Now();
+  out.set_time(absl::ToUnixMicros(now) * 1e-6);
+  out.set_version(kTirVersion);
+  for (const auto &[name, w] : workers_) {
+    tir::v1::WorkerStatus *s = out.add_workers();
+    s->set_name(name);
+    s->set_backend(w.capabilities.backend());
+    s->set_arch(w.capabilities.arch());
+    s->set_device(w.capabilities.device_name());
+    s->set_state(w.state);
+    for (const auto &[id, lease] : leases_) {
+      if (lease.worker == name) s->add_leases(id);
+    }
+    s->set_candidates_measured(w.measured);
+    s->set_candidates_per_second(w.rate);
+    s->set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - w.last_heartbeat));
+  }
+  for (const auto &[key, job] : jobs_) *out.add_running() = JobStatusOf(job);
+  for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) *out.add_recent() = *it;
+  out.set_queue_depth(static_cast<uint32_t>(queue_.size()));
+  out.set_stored_kernels(stored_kernels_);
+  out.set_stored_bytes(stored_bytes_);
+  out.set_cache_hits(hits_.load());
+  out.set_cache_misses(misses_.load());
+  for (const auto &s : series_) *out.add_series() = s;
+  return out;
 }
 
 int Coordinator::jobs_in_flight() const {

@@ -18,6 +18,7 @@
 #ifndef TIR_SERVER_COORDINATOR_COORDINATOR_H_
 #define TIR_SERVER_COORDINATOR_COORDINATOR_H_
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -35,6 +36,7 @@
 #include "server/store/kernel_store.h"
 #include "server/tuning/work_items.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/status.pb.h"
 #include "tir/v1/worker_service.grpc.pb.h"
 
 namespace tir::coordinator {
@@ -85,6 +87,10 @@ class Coordinator {
   absl::StatusOr<tir::v1::ReportResultResponse> ReportResult(const tir::v1::ReportResultRequest &request);
   absl::StatusOr<tir::v1::DrainResponse> Drain(const tir::v1::DrainRequest &request);
 
+  // A snapshot for the dashboard: workers, running and recent jobs, cache
+  // counts and the sampled series.
+  tir::v1::ServiceStatus Status();
+
   // Jobs in flight and items queued (for tests and metrics).
   int jobs_in_flight() const;
   int queue_depth() const;
@@ -103,6 +109,7 @@ class Coordinator {
     tir::v1::CompileRequest request;
     std::string fingerprint;
     std::string arch;
+    std::string graph_name;
     std::vector<KernelJob> kernels;
     std::vector<std::string> operations;  // waiting for the tuned bundle
     int priority = 0;
@@ -128,6 +135,8 @@ class Coordinator {
     absl::Time last_heartbeat;
     std::string state = "ready";
     uint64_t measured = 0;
+    uint64_t sampled_measured = 0;  // at the last series sample
+    double rate = 0;                // candidates per second over the last sample
   };
   struct OpEntry {
     tir::v1::Operation op;
@@ -138,6 +147,7 @@ class Coordinator {
     std::string key;
     std::string fingerprint;
     std::string policy;
+    std::string graph_name;
   };
 
   // `resume`: a persisted job after a restart (never answered with defaults).
@@ -164,6 +174,9 @@ class Coordinator {
   // A done operation for a cache hit, named "operations/cached.{key}".
   static tir::v1::Operation CachedOperation(tir::v1::KernelBundle bundle);
   void Touch() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  tir::v1::JobStatus JobStatusOf(const Job &job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends a series sample (rates since the previous one).
+  void Sample(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CoordinatorOptions options_;
   std::shared_ptr<store::KernelStore> store_;
@@ -182,6 +195,15 @@ class Coordinator {
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
+  // Dashboard state: finished jobs (newest last) and the sampled series.
+  std::deque<tir::v1::JobStatus> recent_ ABSL_GUARDED_BY(mu_);
+  std::deque<tir::v1::StatusSample> series_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_sample_ ABSL_GUARDED_BY(mu_);
+  uint64_t sampled_requests_ ABSL_GUARDED_BY(mu_) = 0, sampled_hits_ ABSL_GUARDED_BY(mu_) = 0,
+           sampled_misses_ ABSL_GUARDED_BY(mu_) = 0, sampled_measured_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t measured_total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> requests_{0}, hits_{0}, misses_{0};
+  uint64_t stored_kernels_ ABSL_GUARDED_BY(mu_) = 0, stored_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Mutex parsed_mu_;
   std::map<std::string, Parsed> parsed_ ABSL_GUARDED_BY(parsed_mu_);  // request hash -> key
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

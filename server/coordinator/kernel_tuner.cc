@@ -18,6 +18,7 @@ KernelTuner::KernelTuner(int candidates, int default_position, int space_size, T
       std::find(alive_.begin(), alive_.end(), default_position) == alive_.end()) {
     alive_.back() = default_position;
   }
+  planned_ = static_cast<int>(alive_.size());
 }
 
 std::optional<KernelTuner::Round> KernelTuner::Next() {
@@ -54,6 +55,7 @@ void KernelTuner::Record(int number, const std::vector<tir::v1::CandidateResult>
     const int p = positions[i];
     const tir::v1::CandidateResult &r = results[i];
     ++measured_[p];
+    ++measurements_;
     if (r.verification().verdict() != tir::v1::VERDICT_PASSED || r.measurement().samples() == 0) {
       failed_[p] = r.verification().verdict();
       continue;

@@ -62,6 +62,11 @@ class KernelTuner {
   int measured() const { return static_cast<int>(measured_.size()); }
   int failed() const { return static_cast<int>(failed_.size()); }
   int default_position() const { return default_position_; }
+  // Candidates chosen for round 0.
+  int planned() const { return planned_; }
+  // Results recorded over all rounds, and the current round.
+  int measurements() const { return measurements_; }
+  int round() const { return round_; }
 
  private:
   TunerConfig config_;
@@ -72,6 +77,8 @@ class KernelTuner {
   std::map<int, int> failed_;       // position -> verdict
   std::map<int, int> measured_;     // position -> times measured
   int round_ = 0;
+  int planned_ = 0;
+  int measurements_ = 0;
   bool in_flight_ = false;
   bool confirming_ = false;
   bool done_ = false;

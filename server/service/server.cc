@@ -82,6 +82,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
     return MakeError(absl::StatusCode::kUnavailable, "LISTEN_FAILED", "cannot serve on " + config.listen());
   }
   TIR_RETURN_IF_ERROR(s->coordinator_->Start());
+  if (config.dashboard_port() > 0) {
+    TIR_ASSIGN_OR_RETURN(s->dashboard_,
+                         dashboard::Dashboard::Start(s->coordinator_.get(), absl::StrCat("0.0.0.0:", config.dashboard_port())));
+  }
   if (config.metrics_port() > 0) {
     s->exposer_ = std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", config.metrics_port()));
     s->exposer_->RegisterCollectable(s->registry_);
@@ -96,6 +100,7 @@ void CoordinatorServer::Wait() {
 }
 
 void CoordinatorServer::Shutdown() {
+  dashboard_.reset();
   if (coordinator_) coordinator_->Shutdown();  // wakes long polls
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
 }

@@ -12,6 +12,7 @@
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/coordinator.h"
+#include "server/dashboard/dashboard.h"
 #include "server/service/services.h"
 #include "tir/v1/config.pb.h"
 
@@ -43,6 +44,7 @@ class CoordinatorServer {
   std::unique_ptr<CompilerServiceImpl> compiler_;
   std::unique_ptr<WorkerServiceImpl> workers_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<dashboard::Dashboard> dashboard_;
   int port_ = 0;
 };
 

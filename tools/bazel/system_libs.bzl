@@ -34,8 +34,10 @@ def _system_libs_impl(rctx):
     ]
     for name in sorted(rctx.attr.libs.keys()):
         modules = [m for m in rctx.attr.libs[name].split(" ") if m]
-        cflags = _pkg_config(rctx, ["--cflags"] + modules)
-        libs = _pkg_config(rctx, ["--libs"] + modules)
+        # A library without a pkg-config file has no modules: only its
+        # extra_linkopts.
+        cflags = _pkg_config(rctx, ["--cflags"] + modules) if modules else []
+        libs = _pkg_config(rctx, ["--libs"] + modules) if modules else []
         defines = [f[2:] for f in cflags if f.startswith("-D")]
         linkopts = _dedupe(libs + rctx.attr.extra_linkopts.get(name, []))
         lines.append("cc_library(")
