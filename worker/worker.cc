@@ -75,7 +75,12 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Backend> backend, std::sha
       backend_(std::move(backend)),
       stub_(tir::v1::WorkerService::NewStub(channel)),
       registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
-      metrics_(std::make_unique<Metrics>(*registry_)),
+      metrics_([this] {
+        auto m = std::make_unique<Metrics>(*registry_);
+        // Every reason exists from the start, so rates and alerts see zeros.
+        for (const char *reason : {"wrong", "fault", "timeout", "compile_failed"}) m->failed.Add({{"reason", reason}});
+        return m;
+      }()),
       runner_([&] {
         std::vector<std::string> argv = {options_.runner_path};
         for (const std::string &f : backend_->RunnerFlags()) argv.push_back(f);

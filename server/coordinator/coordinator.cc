@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +30,7 @@ using google::protobuf::util::TimeUtil;
 struct Coordinator::Metrics {
   explicit Metrics(prometheus::Registry &r)
       : cache(prometheus::BuildCounter().Name("tir_cache_lookups_total").Help("Kernel cache lookups by result").Register(r)),
-        queue_depth(prometheus::BuildGauge().Name("tir_queue_depth").Help("Work items waiting for a worker").Register(r).Add({})),
+        queue_depth(prometheus::BuildGauge().Name("tir_queue_depth").Help("Work items waiting for a worker, by arch").Register(r)),
         leases(prometheus::BuildGauge().Name("tir_leases_outstanding").Help("Work items leased to workers").Register(r).Add({})),
         workers(prometheus::BuildGauge().Name("tir_workers").Help("Registered workers by arch and state").Register(r)),
         tune_seconds(prometheus::BuildHistogram()
@@ -73,7 +74,9 @@ struct Coordinator::Metrics {
                         .Register(r)
                         .Add({})) {}
   prometheus::Family<prometheus::Counter> &cache;
-  prometheus::Gauge &queue_depth, &leases;
+  prometheus::Family<prometheus::Gauge> &queue_depth;
+  std::set<std::string> queue_arches;  // every arch the queue gauge has shown
+  prometheus::Gauge &leases;
   prometheus::Family<prometheus::Gauge> &workers;
   prometheus::Histogram &tune_seconds, &queue_wait_seconds, &measure_seconds, &compile_seconds;
   prometheus::Counter &measured;
@@ -123,7 +126,11 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       store_(std::move(store)),
       registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
       metrics_(std::make_unique<Metrics>(*registry_)),
-      compile_cache_(options_.work_dir + "/nvrtc") {}
+      compile_cache_(options_.work_dir + "/nvrtc") {
+  // Every label value exists from the start, so rates and alerts see zeros.
+  metrics_->cache.Add({{"result", "hit"}});
+  metrics_->cache.Add({{"result", "miss"}});
+}
 
 Coordinator::~Coordinator() { Shutdown(); }
 
@@ -137,7 +144,14 @@ void Coordinator::Shutdown() {
 }
 
 void Coordinator::Touch() {
-  metrics_->queue_depth.Set(static_cast<double>(queue_.size()));
+  std::map<std::string, int> byArch;
+  for (const std::string &arch : metrics_->queue_arches) byArch[arch] = 0;
+  for (const auto &[name, w] : workers_) byArch[w.capabilities.arch()] += 0;
+  for (const Queued &q : queue_) ++byArch[q.item.arch()];
+  for (const auto &[arch, n] : byArch) {
+    metrics_->queue_arches.insert(arch);
+    metrics_->queue_depth.Add({{"arch", arch}}).Set(n);
+  }
   metrics_->leases.Set(static_cast<double>(leases_.size()));
   changed_.SignalAll();
 }

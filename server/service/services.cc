@@ -35,6 +35,8 @@ const char *CodeName(absl::StatusCode c) {
     case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
     case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
     case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    case absl::StatusCode::kInternal: return "INTERNAL";
+    case absl::StatusCode::kUnknown: return "UNKNOWN";
     default: return "OTHER";
   }
 }
