@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "compiler/support/cli.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
 #include "server/store/rocksdb_kernel_store.h"
 #include "worker/cuda/cuda_driver.h"
@@ -122,13 +123,7 @@ std::string JsonEscape(const std::string& s) {
 
 }  // namespace
 
-std::string DefaultCacheDir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
-    return (std::filesystem::path(xdg) / "tir").string();
-  }
-  const char* home = std::getenv("HOME");
-  return (std::filesystem::path(home ? home : "/tmp") / ".cache" / "tir").string();
-}
+std::string DefaultCacheDir() { return tir::CacheDir(); }
 
 std::vector<Check> RunDoctor(const std::string& cache_dir) {
   return {NvrtcCheck(), CudaCheck(), HostCompilerCheck(), StoreCheck(cache_dir)};

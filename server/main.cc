@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "compiler/support/cli.h"
 #include "server/config/config.h"
 #include "server/service/server.h"
 
@@ -24,26 +24,8 @@ ABSL_FLAG(std::string, db, "", "RocksDB directory of the kernel store");
 ABSL_FLAG(int, metrics_port, -1, "Prometheus /metrics port (0: off)");
 ABSL_FLAG(int, dashboard_port, -1, "dashboard and /api/status port (0: off)");
 
-namespace {
-int g_pipe[2] = {-1, -1};
-void OnSignal(int) {
-  const char c = 1;
-  (void)!write(g_pipe[1], &c, 1);
-}
-}  // namespace
-
 int main(int argc, char **argv) {
-  // Dashed flag names (--metrics-port) are spelled with underscores for the parser.
-  std::vector<std::string> spelled(argv, argv + argc);
-  std::vector<char *> args;
-  for (std::string &a : spelled) {
-    if (a.rfind("--", 0) == 0) {
-      const size_t end = std::min(a.find('='), a.size());
-      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
-    }
-    args.push_back(a.data());
-  }
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  tir::ParseDashedFlags(argc, argv);
   tir::v1::CoordinatorConfig config;
   if (!absl::GetFlag(FLAGS_config).empty()) {
     std::ifstream in(absl::GetFlag(FLAGS_config));
@@ -64,29 +46,14 @@ int main(int argc, char **argv) {
   if (!absl::GetFlag(FLAGS_db).empty()) config.set_db(absl::GetFlag(FLAGS_db));
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) config.set_metrics_port(absl::GetFlag(FLAGS_metrics_port));
   if (absl::GetFlag(FLAGS_dashboard_port) >= 0) config.set_dashboard_port(absl::GetFlag(FLAGS_dashboard_port));
-  if (config.db().empty()) {
-    const char *xdg = std::getenv("XDG_CACHE_HOME");
-    const char *home = std::getenv("HOME");
-    config.set_db(xdg && *xdg ? std::string(xdg) + "/tir/store" : std::string(home ? home : "/tmp") + "/.cache/tir/store");
-  }
+  if (config.db().empty()) config.set_db(tir::CacheDir() + "/store");
   auto server = tir::service::CoordinatorServer::Start(config);
   if (!server.ok()) {
     std::fprintf(stderr, "tir-coordinator: %s\n", std::string(server.status().message()).c_str());
     return 1;
   }
   std::fprintf(stderr, "tir-coordinator: serving on port %d, store %s\n", (*server)->port(), config.db().c_str());
-  if (pipe(g_pipe) != 0) return 1;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  std::thread stopper([&] {
-    char c = 0;
-    while (read(g_pipe[0], &c, 1) < 0 && errno == EINTR) {
-    }
-    (*server)->Shutdown();
-  });
+  tir::SignalWatcher watcher([&] { (*server)->Shutdown(); });
   (*server)->Wait();
-  stopper.join();
   return 0;
 }

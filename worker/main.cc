@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "compiler/support/cli.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -36,36 +36,10 @@ ABSL_FLAG(std::string, work_dir, "", "where compiled candidates go (default $XDG
 ABSL_FLAG(std::string, runner, "", "path of tir-worker-runner (default: beside this binary)");
 ABSL_FLAG(int, max_items, 1, "work items taken per lease call");
 
-namespace {
-
-int g_signal_pipe[2] = {-1, -1};
-
-void OnSignal(int) {
-  const char c = 1;
-  (void)!write(g_signal_pipe[1], &c, 1);
-}
-
-}  // namespace
-
 int main(int argc, char **argv) {
-  // Flags are spelled with dashes (--compile-threads); the parser wants
-  // underscores, so names are rewritten before parsing (values untouched).
-  std::vector<std::string> spelled(argv, argv + argc);
-  std::vector<char *> args;
-  for (std::string &a : spelled) {
-    if (a.rfind("--", 0) == 0) {
-      const size_t end = std::min(a.find('='), a.size());
-      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
-    }
-    args.push_back(a.data());
-  }
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  tir::ParseDashedFlags(argc, argv);
   std::string workDir = absl::GetFlag(FLAGS_work_dir);
-  if (workDir.empty()) {
-    const char *xdg = std::getenv("XDG_CACHE_HOME");
-    const char *home = std::getenv("HOME");
-    workDir = xdg && *xdg ? absl::StrCat(xdg, "/tir/worker") : absl::StrCat(home ? home : "/tmp", "/.cache/tir/worker");
-  }
+  if (workDir.empty()) workDir = tir::CacheDir() + "/worker";
   auto backend = tir::worker::SelectBackend(absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_device), workDir);
   if (!backend.ok()) {
     std::fprintf(stderr, "tir-worker: %s\n", std::string(backend.status().message()).c_str());
@@ -101,26 +75,14 @@ int main(int argc, char **argv) {
   channelArgs.SetMaxSendMessageSize(256 << 20);
   auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials(), channelArgs);
   tir::worker::Worker worker(options, std::move(*backend), channel, registry);
-  // SIGTERM / SIGINT drain: the handler only wakes this thread.
-  if (pipe(g_signal_pipe) != 0) return 1;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  std::thread watcher([&] {
-    char c = 0;
-    while (read(g_signal_pipe[0], &c, 1) < 0 && errno == EINTR) {
-    }
-    if (c == 1) {
+  {
+    // SIGTERM / SIGINT drain.
+    tir::SignalWatcher watcher([&] {
       std::fprintf(stderr, "tir-worker: draining\n");
       worker.Stop();
-    }
-  });
-  worker.Run();
-  // Run returned (drained, or the coordinator refused registration): end the watcher.
-  const char c = 0;
-  (void)!write(g_signal_pipe[1], &c, 1);
-  watcher.join();
+    });
+    worker.Run();
+  }
   std::fprintf(stderr, "tir-worker: drained, exiting\n");
   return 0;
 }

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/net.h"
 #include "server/tuning/work_items.h"
 #include "worker/host/host_backend.h"
 #include "worker/testing/test_coordinator.h"
@@ -267,36 +268,7 @@ TEST_F(WorkerTest, RetriesRegistrationWithBackoffWhileTheCoordinatorRefuses) {
   EXPECT_GE(attempts.back() - attempts.front(), absl::Milliseconds(150));
 }
 
-// A loopback port nothing listens on at the moment.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
-// The body of GET /metrics on loopback `port` ("" when nothing answers).
-std::string FetchMetrics(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0) {
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    (void)!write(fd, req.data(), req.size());
-    char buf[4096];
-    for (ssize_t r; (r = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, r);
-  }
-  close(fd);
-  return out;
-}
 
 TEST(WorkerProcessTest, SigtermFinishesTheLeaseInHandThenGivesBackTheRestAndDeregisters) {
   TestCoordinator coordinator;
@@ -311,7 +283,7 @@ TEST(WorkerProcessTest, SigtermFinishesTheLeaseInHandThenGivesBackTheRestAndDere
   std::vector<std::string> argv = {bin, "--coordinator=" + coordinator.address(), "--backend=host",
                                     "--work-dir=" + TempDir() + "/proc", "--compile-threads=2", "--max-items=2",
                                     "--runner=" + Runfile("worker/runner/tir-worker-runner")};
-  const int metricsPort = FreePort();
+  const int metricsPort = tir::testing::FreePort();
   argv.push_back(absl::StrCat("--metrics-port=", metricsPort));
   std::vector<char *> args;
   for (auto &a : argv) args.push_back(a.data());
@@ -320,7 +292,7 @@ TEST(WorkerProcessTest, SigtermFinishesTheLeaseInHandThenGivesBackTheRestAndDere
   ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, args.data(), environ), 0);
   ASSERT_TRUE(coordinator.WaitFor([](const auto &s) { return !s.leased.empty(); }, absl::Seconds(60)));
   absl::SleepFor(absl::Milliseconds(300));
-  const std::string metrics = FetchMetrics(metricsPort);
+  const std::string metrics = tir::testing::HttpGet(metricsPort, "/metrics");
   EXPECT_THAT(metrics, HasSubstr("tir_worker_leases_total 2"));
   EXPECT_THAT(metrics, HasSubstr("tir_worker_compile_seconds_count"));
   EXPECT_THAT(metrics, HasSubstr("tir_worker_runner_restarts_total 0"));

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "tests/testing/net.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
 #include "tir/v1/error.pb.h"
 
@@ -51,18 +52,6 @@ void Stop(pid_t pid, int sig = SIGTERM) {
   waitpid(pid, &status, 0);
 }
 
-// A loopback port nothing listens on at the moment.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 std::string Graph(const std::string &name, int rows, int cols) {
   return absl::StrCat("tir.graph @", name, "(%x: tensor<", rows, "x", cols, "xf32>, %b: tensor<1x", cols,
@@ -90,7 +79,7 @@ class Service {
     Stop(coordinator_);
   }
   void StartCoordinator() {
-    if (port_ == 0) port_ = FreePort();
+    if (port_ == 0) port_ = tir::testing::FreePort();
     const std::string config = absl::StrCat(db_, ".json");
     std::ofstream(config) << "{\"listen\": \"127.0.0.1:" << port_ << "\", \"db\": \"" << db_
                           << "\", \"heartbeatIntervalMs\": 200, \"lostAfterMs\": 1500, \"tuningBudgetMs\": 5"

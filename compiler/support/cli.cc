@@ -1,0 +1,65 @@
+#include "compiler/support/cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/flags/parse.h"
+
+namespace tir {
+namespace {
+
+int g_pipe[2] = {-1, -1};
+
+void OnSignal(int) {
+  const char c = 1;
+  (void)!write(g_pipe[1], &c, 1);
+}
+
+}  // namespace
+
+void ParseDashedFlags(int argc, char **argv) {
+  std::vector<std::string> spelled(argv, argv + argc);
+  std::vector<char *> args;
+  for (std::string &a : spelled) {
+    if (a.rfind("--", 0) == 0) {
+      const size_t end = std::min(a.find('='), a.size());
+      std::replace(a.begin() + 2, a.begin() + end, '-', '_');
+    }
+    args.push_back(a.data());
+  }
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+}
+
+std::string CacheDir() {
+  const char *xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/tir";
+  const char *home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/tir";
+}
+
+SignalWatcher::SignalWatcher(std::function<void()> on_signal) {
+  if (pipe(g_pipe) != 0) std::abort();  // no descriptors left at startup: nothing sensible to do
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  thread_ = std::thread([on_signal = std::move(on_signal)] {
+    char c = 0;
+    while (read(g_pipe[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    if (c == 1) on_signal();
+  });
+}
+
+SignalWatcher::~SignalWatcher() {
+  const char c = 0;  // wakes the thread without a signal
+  (void)!write(g_pipe[1], &c, 1);
+  thread_.join();
+}
+
+}  // namespace tir
