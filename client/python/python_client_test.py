@@ -1,0 +1,66 @@
+"""The Python client against a live coordinator with a host worker."""
+import sys
+import time
+
+from tir_client import Client, TirError
+
+address = sys.argv[1]
+client = Client(address)
+failures = []
+
+
+def check(name, ok):
+    print(("ok: " if ok else "FAIL: ") + name)
+    if not ok:
+        failures.append(name)
+
+
+for _ in range(150):
+    try:
+        if any(w.state == "ready" for w in client.workers()):
+            break
+    except TirError as e:  # the coordinator is still starting
+        if e.reason != "UNAVAILABLE":
+            raise
+    time.sleep(0.2)
+check("a worker is registered", len(client.workers()) == 1)
+
+graph = """tir.graph @py(%x: tensor<24x40xf32>, %b: tensor<1x40xf32>) -> tensor<24x40xf32> {
+  %y = add %x, %b : (tensor<24x40xf32>, tensor<1x40xf32>) -> tensor<24x40xf32>
+  %e = exp %y : tensor<24x40xf32>
+  results %e : tensor<24x40xf32>
+}
+"""
+op = client.compile(graph, arch="host")
+check("compile starts an operation", op.name.startswith("operations/") and not op.metadata.cache_hit)
+states = list(client.watch(op.name, timeout=120))
+check("watch ends with the done operation", states and states[-1].done)
+op = client.wait(op.name, timeout=120)
+check("the bundle is tuned", op.HasField("response") and op.response.tuning.tuned)
+check("every kernel verified", all(k.verification.verdict == 1 for k in op.response.kernels))
+check("binaries are ELF shared objects", all(k.binary[:4] == b"\x7fELF" for k in op.response.kernels))
+key = op.response.key
+again = client.compile(graph, arch="host")
+check("the repeat is a cache hit", again.done and again.metadata.cache_hit and again.response.key == key)
+check("lookup finds it", client.lookup(graph, "host").found)
+check("listed", key in [b.key for b in client.list_kernels()])
+check("get_kernel", client.get_kernel(key).key == key)
+now = client.compile(graph.replace("24x40", "8x40"), arch="host", heuristic_now=True)
+check("heuristic-now answers with the default", now.done and not now.response.tuning.tuned)
+try:
+    client.compile("tir.graph @bad(", arch="host")
+    check("a malformed graph raises", False)
+except TirError as e:
+    check("a malformed graph raises INVALID_GRAPH", e.reason == "INVALID_GRAPH" and "parse" in e.message)
+try:
+    client.compile(graph, arch="sm_42")
+    check("an unknown arch raises", False)
+except TirError as e:
+    check("an unknown arch raises UNKNOWN_ARCH", e.reason == "UNKNOWN_ARCH")
+check("delete", client.delete_kernel(key))
+try:
+    client.get_kernel(key)
+    check("a deleted kernel is gone", False)
+except TirError as e:
+    check("a deleted kernel is NOT_FOUND", e.reason == "NOT_FOUND")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,18 @@
+#!/bin/bash
+# The Python client (Debian's python3 with python3-grpcio) against a live
+# coordinator and a host worker.
+set -u
+root=$PWD
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+cd "$TEST_TMPDIR"
+export HOME=$TEST_TMPDIR XDG_CACHE_HOME=$TEST_TMPDIR/cache
+port=$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$root/server/tir-coordinator" --listen=127.0.0.1:$port --db="$TEST_TMPDIR/db" 2>coordinator.log &
+pids=($!)
+"$root/worker/tir-worker" --coordinator=127.0.0.1:$port --backend=host --work-dir="$TEST_TMPDIR/w" \
+  --runner="$root/worker/runner/tir-worker-runner" 2>worker.log &
+pids+=($!)
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
+# Runfiles hold the generated modules beside tir_client.py (client/python/tir/v1/).
+PYTHONPATH="$root/client/python" $py "$root/client/python/python_client_test.py" 127.0.0.1:$port

@@ -1,0 +1,135 @@
+"""Python client of a tir coordinator (tir.v1.CompilerService).
+
+Every call has a deadline; reads and compile (idempotent by the request id
+this client sets) are retried with backoff while the coordinator is
+UNAVAILABLE, nothing else is. Errors raise TirError with the coordinator's
+code and stable reason (INVALID_GRAPH, UNKNOWN_ARCH, UNAUTHENTICATED, ...).
+
+    client = Client("tir.internal:7070")
+    op = client.compile(open("mlp.mlir").read(), arch="sm_90a")
+    op = client.wait(op.name, timeout=1200)
+    bundle = op.response          # tir.v1.KernelBundle: cubins and launch rules
+
+Needs the generated modules of this directory on sys.path (Bazel:
+//client/python:python), python3-grpcio and python3-protobuf.
+"""
+
+import time
+import uuid
+
+import grpc
+
+from tir.v1 import compiler_service_pb2 as pb
+from tir.v1 import compiler_service_pb2_grpc as pb_grpc
+from tir.v1 import error_pb2
+from tir.v1 import graph_pb2
+
+
+class TirError(Exception):
+    """A failed call: gRPC status code, tir reason and message."""
+
+    def __init__(self, code, reason, message):
+        super().__init__("%s: %s" % (reason, message))
+        self.code, self.reason, self.message = code, reason, message
+
+    @staticmethod
+    def from_rpc(error):
+        details = dict(error.trailing_metadata() or ()).get("grpc-status-details-bin")
+        if details:
+            e = error_pb2.Error()
+            e.ParseFromString(details)
+            if e.reason:
+                return TirError(error.code(), e.reason, e.message)
+        return TirError(error.code(), error.code().name, error.details())
+
+
+class Client:
+    def __init__(self, address, token=None, timeout=30.0, max_attempts=4, initial_backoff=0.1,
+                 max_message_bytes=64 << 20):
+        options = [("grpc.max_receive_message_length", max_message_bytes),
+                   ("grpc.max_send_message_length", max_message_bytes)]
+        self._channel = grpc.insecure_channel(address, options=options)
+        self._stub = pb_grpc.CompilerServiceStub(self._channel)
+        self._metadata = (("authorization", "Bearer " + token),) if token else ()
+        self._timeout, self._attempts, self._backoff = timeout, max_attempts, initial_backoff
+
+    def close(self):
+        self._channel.close()
+
+    def _call(self, method, request, retry, timeout=None):
+        backoff = self._backoff
+        for attempt in range(1, self._attempts + 1):
+            try:
+                return method(request, timeout=timeout or self._timeout, metadata=self._metadata)
+            except grpc.RpcError as e:
+                if not retry or e.code() != grpc.StatusCode.UNAVAILABLE or attempt == self._attempts:
+                    raise TirError.from_rpc(e) from None
+                time.sleep(backoff)
+                backoff *= 2
+
+    def compile(self, mlir_text, arch, heuristic_now=False, max_candidates_per_kernel=0, priority=0):
+        """Submits a graph (tir or TensorIR text); returns the Operation."""
+        request = pb.CompileRequest(request_id="py-" + uuid.uuid4().hex,
+                                    graph=graph_pb2.GraphSource(mlir_text=mlir_text))
+        request.options.target_arch = arch
+        request.options.mode = pb.COMPILE_MODE_HEURISTIC_NOW if heuristic_now else pb.COMPILE_MODE_WAIT
+        request.options.budget.max_candidates_per_kernel = max_candidates_per_kernel
+        request.options.priority = priority
+        return self._call(self._stub.Compile, request, retry=True)
+
+    def get_operation(self, name):
+        return self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name), retry=True)
+
+    def wait(self, name, timeout):
+        """The operation once done, or as it is when `timeout` seconds passed."""
+        end = time.monotonic() + timeout
+        while True:
+            poll = max(0.0, min(end - time.monotonic(), 60.0))
+            request = pb.WaitOperationRequest(name=name)
+            request.timeout.FromMilliseconds(int(poll * 1000))
+            op = self._call(self._stub.WaitOperation, request, retry=True, timeout=poll + 10)
+            if op.done or time.monotonic() >= end:
+                return op
+
+    def watch(self, name, timeout=3600.0):
+        """Yields the operation each time its progress changes, until done."""
+        try:
+            for op in self._stub.WatchOperation(pb.WatchOperationRequest(name=name), timeout=timeout,
+                                                metadata=self._metadata):
+                yield op
+                if op.done:
+                    return
+        except grpc.RpcError as e:
+            raise TirError.from_rpc(e) from None
+
+    def cancel(self, name):
+        return self._call(self._stub.CancelOperation, pb.CancelOperationRequest(name=name), retry=True)
+
+    def get_kernel(self, key, metadata_only=False):
+        name = key if key.startswith("kernels/") else "kernels/" + key
+        return self._call(self._stub.GetKernel, pb.GetKernelRequest(name=name, metadata_only=metadata_only),
+                          retry=True)
+
+    def lookup(self, mlir_text, arch):
+        request = pb.LookupKernelRequest(graph=graph_pb2.GraphSource(mlir_text=mlir_text))
+        request.options.target_arch = arch
+        return self._call(self._stub.LookupKernel, request, retry=True)
+
+    def list_kernels(self, arch=""):
+        """Every stored bundle (metadata), following the pages."""
+        token, out = "", []
+        while True:
+            page = self._call(self._stub.ListKernels, pb.ListKernelsRequest(page_size=500, page_token=token, arch=arch),
+                              retry=True)
+            out.extend(page.kernels)
+            token = page.next_page_token
+            if not token:
+                return out
+
+    def delete_kernel(self, key):
+        name = key if key.startswith("kernels/") else "kernels/" + key
+        # Not retried: a retry after a lost answer would say "did not exist".
+        return self._call(self._stub.DeleteKernel, pb.DeleteKernelRequest(name=name), retry=False).deleted
+
+    def workers(self, arch=""):
+        return list(self._call(self._stub.ListWorkers, pb.ListWorkersRequest(arch=arch), retry=True).workers)
