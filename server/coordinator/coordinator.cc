@@ -208,11 +208,12 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
                                  info.is_gpu ? nvrtc::Version() : "host", "\n", p.policy));
   if (plan != nullptr) {
     tir::v1::MeasurementPolicy policy;
-    TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy));
+    TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy, &p.signature));
   }
   absl::MutexLock l(&parsed_mu_);
   if (parsed_.size() >= 100000) parsed_.clear();  // bounded; it refills from traffic
   parsed_[raw] = p;
+  parsed_[raw].signature.Clear();  // the hot path needs only the key
   return p;
 }
 
@@ -344,6 +345,7 @@ absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::Compil
   job.request = persisted;
   job.fingerprint = parsed.fingerprint;
   job.graph_name = parsed.graph_name;
+  job.signature = parsed.signature;
   job.arch = request.options().target_arch();
   job.priority = request.options().priority();
   job.start = absl::Now();
@@ -393,7 +395,7 @@ void Coordinator::Advance(const std::string &key) {
   }
   if (allDone) {
     // 5. Assemble, store, answer.
-    tir::v1::KernelBundle b;
+    tir::v1::KernelBundle b = job.signature;
     b.set_key(key);
     b.set_name("kernels/" + key);
     b.set_graph_fingerprint(job.fingerprint);
@@ -415,6 +417,7 @@ void Coordinator::Advance(const std::string &key) {
       e->set_entry_symbol(cw.entry_symbol());
       *e->mutable_launch() = cw.launch();
       *e->mutable_arguments() = cw.arguments();
+      for (int64_t d : kj.work.domain) e->add_iteration_domain(d);
       *e->mutable_candidate() = cw.candidate();
       *e->mutable_measurement() = r.measurement();
       *e->mutable_verification() = r.verification();
@@ -513,7 +516,7 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
                                                                  const std::string &arch,
                                                                  const std::vector<tuning::KernelWork> &plan) {
   TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
-  tir::v1::KernelBundle b;
+  tir::v1::KernelBundle b = parsed.signature;
   b.set_key(key);
   b.set_name("kernels/" + key);
   b.set_graph_fingerprint(parsed.fingerprint);
@@ -551,6 +554,8 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
     e->mutable_compile_info()->set_compile_seconds(seconds);
     e->set_entry_symbol(cw.entry_symbol());
     *e->mutable_launch() = cw.launch();
+    *e->mutable_arguments() = cw.arguments();
+    for (int64_t d : w.domain) e->add_iteration_domain(d);
     *e->mutable_candidate() = cw.candidate();
     e->set_source(cw.source());
     b.mutable_tuning()->set_candidates_total(b.tuning().candidates_total() + static_cast<uint32_t>(w.space_size));

@@ -110,6 +110,7 @@ class Coordinator {
     std::string fingerprint;
     std::string arch;
     std::string graph_name;
+    tir::v1::KernelBundle signature;
     std::vector<KernelJob> kernels;
     std::vector<std::string> operations;  // waiting for the tuned bundle
     int priority = 0;
@@ -148,6 +149,8 @@ class Coordinator {
     std::string fingerprint;
     std::string policy;
     std::string graph_name;
+    // Inputs, outputs and intermediates (filled when planned).
+    tir::v1::KernelBundle signature;
   };
 
   // `resume`: a persisted job after a restart (never answered with defaults).

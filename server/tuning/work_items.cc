@@ -1,16 +1,115 @@
 #include "server/tuning/work_items.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/Emitter.h"
+#include "compiler/conversion/AttributeProto.h"
+#include "compiler/ir/StrideAttr.h"
 #include "compiler/support/status.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace tir::tuning {
 
+namespace {
+
+tir::v1::TensorRef Ref(tir::v1::TensorRef::Kind kind, uint32_t index) {
+  tir::v1::TensorRef r;
+  r.set_kind(kind);
+  r.set_index(index);
+  return r;
+}
+
+// The type of a graph-level tensor, with a graph input's static strides.
+absl::StatusOr<tir::v1::TensorType> TypeOf(mlir::Value v, GraphOp graph) {
+  TIR_ASSIGN_OR_RETURN(tir::v1::TensorType t, ExportType(v.getType()));
+  if (auto arg = v.dyn_cast<mlir::BlockArgument>(); arg && arg.getOwner() == &graph.getBodyBlock()) {
+    if (auto s = graph.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "tir.stride")) {
+      if (auto parsed = parseStrideString(s.getValue(), nullptr)) {
+        for (int64_t x : *parsed) t.add_strides(mlir::ShapedType::isDynamic(x) ? -1 : x);
+      }
+    }
+  }
+  return t;
+}
+
+// A kernel's tir_args fields as argument records over the graph's tensors.
+absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector<std::string> &fields,
+                                                               const planning::Kernel &kernel, GraphOp kernelGraph,
+                                                               const std::map<void *, tir::v1::TensorRef> &refs) {
+  std::vector<tir::v1::KernelArgument> out;
+  auto refOf = [&](mlir::Value v) -> absl::StatusOr<tir::v1::TensorRef> {
+    auto it = refs.find(v.getAsOpaquePointer());
+    if (it == refs.end()) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "a kernel tensor has no graph ref");
+    return it->second;
+  };
+  auto rankOf = [](mlir::Value v) {
+    auto t = v.getType().dyn_cast<mlir::RankedTensorType>();
+    return std::max<int64_t>(1, t ? t.getRank() : 0);
+  };
+  auto add = [&](tir::v1::KernelArgument::Kind kind, const tir::v1::TensorRef &ref, uint32_t dim) {
+    tir::v1::KernelArgument a;
+    a.set_kind(kind);
+    *a.mutable_tensor() = ref;
+    a.set_dim(dim);
+    out.push_back(a);
+  };
+  const int64_t domainRank = kernelGraph->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").size();
+  for (const std::string &f : fields) {
+    if (f == "dim") {
+      for (int64_t d = 0; d < domainRank; ++d) add(tir::v1::KernelArgument::SIZE, Ref(tir::v1::TensorRef::ITERATION_DOMAIN, 0), d);
+      continue;
+    }
+    const bool isInput = f.rfind("in", 0) == 0;
+    const size_t digits = isInput ? 2 : 3;
+    const size_t index = std::stoul(f.substr(digits));
+    const std::vector<mlir::Value> &values = isInput ? kernel.inputs : kernel.outputs;
+    if (index >= values.size()) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "field " + f + " out of range");
+    mlir::Value v = values[index];
+    TIR_ASSIGN_OR_RETURN(tir::v1::TensorRef ref, refOf(v));
+    if (f.find("_size") != std::string::npos) {
+      for (int64_t d = 0; d < rankOf(v); ++d) add(tir::v1::KernelArgument::SIZE, ref, d);
+    } else if (f.find("_stride") != std::string::npos) {
+      for (int64_t d = 0; d < rankOf(v); ++d) add(tir::v1::KernelArgument::STRIDE, ref, d);
+    } else {
+      add(v.getType().isa<mlir::RankedTensorType>() ? tir::v1::KernelArgument::POINTER : tir::v1::KernelArgument::SCALAR,
+          ref, 0);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
-                                                       size_t per_kernel, const tir::v1::MeasurementPolicy &policy) {
+                                                       size_t per_kernel, const tir::v1::MeasurementPolicy &policy,
+                                                       tir::v1::KernelBundle *signature) {
   planning::AnalyticCostModel model;
   TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(graph, arch, model, 1));
+  // Graph-level names of every tensor a kernel reads or writes.
+  std::map<void *, tir::v1::TensorRef> refs;
+  tir::v1::KernelBundle sig;
+  for (mlir::BlockArgument a : graph.getBodyBlock().getArguments()) {
+    refs[mlir::Value(a).getAsOpaquePointer()] = Ref(tir::v1::TensorRef::INPUT, a.getArgNumber());
+    TIR_ASSIGN_OR_RETURN(*sig.add_inputs(), TypeOf(a, graph));
+  }
+  auto results = llvm::cast<ResultsOp>(graph.getBodyBlock().getTerminator());
+  for (auto [j, v] : llvm::enumerate(results.getValues())) {
+    refs.emplace(v.getAsOpaquePointer(), Ref(tir::v1::TensorRef::OUTPUT, j));
+    TIR_ASSIGN_OR_RETURN(*sig.add_outputs(), TypeOf(v, graph));
+  }
+  for (const planning::Kernel &k : planned.partition.kernels) {
+    for (mlir::Value v : k.outputs) {
+      if (refs.count(v.getAsOpaquePointer())) continue;
+      refs[v.getAsOpaquePointer()] = Ref(tir::v1::TensorRef::INTERMEDIATE, sig.intermediates_size());
+      TIR_ASSIGN_OR_RETURN(*sig.add_intermediates(), TypeOf(v, graph));
+    }
+  }
+  if (signature != nullptr) {
+    *signature->mutable_inputs() = sig.inputs();
+    *signature->mutable_outputs() = sig.outputs();
+    *signature->mutable_intermediates() = sig.intermediates();
+  }
   mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(graph, planned.partition);
   const std::string name = graph.getSymName().str();
   std::vector<KernelWork> out;
@@ -31,7 +130,12 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     for (size_t i = 0; i < space.size(); ++i) {
       if (i < per_kernel || space[i].is_default) work.ranks.push_back(i);
     }
+    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(kernel));
+    TIR_ASSIGN_OR_RETURN(std::vector<tir::v1::KernelArgument> arguments,
+                         Arguments(fields, planned.partition.kernels[k], kernel, refs));
     work.space_size = space.size();
+    auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+    work.domain.assign(domain.begin(), domain.end());
     work.kind = planning::KernelKindName(planned.partition.kernels[k].space.kind);
     for (size_t i : work.ranks) {
       const planning::TileCandidate &c = space[i];
@@ -42,6 +146,7 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
       *cw->mutable_candidate() =
           planning::CandidateToProto(c, planned.predictions[k][i], planned.partition.kernels[k].space.kind, i);
       cw->set_source(emitted.source);
+      for (const auto &a : arguments) *cw->add_arguments() = a;
       cw->set_entry_symbol(emitted.entry);
       *cw->mutable_launch() = emitted.launch;
     }

@@ -23,13 +23,18 @@ struct KernelWork {
   int default_position = -1;     // the default candidate's position in item.candidates
   size_t space_size = 0;         // candidates in the kernel's pruned space
   std::string kind;              // "pointwise", "reduction", "matmul"
+  std::vector<int64_t> domain;   // the kernel's iteration domain
 };
 
 // Plans `graph` for `arch` and builds one work item per kernel with its
 // `per_kernel` best-ranked candidates (the default candidate always
-// included). Errors: those of planning and emission.
+// included), each carrying its argument records in terms of the graph's
+// tensors (INPUT, OUTPUT, INTERMEDIATE). When `signature` is given, its
+// inputs, outputs and intermediates are filled (what a caller allocates).
+// Errors: those of planning and emission.
 absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
-                                                       size_t per_kernel, const tir::v1::MeasurementPolicy &policy);
+                                                       size_t per_kernel, const tir::v1::MeasurementPolicy &policy,
+                                                       tir::v1::KernelBundle *signature = nullptr);
 
 }  // namespace tir::tuning
 
