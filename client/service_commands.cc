@@ -8,6 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "client/bundle_runner.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/reference/Interpreter.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -124,6 +128,27 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
       return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot write the bundle to " + path);
     }
   }
+  std::string verified;
+  if (o.verify) {
+    if (b.kernels_size() == 0 || b.kernels(0).format() != tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "FAILED_PRECONDITION",
+                       "--verify runs the bundle here, so it needs --arch host");
+    }
+    auto ctx = makeTirContext();
+    TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphText(text, ctx.get()));
+    const std::vector<reference::Tensor> inputs = reference::SampleInputs(loaded.graph, 1, 20261129);
+    TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(loaded.graph, inputs));
+    TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got,
+                         RunHostBundle(b, inputs, absl::StrCat(o.cache_dir, "/verify")));
+    bool ok = got.size() == want.size();
+    for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+      const double err = reference::RelativeL2Error(got[i], want[i]), bound = reference::RelativeL2Bound(want[i].dtype);
+      absl::StrAppendFormat(&verified, "  verified output %d: relative L2 error %.3g (bound %.3g)%s\n", i, err, bound,
+                            err <= bound ? "" : "  WRONG");
+      ok &= err <= bound;
+    }
+    if (!ok) return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", "the bundle does not compute the graph:\n" + verified);
+  }
   if (o.json) {
     tir::v1::Operation shown = op;
     *shown.mutable_response() = Metadata(b);
@@ -134,7 +159,7 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
                                        : b.tuning().tuned()      ? "tuned"
                                                                  : "answered with the defaults",
                                        absl::ToDoubleSeconds(absl::Now() - start));
-  absl::StrAppend(&report, DescribeBundle(b), "  bundle written to ", path, "\n");
+  absl::StrAppend(&report, DescribeBundle(b), verified, "  bundle written to ", path, "\n");
   return report;
 }
 

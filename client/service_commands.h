@@ -25,11 +25,15 @@ struct CompileCommandOptions {
   // Draw progress on stderr (a TTY).
   bool progress = false;
   absl::Duration timeout = absl::Hours(1);
+  // Host bundles: run the returned bundle here from its own records on
+  // seeded inputs and compare every output with the reference interpreter.
+  bool verify = false;
 };
 
 // Submits `text`, waits (unless heuristic-now), writes the bundle and
 // describes it: kernels, winners, tuned against default, cache hit or not.
-// Errors: the coordinator's (INVALID_GRAPH, ...), NO_CORRECT_CANDIDATE, and
+// Errors: the coordinator's (INVALID_GRAPH, ...), NO_CORRECT_CANDIDATE,
+// KERNEL_WRONG when --verify finds an output off the reference, and
 // DEADLINE_EXCEEDED when `timeout` passes first.
 absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o);
 

@@ -28,11 +28,12 @@ namespace {
 constexpr char kUsage[] = R"(usage: tirctl VERB [args] [flags]
 
 verbs:
-  compile FILE [--arch A] [--server ADDR] [--wait|--heuristic-now] [-o bundle.pb]
+  compile FILE [--arch A] [--server ADDR] [--wait|--heuristic-now] [-o bundle.pb] [--verify]
                            compile and tune a graph (tir or TensorIR text); without
                            --server, a coordinator and a worker run in this process with
                            the store under $XDG_CACHE_HOME/tir (else ~/.cache/tir); the
-                           bundle (tir.v1.KernelBundle) goes to -o, else the cache dir
+                           bundle (tir.v1.KernelBundle) goes to -o, else the cache dir;
+                           --verify (host) runs the bundle here against the reference
   plan FILE [--arch A]     partition a graph into kernels and rank each kernel's tile
                            candidates (default arch sm_90a)
   emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify]
@@ -234,6 +235,7 @@ int main(int argc, char **argv) {
     o.json = json;
     o.progress = !json && isatty(2);
     o.timeout = absl::Seconds(timeout);
+    o.verify = flags.count("--verify") > 0;
     if (!json) {
       // The plan first: what is about to be tuned.
       absl::StatusOr<std::string> plan = tir::client::PlanCommand(text, o.arch, false);

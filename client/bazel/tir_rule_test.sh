@@ -19,8 +19,12 @@ case "$mode" in
   tune)
     arch=$1 budget=$2
     echo "== tuning $graph for $arch (budget $budget per kernel)"
+    # --verify: the returned bundle, launched from its own records, matches
+    # the reference interpreter (a host tuning).
+    verify=()
+    [[ $arch == host ]] && verify=(--verify)
     "$tirctl" compile "$graph" --arch "$arch" --backend host --budget "$budget" -o "$TEST_TMPDIR/bundle.pb" \
-      --output=json > "$TEST_TMPDIR/op.json"
+      "${verify[@]}" --output=json > "$TEST_TMPDIR/op.json"
     python3 - "$TEST_TMPDIR/op.json" <<'PY'
 import json, sys
 op = json.load(open(sys.argv[1]))
