@@ -57,6 +57,7 @@ flags:
   --server=ADDR            a coordinator (HOST:PORT); get/ls/rm/ops/workers without it use
                            the embedded one
   --token-file=F           client token for a coordinator that requires one
+  --tls-ca=F               PEM CA certificate of a coordinator serving TLS
   --backend=auto|cuda|host the embedded worker's backend (default auto)
   --budget=N               candidates measured per kernel in the first round
   --timeout=SECONDS        how long compile waits (default 3600)
@@ -109,7 +110,7 @@ int Print(const absl::StatusOr<std::string> &out) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--backend", "--budget",
+  static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--tls-ca", "--backend", "--budget",
                                                     "--timeout", "--candidate", "--output"};
   static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now"};
   std::vector<std::string> positional;
@@ -216,6 +217,11 @@ int main(int argc, char **argv) {
     if (!e.ok()) return Fail(e.status());
     embedded = std::move(*e);
     co.address = embedded->address();
+  }
+  if (flags.count("--tls-ca")) {
+    std::ifstream in(Resolve(flags["--tls-ca"]));
+    co.tls_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (co.tls_root_certs.empty()) return Usage("cannot read --tls-ca " + flags["--tls-ca"]);
   }
   if (flags.count("--token-file")) {
     std::ifstream in(Resolve(flags["--token-file"]));

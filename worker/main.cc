@@ -31,6 +31,7 @@ ABSL_FLAG(std::string, backend, "auto", "cuda, host, or auto (cuda when a driver
 ABSL_FLAG(int, device, 0, "CUDA device index");
 ABSL_FLAG(int, compile_threads, 0, "compiles at once (0: one per core)");
 ABSL_FLAG(std::string, token_file, "", "file holding the worker token");
+ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate of a coordinator serving TLS (empty: plaintext)");
 ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics on this port (0: off)");
 ABSL_FLAG(std::string, work_dir, "", "where compiled candidates go (default $XDG_CACHE_HOME/tir/worker)");
 ABSL_FLAG(std::string, runner, "", "path of tir-worker-runner (default: beside this binary)");
@@ -73,7 +74,18 @@ int main(int argc, char **argv) {
   grpc::ChannelArguments channelArgs;
   channelArgs.SetMaxReceiveMessageSize(256 << 20);
   channelArgs.SetMaxSendMessageSize(256 << 20);
-  auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), grpc::InsecureChannelCredentials(), channelArgs);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!absl::GetFlag(FLAGS_tls_ca).empty()) {
+    std::ifstream in(absl::GetFlag(FLAGS_tls_ca));
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (ssl.pem_root_certs.empty()) {
+      std::fprintf(stderr, "tir-worker: cannot read --tls-ca %s\n", absl::GetFlag(FLAGS_tls_ca).c_str());
+      return 2;
+    }
+    creds = grpc::SslCredentials(ssl);
+  }
+  auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), creds, channelArgs);
   tir::worker::Worker worker(options, std::move(*backend), channel, registry);
   {
     // SIGTERM / SIGINT drain.
