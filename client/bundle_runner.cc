@@ -8,7 +8,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/conversion/DTypes.h"
+#include "compiler/codegen/HostBuild.h"
 #include "compiler/support/status.h"
 
 namespace tir::client {
@@ -16,12 +16,6 @@ namespace {
 
 absl::Status Precondition(const std::string &m) {
   return MakeError(absl::StatusCode::kFailedPrecondition, "FAILED_PRECONDITION", m);
-}
-
-std::vector<int64_t> RowMajor(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
 }
 
 // One graph-level tensor in memory.
@@ -53,7 +47,7 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
       if (d < 0) return Precondition("the bundle has dynamic extents; give concrete sizes");
     }
     b.strides.assign(t.strides().begin(), t.strides().end());
-    if (b.strides.empty()) b.strides = RowMajor(b.shape);
+    if (b.strides.empty()) b.strides = reference::RowMajorStrides(b.shape);
     b.bytes.assign(std::max<int64_t>(8, reference::BufferBytes(b.dtype, b.shape, b.strides)),
                    kind == tir::v1::TensorRef::INPUT ? 0 : 0xff);
     tensors[{kind, index}] = std::move(b);
@@ -136,18 +130,12 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
         fields.push_back(arrays.back().data());
       }
     }
-    unsigned grid[3] = {1, 1, 1};
-    for (int g = 0; g < k.launch().grid_size() && g < 3; ++g) {
-      const auto &ext = k.launch().grid(g);
-      int64_t v = ext.constant() ? ext.constant() : 1;
-      for (const auto &d : ext.dims()) {
-        if (d.dim() >= domain.size()) return Precondition("launch rule reads a missing domain dim");
-        v *= domain[d.dim()];
-      }
-      const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
-      grid[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
+    absl::StatusOr<std::array<unsigned, 3>> grid = codegen::LaunchGrid(k.launch(), domain);
+    if (!grid.ok()) {
+      dlclose(handle);
+      return Precondition(std::string(grid.status().message()));
     }
-    call(fields.data(), grid[0], grid[1], grid[2]);
+    call(fields.data(), (*grid)[0], (*grid)[1], (*grid)[2]);
     dlclose(handle);
   }
   std::vector<reference::Tensor> out;

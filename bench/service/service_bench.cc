@@ -223,11 +223,9 @@ int main(int argc, char **argv) {
       const uint32_t winner = entry.candidate().rank();
       const double best = *std::min_element(t.begin(), t.end());
       const double ratio = t[winner] / best;
-      const double measured = tuned[g].kernels_size() == 1 ? tuned[g].tuning().candidates_measured() : 0;
       std::printf("  %-12s kernel %zu: space %3d, tuned winner #%-3u %9.3f ms, exhaustive best %9.3f ms, x%.3f\n",
                   kSuite[g][0], k, item.candidates_size(), winner, t[winner] * 1e3, best * 1e3, ratio);
       logRatio += std::log(ratio);
-      (void)measured;
       ++kernels;
     }
     logFraction += std::log(static_cast<double>(tuned[g].tuning().candidates_measured()) /

@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
   auto t0 = std::chrono::steady_clock::now();
   if (!proc.Prepare(item, absl::Minutes(1)).ok()) return 1;
   const double prepareMs = MsSince(t0);
-  std::vector<double> roundTrip, kernel, overhead;
+  std::vector<double> roundTrip, kernel, overhead, runs;
   for (int i = 0; i < 30; ++i) {
     t0 = std::chrono::steady_clock::now();
     auto r = proc.Measure(0, goodBin->path, absl::Seconds(30));
@@ -98,6 +98,7 @@ int main(int argc, char **argv) {
     roundTrip.push_back(ms);
     kernel.push_back(KernelMs(*r));
     overhead.push_back(ms - KernelMs(*r));
+    runs.push_back(r->measurement().samples() + 1);
   }
   // Faults: crash, then the next good candidate (fresh runner, item re-prepared).
   std::vector<double> faultMs, afterMs;
@@ -113,7 +114,8 @@ int main(int argc, char **argv) {
   }
   const double overheadMs = Median(overhead) + Median(hitMs);
   const double faultCostMs = Median(faultMs) + (Median(afterMs) - Median(roundTrip));
-  std::printf("worker bench (host backend, kernel %s, %d-run candidates)\n", "bias_gelu 256x256 f32", 4);
+  std::printf("worker bench (host backend, kernel bias_gelu 256x256 f32, %.0f runs per candidate, median)\n",
+              Median(runs));
   std::printf("  item prepare (parse, inputs, reference)   %8.2f ms\n", prepareMs);
   std::printf("  baseline: kernel time per candidate       %8.3f ms (median, in the runner)\n", Median(kernel));
   std::printf("  candidate round trip                      %8.3f ms (median of %zu)\n", Median(roundTrip), roundTrip.size());

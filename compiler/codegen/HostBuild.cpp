@@ -35,12 +35,6 @@ std::string Hex(llvm::StringRef data) {
   return s;
 }
 
-std::vector<int64_t> RowMajor(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 }  // namespace
 
 HostKernel::~HostKernel() {
@@ -188,7 +182,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
         inStrides[arg.getArgNumber()].assign(parsed->begin(), parsed->end());
       }
     }
-    if (inStrides[arg.getArgNumber()].empty()) inStrides[arg.getArgNumber()] = RowMajor(t.shape);
+    if (inStrides[arg.getArgNumber()].empty()) inStrides[arg.getArgNumber()] = reference::RowMajorStrides(t.shape);
   }
   auto index = [&](const std::string &name, size_t prefix, size_t limit) -> absl::StatusOr<size_t> {
     size_t i = 0;
@@ -223,7 +217,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
       } else if (name.rfind("out", 0) == 0) {
         TIR_ASSIGN_OR_RETURN(size_t i, index(name, 3, h.out_shapes_.size()));
         if (name.find("_stride") != std::string::npos) {
-          set.arrays.push_back(RowMajor(h.out_shapes_[i]));
+          set.arrays.push_back(reference::RowMajorStrides(h.out_shapes_[i]));
           if (set.arrays.back().empty()) set.arrays.back().push_back(1);
           set.fields.push_back(set.arrays.back().data());
           note(-1, 8 * set.arrays.back().size());
@@ -268,21 +262,26 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
   return launchPtr;
 }
 
-absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
-  unsigned grid[3] = {1, 1, 1};
+absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &launch,
+                                                   const std::vector<int64_t> &domain) {
+  std::array<unsigned, 3> grid = {1, 1, 1};
   for (int g = 0; g < launch.grid_size() && g < 3; ++g) {
     const auto &ext = launch.grid(g);
     int64_t v = ext.constant() ? ext.constant() : 1;
     for (const auto &d : ext.dims()) {
-      if (d.dim() >= domain_.size()) {
-        return Invalid(absl::StrCat("launch rule reads domain dim ", d.dim(), " of ", domain_.size()));
+      if (d.dim() >= domain.size()) {
+        return Invalid(absl::StrCat("launch rule reads domain dim ", d.dim(), " of ", domain.size()));
       }
-      v *= domain_[d.dim()];
+      v *= domain[d.dim()];
     }
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
     grid[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
   }
-  std::copy(grid, grid + 3, grid_);
+  return grid;
+}
+
+absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
+  TIR_ASSIGN_OR_RETURN(grid_, LaunchGrid(launch, domain_));
   return absl::OkStatus();
 }
 

@@ -83,7 +83,7 @@ class HostLaunch {
   std::vector<uint8_t> &buffer(int s, int b) { return sets_[s].buffers[b]; }
   // Buffer indices of the outputs.
   const std::vector<size_t> &output_buffers() const { return sets_[0].out_buffer; }
-  const unsigned *grid() const { return grid_; }
+  const unsigned *grid() const { return grid_.data(); }
 
  private:
   struct Set {
@@ -100,9 +100,14 @@ class HostLaunch {
   std::vector<std::vector<int64_t>> out_shapes_;
   std::vector<reference::DType> out_dtypes_;
   std::vector<int64_t> domain_;
-  unsigned grid_[3] = {1, 1, 1};
+  std::array<unsigned, 3> grid_ = {1, 1, 1};
   int64_t bytes_per_set_ = 0;
 };
+
+// The grid (x, y, z) a launch rule gives for the iteration domain `domain`.
+// Errors: INVALID_ARGUMENT when the rule reads a dim the domain lacks.
+absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &launch,
+                                                   const std::vector<int64_t> &domain);
 
 // Runs a host-built kernel graph once on `inputs` (dense tensors, one per
 // kernel argument) with poisoned outputs and returns the outputs read back.

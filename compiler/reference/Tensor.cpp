@@ -29,12 +29,6 @@ uint64_t LoadBits(const uint8_t *p, int bytes) {
 
 void StoreBits(uint8_t *p, uint64_t v, int bytes) { std::memcpy(p, &v, bytes); }
 
-std::vector<int64_t> RowMajor(const std::vector<int64_t> &shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 // Calls fn(linear row-major index, buffer element offset) for every element.
 template <typename Fn>
 void ForEachStrided(const std::vector<int64_t> &shape, const std::vector<int64_t> &strides, Fn fn) {
@@ -174,7 +168,7 @@ std::string Tensor::ShapeString() const { return "[" + absl::StrJoin(shape, ", "
 Tensor FromBuffer(DType dtype, const std::vector<int64_t> &shape,
                   const std::vector<int64_t> &strides, const void *data) {
   Tensor t = Tensor::Zeros(dtype, shape);
-  const std::vector<int64_t> s = strides.empty() ? RowMajor(shape) : strides;
+  const std::vector<int64_t> s = strides.empty() ? RowMajorStrides(shape) : strides;
   const int bytes = StorageBytes(dtype);
   const uint8_t *base = static_cast<const uint8_t *>(data);
   const llvm::fltSemantics *sem = Semantics(dtype);
@@ -203,7 +197,7 @@ Tensor FromBuffer(DType dtype, const std::vector<int64_t> &shape,
 }
 
 void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data) {
-  const std::vector<int64_t> s = strides.empty() ? RowMajor(t.shape) : strides;
+  const std::vector<int64_t> s = strides.empty() ? RowMajorStrides(t.shape) : strides;
   const int bytes = StorageBytes(t.dtype);
   uint8_t *base = static_cast<uint8_t *>(data);
   const llvm::fltSemantics *sem = Semantics(t.dtype);
@@ -230,7 +224,7 @@ void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data) 
 
 int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,
                     const std::vector<int64_t> &strides) {
-  const std::vector<int64_t> s = strides.empty() ? RowMajor(shape) : strides;
+  const std::vector<int64_t> s = strides.empty() ? RowMajorStrides(shape) : strides;
   int64_t last = 0;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 0) return 0;
@@ -287,6 +281,12 @@ double RelativeL2Error(const Tensor &got, const Tensor &want) {
     den += w * w;
   }
   return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
 }
 
 }  // namespace tir::reference

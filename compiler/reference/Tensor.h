@@ -70,6 +70,9 @@ void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data);
 int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,
                     const std::vector<int64_t> &strides);
 
+// Element strides of a dense row-major tensor of `shape`.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t> &shape);
+
 // Deterministic random values: floats uniform in [-1, 1) (never all zero),
 // integers in a small range that avoids overflow in typical graphs, i1 0/1.
 Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t seed);

@@ -114,6 +114,36 @@ std::string KeyFromName(const std::string &name) {
   return absl::StartsWith(name, "kernels/") ? name.substr(8) : name;
 }
 
+// A bundle's identity and signature; kernels and tuning figures follow.
+tir::v1::KernelBundle NewBundle(const tir::v1::KernelBundle &signature, const std::string &key,
+                                const std::string &fingerprint, const std::string &arch, const std::string &policy,
+                                bool tuned) {
+  tir::v1::KernelBundle b = signature;
+  b.set_key(key);
+  b.set_name("kernels/" + key);
+  b.set_graph_fingerprint(fingerprint);
+  b.set_arch(arch);
+  b.mutable_tuning()->set_tuned(tuned);
+  b.mutable_tuning()->set_policy(policy);
+  b.mutable_provenance()->set_arch(arch);
+  b.mutable_provenance()->set_tir_version(kTirVersion);
+  b.mutable_provenance()->set_codegen_version(kCodegenVersion);
+  return b;
+}
+
+// What a kernel entry says about launching candidate `position` of `w`.
+void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::KernelWork &w, int position) {
+  const tir::v1::CandidateWork &cw = w.item.candidates(position);
+  e->set_partition(static_cast<uint32_t>(partition));
+  e->set_kind(w.kind);
+  e->set_entry_symbol(cw.entry_symbol());
+  *e->mutable_launch() = cw.launch();
+  *e->mutable_arguments() = cw.arguments();
+  for (int64_t d : w.domain) e->add_iteration_domain(d);
+  *e->mutable_candidate() = cw.candidate();
+  e->set_source(cw.source());
+}
+
 }  // namespace
 
 std::string TuningPolicy(const TunerConfig &c) {
@@ -345,6 +375,7 @@ absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::Compil
   job.request = persisted;
   job.fingerprint = parsed.fingerprint;
   job.graph_name = parsed.graph_name;
+  job.policy = parsed.policy;
   job.signature = parsed.signature;
   job.arch = request.options().target_arch();
   job.priority = request.options().priority();
@@ -395,34 +426,20 @@ void Coordinator::Advance(const std::string &key) {
   }
   if (allDone) {
     // 5. Assemble, store, answer.
-    tir::v1::KernelBundle b = job.signature;
-    b.set_key(key);
-    b.set_name("kernels/" + key);
-    b.set_graph_fingerprint(job.fingerprint);
-    b.set_arch(job.arch);
+    tir::v1::KernelBundle b = NewBundle(job.signature, key, job.fingerprint, job.arch, job.policy, true);
     tir::v1::TuningSummary *t = b.mutable_tuning();
-    t->set_tuned(true);
-    t->set_policy(TuningPolicy(options_.tuner));
     bool defaultsMeasured = true;
     for (size_t k = 0; k < job.kernels.size(); ++k) {
       KernelJob &kj = job.kernels[k];
       const int w = kj.tuner->winner();
-      const tir::v1::CandidateWork &cw = kj.work.item.candidates(w);
       tir::v1::KernelEntry *e = b.add_kernels();
-      e->set_partition(static_cast<uint32_t>(k));
-      e->set_kind(kj.work.kind);
+      DescribeEntry(e, k, kj.work, w);
       const tir::v1::CandidateResult &r = kj.best[w];
       e->set_format(r.format());
       e->set_binary(kj.binaries[w]);
-      e->set_entry_symbol(cw.entry_symbol());
-      *e->mutable_launch() = cw.launch();
-      *e->mutable_arguments() = cw.arguments();
-      for (int64_t d : kj.work.domain) e->add_iteration_domain(d);
-      *e->mutable_candidate() = cw.candidate();
       *e->mutable_measurement() = r.measurement();
       *e->mutable_verification() = r.verification();
       *e->mutable_compile_info() = r.compile_info();
-      e->set_source(cw.source());
       t->set_candidates_total(t->candidates_total() + static_cast<uint32_t>(kj.work.space_size));
       t->set_candidates_measured(t->candidates_measured() + kj.tuner->measured());
       t->set_candidates_failed(t->candidates_failed() + kj.tuner->failed());
@@ -432,9 +449,6 @@ void Coordinator::Advance(const std::string &key) {
       t->set_default_seconds(t->default_seconds() + d);
       if (k == 0) {
         tir::v1::Provenance *p = b.mutable_provenance();
-        p->set_arch(job.arch);
-        p->set_tir_version(kTirVersion);
-        p->set_codegen_version(kCodegenVersion);
         p->set_worker(kj.workers[w]);
         auto wk = workers_.find(kj.workers[w]);
         if (wk != workers_.end()) {
@@ -493,18 +507,14 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
 void Coordinator::UpdateProgress(const std::string &key) {
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return;
-  const Job &job = it->second;
+  const tir::v1::JobStatus j = JobStatusOf(it->second);
   tir::v1::CompileProgress p;
-  bool leased = false;
-  for (const auto &[id, lease] : leases_) leased |= lease.work.job == key;
-  p.set_stage(leased ? tir::v1::STAGE_TUNING : tir::v1::STAGE_QUEUED);
-  p.set_partitions(static_cast<uint32_t>(job.kernels.size()));
-  for (const KernelJob &k : job.kernels) {
-    p.set_candidates_total(p.candidates_total() + static_cast<uint32_t>(k.work.item.candidates_size()));
-    p.set_candidates_measured(p.candidates_measured() + k.tuner->measured());
-    p.set_candidates_failed(p.candidates_failed() + k.tuner->failed());
-  }
-  for (const std::string &op : job.operations) {
+  p.set_stage(j.state() == "tuning" ? tir::v1::STAGE_TUNING : tir::v1::STAGE_QUEUED);
+  p.set_partitions(j.kernels());
+  p.set_candidates_total(j.candidates_planned());
+  p.set_candidates_measured(j.candidates_measured());
+  p.set_candidates_failed(j.candidates_failed());
+  for (const std::string &op : it->second.operations) {
     auto o = operations_.find(op);
     if (o == operations_.end() || o->second.op.done()) continue;
     *o->second.op.mutable_metadata()->mutable_progress() = p;
@@ -516,20 +526,13 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
                                                                  const std::string &arch,
                                                                  const std::vector<tuning::KernelWork> &plan) {
   TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
-  tir::v1::KernelBundle b = parsed.signature;
-  b.set_key(key);
-  b.set_name("kernels/" + key);
-  b.set_graph_fingerprint(parsed.fingerprint);
-  b.set_arch(arch);
-  b.mutable_tuning()->set_tuned(false);
-  b.mutable_tuning()->set_policy(parsed.policy);
+  tir::v1::KernelBundle b = NewBundle(parsed.signature, key, parsed.fingerprint, arch, parsed.policy, false);
   for (size_t k = 0; k < plan.size(); ++k) {
     const tuning::KernelWork &w = plan[k];
     const int pos = w.default_position >= 0 ? w.default_position : 0;
     const tir::v1::CandidateWork &cw = w.item.candidates(pos);
     tir::v1::KernelEntry *e = b.add_kernels();
-    e->set_partition(static_cast<uint32_t>(k));
-    e->set_kind(w.kind);
+    DescribeEntry(e, k, w, pos);
     const absl::Time start = absl::Now();
     if (info.is_gpu) {
       nvrtc::CompileOptions o;
@@ -552,17 +555,8 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     metrics_->compile_seconds.Observe(seconds);
     e->mutable_compile_info()->set_compile_seconds(seconds);
-    e->set_entry_symbol(cw.entry_symbol());
-    *e->mutable_launch() = cw.launch();
-    *e->mutable_arguments() = cw.arguments();
-    for (int64_t d : w.domain) e->add_iteration_domain(d);
-    *e->mutable_candidate() = cw.candidate();
-    e->set_source(cw.source());
     b.mutable_tuning()->set_candidates_total(b.tuning().candidates_total() + static_cast<uint32_t>(w.space_size));
   }
-  b.mutable_provenance()->set_arch(arch);
-  b.mutable_provenance()->set_tir_version(kTirVersion);
-  b.mutable_provenance()->set_codegen_version(kCodegenVersion);
   *b.mutable_create_time() = TimeUtil::GetCurrentTime();
   return b;
 }
@@ -909,10 +903,6 @@ void Coordinator::Reap() {
     // Finished operations are kept for ten minutes.
     if (now - last_prune_ > absl::Seconds(10)) {
       last_prune_ = now;
-      if (auto stats = store_->KernelStats(); stats.ok()) {
-        metrics_->store_kernels.Set(static_cast<double>(stats->first));
-        metrics_->store_bytes.Set(static_cast<double>(stats->second));
-      }
       for (auto it = operations_.begin(); it != operations_.end();) {
         const auto &end = it->second.op.metadata().end_time();
         if (it->second.op.done() && now - absl::FromUnixSeconds(end.seconds()) > absl::Minutes(10)) {
@@ -1002,6 +992,8 @@ void Coordinator::Sample(absl::Time now) {
   if (auto stats = store_->KernelStats(); stats.ok()) {
     stored_kernels_ = stats->first;
     stored_bytes_ = stats->second;
+    metrics_->store_kernels.Set(static_cast<double>(stored_kernels_));
+    metrics_->store_bytes.Set(static_cast<double>(stored_bytes_));
   }
 }
 

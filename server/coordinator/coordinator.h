@@ -110,6 +110,7 @@ class Coordinator {
     std::string fingerprint;
     std::string arch;
     std::string graph_name;
+    std::string policy;  // the tuning policy in the key
     tir::v1::KernelBundle signature;
     std::vector<KernelJob> kernels;
     std::vector<std::string> operations;  // waiting for the tuned bundle

@@ -22,7 +22,7 @@ KernelTuner::KernelTuner(int candidates, int default_position, int space_size, T
 }
 
 std::optional<KernelTuner::Round> KernelTuner::Next() {
-  if (done_ || in_flight_) return std::nullopt;
+  if (done_ || !in_flight_.empty()) return std::nullopt;
   Round r;
   r.number = round_;
   const double scale = std::pow(2.0, round_);
@@ -33,12 +33,8 @@ std::optional<KernelTuner::Round> KernelTuner::Next() {
   r.policy.mutable_min_deadline()->set_seconds(static_cast<int64_t>(config_.min_deadline_seconds));
   r.policy.set_seed(1 + round_);
   r.policy.set_verify(true);
-  if (confirming_) {
-    r.positions = {alive_[0], alive_[1], alive_[0], alive_[1]};
-  } else {
-    r.positions = alive_;
-  }
-  in_flight_ = true;
+  r.positions = confirming_ ? std::vector<int>{alive_[0], alive_[1], alive_[0], alive_[1]} : alive_;
+  in_flight_ = r.positions;
   return r;
 }
 
@@ -48,9 +44,9 @@ double KernelTuner::Median(int position) const {
 }
 
 void KernelTuner::Record(int number, const std::vector<tir::v1::CandidateResult> &results) {
-  if (done_ || number != round_ || !in_flight_) return;  // a stale or repeated round
-  in_flight_ = false;
-  const std::vector<int> positions = confirming_ ? std::vector<int>{alive_[0], alive_[1], alive_[0], alive_[1]} : alive_;
+  if (done_ || number != round_ || in_flight_.empty()) return;  // a stale or repeated round
+  const std::vector<int> positions = std::move(in_flight_);
+  in_flight_.clear();
   for (size_t i = 0; i < positions.size() && i < results.size(); ++i) {
     const int p = positions[i];
     const tir::v1::CandidateResult &r = results[i];

@@ -79,7 +79,7 @@ class KernelTuner {
   int round_ = 0;
   int planned_ = 0;
   int measurements_ = 0;
-  bool in_flight_ = false;
+  std::vector<int> in_flight_;      // positions of the round being measured
   bool confirming_ = false;
   bool done_ = false;
   int winner_ = -1;

@@ -22,24 +22,6 @@ absl::Status Assign(absl::StatusOr<T> r, T *out) {
   return absl::OkStatus();
 }
 
-const char *CodeName(absl::StatusCode c) {
-  switch (c) {
-    case absl::StatusCode::kOk: return "OK";
-    case absl::StatusCode::kCancelled: return "CANCELLED";
-    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound: return "NOT_FOUND";
-    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
-    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
-    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
-    case absl::StatusCode::kInternal: return "INTERNAL";
-    case absl::StatusCode::kUnknown: return "UNKNOWN";
-    default: return "OTHER";
-  }
-}
 
 }  // namespace
 
@@ -61,7 +43,7 @@ CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tok
                     .Register(registry)) {}
 
 grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) {
-  requests_.Add({{"method", method}, {"code", CodeName(s.code())}}).Increment();
+  requests_.Add({{"method", method}, {"code", absl::StatusCodeToString(s.code())}}).Increment();
   return ToGrpc(s);
 }
 
@@ -141,7 +123,7 @@ WorkerServiceImpl::WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens,
                     .Register(registry)) {}
 
 grpc::Status WorkerServiceImpl::Done(const char *method, const absl::Status &s) {
-  requests_.Add({{"method", method}, {"code", CodeName(s.code())}}).Increment();
+  requests_.Add({{"method", method}, {"code", absl::StatusCodeToString(s.code())}}).Increment();
   return ToGrpc(s);
 }
 
