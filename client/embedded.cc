@@ -1,38 +1,20 @@
 #include "client/embedded.h"
 
-#include <filesystem>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
 #include "worker/backend_select.h"
+#include "worker/runner_locator.h"
 
 namespace tir::client {
 
-std::string FindRunner() {
-  if (const char *env = std::getenv("TIR_WORKER_RUNNER"); env && *env) return env;
-  std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::vector<std::filesystem::path> candidates = {
-      self.parent_path() / "tir-worker-runner",
-      std::filesystem::path(self.string() + ".runfiles") / "tir/worker/runner/tir-worker-runner",
-      self.parent_path().parent_path() / "worker/runner/tir-worker-runner",
-  };
-  if (const char *dir = std::getenv("RUNFILES_DIR"); dir && *dir) {
-    const std::filesystem::path p = std::filesystem::path(dir) / "tir/worker/runner/tir-worker-runner";
-    if (std::filesystem::exists(p, ec)) return p.string();
-  }
-  for (const auto &p : candidates) {
-    if (std::filesystem::exists(p, ec)) return p.string();
-  }
-  return "";
-}
-
 absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const EmbeddedOptions &options) {
   auto e = std::unique_ptr<EmbeddedService>(new EmbeddedService());
-  const std::string runner = options.runner_path.empty() ? FindRunner() : options.runner_path;
+  std::string runner = options.runner_path;
   if (runner.empty()) {
-    return MakeError(absl::StatusCode::kFailedPrecondition, "RUNNER_NOT_FOUND",
-                     "tir-worker-runner was not found beside this binary or in its runfiles; set TIR_WORKER_RUNNER");
+    const char *env = std::getenv("TIR_WORKER_RUNNER");
+    TIR_ASSIGN_OR_RETURN(runner, worker::FindRunner(worker::ThisProcessSearch(env ? env : "", nullptr)));
   }
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
                        worker::SelectBackend(options.backend, 0, options.cache_dir + "/worker"));
@@ -54,6 +36,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const Em
   e->worker_ = std::make_unique<worker::Worker>(
       wo, std::move(backend), grpc::CreateCustomChannel(e->address(), grpc::InsecureChannelCredentials(), args),
       nullptr);
+  TIR_RETURN_IF_ERROR(e->worker_->StartRunner());
   e->thread_ = std::thread([w = e->worker_.get()] { w->Run(); });
   // Registered before any request, so none is answered "no worker".
   const absl::Time end = absl::Now() + absl::Seconds(30);

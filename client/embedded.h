@@ -46,9 +46,6 @@ class EmbeddedService {
   std::string arch_;
 };
 
-// Where the runner binary is for this process (see EmbeddedOptions).
-std::string FindRunner();
-
 }  // namespace tir::client
 
 #endif  // TIR_CLIENT_EMBEDDED_H_

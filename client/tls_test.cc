@@ -71,7 +71,7 @@ TEST(Tls, ClientsConnectWithTheCaAndTheTokenOnly) {
     std::vector<std::string> argv = {absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"),
                                                   "/worker/tir-worker"),
                                      absl::StrCat("--coordinator=localhost:", port), "--backend=host",
-                                     "--work-dir=" + dir + "/w", "--runner=/nonexistent"};
+                                     "--work-dir=" + dir + "/w"};
     if (withCa) argv.push_back("--tls-ca=" + dir + "/cert.pem");
     std::vector<char *> args;
     for (auto &a : argv) args.push_back(a.data());

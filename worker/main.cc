@@ -24,6 +24,7 @@
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "worker/backend_select.h"
+#include "worker/runner_locator.h"
 #include "worker/worker.h"
 
 ABSL_FLAG(std::string, coordinator, "localhost:7070", "coordinator address HOST:PORT");
@@ -34,11 +35,22 @@ ABSL_FLAG(std::string, token_file, "", "file holding the worker token");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate of a coordinator serving TLS (empty: plaintext)");
 ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics on this port (0: off)");
 ABSL_FLAG(std::string, work_dir, "", "where compiled candidates go (default $XDG_CACHE_HOME/tir/worker)");
-ABSL_FLAG(std::string, runner, "", "path of tir-worker-runner (default: beside this binary)");
+ABSL_FLAG(std::string, runner, "",
+          "path of tir-worker-runner (default: found beside this binary, in ../libexec/tir, or in its Bazel "
+          "output tree or runfiles)");
 ABSL_FLAG(int, max_items, 1, "work items taken per lease call");
 
 int main(int argc, char **argv) {
+  const char *argv0 = argv[0];
   tir::ParseDashedFlags(argc, argv);
+  // The runner is found and started once, before anything registers: a
+  // worker that cannot run kernels refuses to start (exit 2) instead of
+  // failing every candidate it is given.
+  absl::StatusOr<std::string> runner = tir::worker::FindRunner(tir::worker::ThisProcessSearch(absl::GetFlag(FLAGS_runner), argv0));
+  if (!runner.ok()) {
+    std::fprintf(stderr, "tir-worker: %s\n", std::string(runner.status().message()).c_str());
+    return 2;
+  }
   std::string workDir = absl::GetFlag(FLAGS_work_dir);
   if (workDir.empty()) workDir = tir::CacheDir() + "/worker";
   auto backend = tir::worker::SelectBackend(absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_device), workDir);
@@ -47,10 +59,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   tir::worker::WorkerOptions options;
-  options.runner_path = absl::GetFlag(FLAGS_runner);
-  if (options.runner_path.empty()) {
-    options.runner_path = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "tir-worker-runner").string();
-  }
+  options.runner_path = *runner;
   const int threads = absl::GetFlag(FLAGS_compile_threads);
   options.max_items = std::max(1, absl::GetFlag(FLAGS_max_items));
   options.compile_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -87,6 +96,11 @@ int main(int argc, char **argv) {
   }
   auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), creds, channelArgs);
   tir::worker::Worker worker(options, std::move(*backend), channel, registry);
+  if (absl::Status started = worker.StartRunner(); !started.ok()) {
+    std::fprintf(stderr, "tir-worker: %s\n", std::string(started.message()).c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "tir-worker: runner %s\n", options.runner_path.c_str());
   {
     // SIGTERM / SIGINT drain.
     tir::SignalWatcher watcher([&] {

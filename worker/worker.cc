@@ -157,8 +157,10 @@ void Worker::HeartbeatLoop() {
       interval = heartbeat_interval_;
       req.set_name(name_);
       for (const std::string &lease : leases_) req.add_lease_ids(lease);
-      req.set_state(stopping_ ? tir::v1::WORKER_STATE_DRAINING
-                              : leases_.empty() ? tir::v1::WORKER_STATE_READY : tir::v1::WORKER_STATE_BUSY);
+      req.set_state(stopping_      ? tir::v1::WORKER_STATE_DRAINING
+                    : runner_down_ ? tir::v1::WORKER_STATE_UNAVAILABLE
+                    : leases_.empty() ? tir::v1::WORKER_STATE_READY
+                                      : tir::v1::WORKER_STATE_BUSY);
     }
     req.set_candidates_measured(measured_.load());
     tir::v1::HeartbeatResponse resp;
@@ -200,7 +202,75 @@ bool Worker::Report(const tir::v1::ReportResultRequest &report) {
   }
 }
 
-tir::v1::ReportResultRequest Worker::Process(const tir::v1::WorkItem &item) {
+absl::Status Worker::StartRunner() { return runner_.EnsureStarted(); }
+
+namespace {
+
+bool RunnerUnavailable(const absl::Status &s) { return ReasonOf(s) == "RUNNER_UNAVAILABLE"; }
+
+// The first line of a verdict's detail (a compile log or a signal).
+std::string FirstLine(const std::string &text) {
+  const size_t nl = text.find('\n');
+  return text.substr(0, std::min<size_t>(nl == std::string::npos ? text.size() : nl, 300));
+}
+
+// The kernel's graph name ("softmax_k0"), from its MLIR text.
+std::string KernelName(const tir::v1::WorkItem &item) {
+  if (!item.kernel_graph().name().empty()) return item.kernel_graph().name();
+  const std::string &text = item.kernel_mlir();
+  const size_t at = text.find("tir.graph @");
+  if (at == std::string::npos) return "?";
+  const size_t begin = at + sizeof("tir.graph @") - 1;
+  const size_t end = text.find_first_of("( \n", begin);
+  return text.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+}
+
+}  // namespace
+
+void Worker::RecordFailure(const tir::v1::WorkItem &item, const tir::v1::CandidateResult &r) {
+  const char *label = FailureLabel(r.verification().verdict());
+  if (label == nullptr) return;
+  metrics_->failed.Add({{"reason", label}}).Increment();
+  std::fprintf(stderr, "tir-worker: kernel %s candidate %u: %s: %s\n", KernelName(item).c_str(), r.candidate_index(),
+               tir::v1::Verdict_Name(r.verification().verdict()).c_str() + sizeof("VERDICT_") - 1,
+               FirstLine(r.verification().detail()).c_str());
+}
+
+void Worker::ReturnLease(const std::string &lease, const std::string &reason) {
+  tir::v1::ReturnWorkRequest req;
+  req.set_name(name());
+  req.add_lease_ids(lease);
+  req.set_reason(reason.substr(0, 2000));
+  for (int attempt = 0; attempt < 5 && !done_; ++attempt) {
+    tir::v1::ReturnWorkResponse resp;
+    grpc::Status s = Call(&tir::v1::WorkerService::Stub::ReturnWork, req, &resp, absl::Seconds(10));
+    if (s.ok()) return;
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      std::fprintf(stderr, "tir-worker: giving back %s failed: %s\n", lease.c_str(), s.error_message().c_str());
+      return;
+    }
+    SleepBackoff(attempt, false);
+  }
+  // Unreturned, the lease expires on the coordinator and is re-queued there.
+}
+
+void Worker::RecoverRunner(const absl::Status &why) {
+  runner_down_ = true;
+  std::fprintf(stderr, "tir-worker: %s; taking no work until a runner starts\n", std::string(why.message()).c_str());
+  for (int attempt = 0; !stopping_; ++attempt) {
+    SleepBackoff(attempt, true);
+    if (stopping_) break;
+    absl::Status s = runner_.EnsureStarted();
+    if (s.ok()) {
+      std::fprintf(stderr, "tir-worker: the runner started again; taking work\n");
+      break;
+    }
+    if (attempt % 10 == 9) std::fprintf(stderr, "tir-worker: still no runner: %s\n", std::string(s.message()).c_str());
+  }
+  runner_down_ = false;
+}
+
+absl::StatusOr<tir::v1::ReportResultRequest> Worker::Process(const tir::v1::WorkItem &item) {
   tir::v1::ReportResultRequest report;
   report.set_lease_id(item.lease_id());
   const int n = item.candidates_size();
@@ -224,6 +294,7 @@ tir::v1::ReportResultRequest Worker::Process(const tir::v1::WorkItem &item) {
   absl::Status prepared = absl::OkStatus();
   if (std::any_of(compiled.begin(), compiled.end(), [](const auto &c) { return c->ok(); })) {
     prepared = runner_.Prepare(item, options_.prepare_deadline);
+    if (RunnerUnavailable(prepared)) return prepared;
   }
   // 3. Measure one at a time.
   const auto &policy = item.policy();
@@ -251,6 +322,7 @@ tir::v1::ReportResultRequest Worker::Process(const tir::v1::WorkItem &item) {
       absl::StatusOr<tir::v1::CandidateResult> m =
           runner_.Measure(static_cast<uint32_t>(i), (*compiled[i])->path, absl::Seconds(deadline));
       metrics_->measure_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (!m.ok() && RunnerUnavailable(m.status())) return m.status();
       if (m.ok()) {
         *r = *std::move(m);
       } else {
@@ -271,7 +343,7 @@ tir::v1::ReportResultRequest Worker::Process(const tir::v1::WorkItem &item) {
         r->set_format((*compiled[i])->format);
       }
     }
-    if (const char *label = FailureLabel(r->verification().verdict())) metrics_->failed.Add({{"reason", label}}).Increment();
+    RecordFailure(item, *r);
   }
   for (int k = restartsBefore; k < runner_.restarts(); ++k) metrics_->restarts.Increment();
   *report.mutable_finish_time() = TimeUtil::GetCurrentTime();
@@ -314,12 +386,21 @@ void Worker::Run() {
         absl::MutexLock l(&mu_);
         leases_.insert(item.lease_id());
       }
-      tir::v1::ReportResultRequest report = Process(item);
-      report.set_name(name());
-      if (!Cancelled(item.lease_id())) Report(report);
-      absl::MutexLock l(&mu_);
-      leases_.erase(item.lease_id());
-      cancelled_.erase(item.lease_id());
+      absl::StatusOr<tir::v1::ReportResultRequest> report = Process(item);
+      if (report.ok()) {
+        report->set_name(name());
+        if (!Cancelled(item.lease_id())) Report(*report);
+      } else {
+        // The worker's fault, not the candidates': give the lease back and
+        // take no more work until a runner starts.
+        ReturnLease(item.lease_id(), std::string(report.status().message()));
+      }
+      {
+        absl::MutexLock l(&mu_);
+        leases_.erase(item.lease_id());
+        cancelled_.erase(item.lease_id());
+      }
+      if (!report.ok()) RecoverRunner(report.status());
     }
   }
   // Drain: the item in hand was finished above; give back the rest.

@@ -12,6 +12,10 @@
 //  4. report all results under the lease id, retrying until the coordinator
 //     answers (a repeat of an answered report is acknowledged as duplicate).
 // A lease the coordinator cancels (heartbeat answer) is abandoned unreported.
+// A runner that does not start (RUNNER_UNAVAILABLE) is the worker's fault:
+// the lease is given back unreported (ReturnWork), no candidate is charged,
+// and the worker takes no more work (heartbeat state UNAVAILABLE) until a
+// runner starts again, retrying with backoff.
 
 #ifndef TIR_WORKER_WORKER_H_
 #define TIR_WORKER_WORKER_H_
@@ -66,8 +70,14 @@ class Worker {
   // Asks Run to drain and return; safe from any thread.
   void Stop();
 
+  // Starts the runner child and waits for its hello (done once before Run by
+  // tir-worker, so a worker that cannot run kernels refuses to start).
+  // Errors: RUNNER_UNAVAILABLE naming the runner and why.
+  absl::Status StartRunner();
+
   // Compiles, verifies and times every candidate of `item` (steps 1-3).
-  tir::v1::ReportResultRequest Process(const tir::v1::WorkItem &item);
+  // Errors: RUNNER_UNAVAILABLE when no runner starts (nothing is reported).
+  absl::StatusOr<tir::v1::ReportResultRequest> Process(const tir::v1::WorkItem &item);
 
   // Registered name ("" before registration).
   std::string name() const;
@@ -80,6 +90,12 @@ class Worker {
   bool Register();
   void HeartbeatLoop();
   bool Report(const tir::v1::ReportResultRequest &report);
+  // Gives `lease` back unfinished (the runner does not start).
+  void ReturnLease(const std::string &lease, const std::string &reason);
+  // Retries starting the runner with backoff until it starts or Stop.
+  void RecoverRunner(const absl::Status &why);
+  // Logs a candidate that did not pass, and counts it by reason.
+  void RecordFailure(const tir::v1::WorkItem &item, const tir::v1::CandidateResult &r);
   // Sleeps the backoff of retry `attempt`; `until_stop`: wake up on Stop.
   void SleepBackoff(int attempt, bool until_stop);
   bool Cancelled(const std::string &lease) const;
@@ -97,6 +113,7 @@ class Worker {
   std::set<std::string> leases_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);
   bool reregister_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> runner_down_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> measured_{0};

@@ -10,13 +10,18 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
+#include "compiler/support/status.h"
 #include "compiler/target/ArchTable.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -94,10 +99,21 @@ tir::v1::CandidateWork Sabotaged(tir::v1::CandidateWork c, const std::string &st
   return c;
 }
 
+// Writes an executable shell script at `path` (atomically).
+void WriteScript(const std::string &path, const std::string &body) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "#!/bin/sh\n" << body << "\n";
+  }
+  chmod(tmp.c_str(), 0755);
+  ASSERT_EQ(rename(tmp.c_str(), path.c_str()), 0);
+}
+
 class WorkerTest : public ::testing::Test {
  protected:
   void Start(WorkerOptions options = {}) {
-    options.runner_path = Runfile("worker/runner/tir-worker-runner");
+    if (options.runner_path.empty()) options.runner_path = Runfile("worker/runner/tir-worker-runner");
     options.lease_wait = absl::Milliseconds(200);
     options.backoff_min = absl::Milliseconds(50);
     options.backoff_max = absl::Milliseconds(400);
@@ -253,6 +269,61 @@ TEST_F(WorkerTest, AReportWhoseAnswerWasLostIsRetriedAndRecordedOnce) {
   // The worker goes on leasing after the duplicate acknowledgement.
   coordinator_.Enqueue(items[0]);
   WaitForReport(2);
+}
+
+TEST_F(WorkerTest, ARunnerThatDoesNotStartIsTheWorkersFaultNotTheCandidates) {
+  // The runner exits before saying hello (as a missing shared library or a
+  // wrong binary would), then is mended while the worker waits.
+  const std::string runner = TempDir() + "/flaky-runner";
+  WriteScript(runner, "echo 'cannot load libsomething.so' >&2; exit 3");
+  std::vector<tir::v1::WorkItem> items = Items(kBiasGelu, 2);
+  coordinator_.Enqueue(items[0]);
+  WorkerOptions options;
+  options.runner_path = runner;
+  Start(options);
+  ASSERT_TRUE(coordinator_.WaitFor([](const auto &s) { return !s.returns.empty(); }, absl::Seconds(30)));
+  state_ = coordinator_.state();
+  ASSERT_EQ(state_.returns.size(), 1u);
+  EXPECT_EQ(state_.returns[0].lease_ids(0), state_.leased[0]) << "the lease is given back";
+  EXPECT_THAT(state_.returns[0].reason(), HasSubstr("exited with code 3 before it said hello"));
+  EXPECT_TRUE(state_.reports.empty()) << "no verdict is recorded against a candidate";
+  EXPECT_EQ(Counter("tir_worker_candidates_failed_total", "fault"), 0);
+  // It stops leasing and says why in its heartbeats.
+  ASSERT_TRUE(coordinator_.WaitFor(
+      [](const auto &s) {
+        return std::count(s.heartbeat_states.begin(), s.heartbeat_states.end(), tir::v1::WORKER_STATE_UNAVAILABLE) >= 2;
+      },
+      absl::Seconds(20)));
+  EXPECT_EQ(coordinator_.state().leased.size(), 1u) << "no work is taken while the runner is down";
+  // Once a runner starts again, the returned item is measured and reported.
+  WriteScript(runner, "exec '" + Runfile("worker/runner/tir-worker-runner") + "' \"$@\"");
+  WaitForReport(1);
+  const auto &report = state_.reports.begin()->second;
+  ASSERT_EQ(report.results_size(), items[0].candidates_size());
+  for (const auto &r : report.results()) EXPECT_EQ(r.verification().verdict(), tir::v1::VERDICT_PASSED);
+  EXPECT_EQ(state_.leased.size(), 2u) << "the same item, leased again";
+}
+
+TEST(WorkerStartTest, StartRunnerNamesTheRunnerAndWhyItDidNotStart) {
+  TestCoordinator coordinator;
+  auto make = [&](const std::string &runner) {
+    WorkerOptions o;
+    o.runner_path = runner;
+    return std::make_unique<Worker>(o, std::make_unique<HostBackend>(TempDir() + "/host"),
+                                    grpc::CreateChannel(coordinator.address(), grpc::InsecureChannelCredentials()),
+                                    nullptr);
+  };
+  absl::Status missing = make("/no/such/tir-worker-runner")->StartRunner();
+  EXPECT_EQ(ReasonOf(missing), "RUNNER_UNAVAILABLE");
+  EXPECT_THAT(missing.message(), HasSubstr("/no/such/tir-worker-runner did not start"));
+  absl::Status silent = make("/bin/true")->StartRunner();
+  EXPECT_THAT(silent.message(), HasSubstr("/bin/true did not start: the runner exited with code 0 before it said hello"));
+  const std::string chatty = TempDir() + "/chatty-runner";
+  WriteScript(chatty, "echo hello >&4; sleep 5");
+  absl::Status wrong = make(chatty)->StartRunner();
+  EXPECT_THAT(wrong.message(), HasSubstr("did not start"));
+  EXPECT_TRUE(make(Runfile("worker/runner/tir-worker-runner"))->StartRunner().ok());
+  EXPECT_TRUE(coordinator.state().registrations.empty()) << "starting the runner registers nothing";
 }
 
 TEST_F(WorkerTest, RetriesRegistrationWithBackoffWhileTheCoordinatorRefuses) {

@@ -276,7 +276,9 @@ void Coordinator::FinishOperation(const std::string &name, const absl::StatusOr<
 
 bool Coordinator::HasLiveWorker(const std::string &arch) const {
   for (const auto &[name, w] : workers_) {
-    if (w.capabilities.arch() == arch && w.state != "lost" && w.state != "draining") return true;
+    if (w.capabilities.arch() == arch && w.state != "lost" && w.state != "draining" && w.state != "unavailable") {
+      return true;
+    }
   }
   return false;
 }
@@ -723,9 +725,10 @@ absl::StatusOr<tir::v1::HeartbeatResponse> Coordinator::Heartbeat(const tir::v1:
   }
   it->second.last_heartbeat = absl::Now();
   it->second.measured = request.candidates_measured();
-  it->second.state = request.state() == tir::v1::WORKER_STATE_DRAINING ? "draining"
-                     : request.state() == tir::v1::WORKER_STATE_BUSY   ? "busy"
-                                                                        : "ready";
+  it->second.state = request.state() == tir::v1::WORKER_STATE_DRAINING      ? "draining"
+                     : request.state() == tir::v1::WORKER_STATE_BUSY        ? "busy"
+                     : request.state() == tir::v1::WORKER_STATE_UNAVAILABLE ? "unavailable"
+                                                                             : "ready";
   for (const std::string &id : request.lease_ids()) {
     auto lease = leases_.find(id);
     if (lease == leases_.end() || lease->second.worker != request.name() || lease->second.work.job.empty()) {
@@ -894,6 +897,28 @@ absl::StatusOr<tir::v1::DrainResponse> Coordinator::Drain(const tir::v1::DrainRe
   return out;
 }
 
+absl::StatusOr<tir::v1::ReturnWorkResponse> Coordinator::ReturnWork(const tir::v1::ReturnWorkRequest &request) {
+  absl::MutexLock l(&mu_);
+  if (!workers_.count(request.name())) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
+  }
+  tir::v1::ReturnWorkResponse out;
+  for (const std::string &id : request.lease_ids()) {
+    auto it = leases_.find(id);
+    if (it == leases_.end() || it->second.worker != request.name()) continue;
+    Lease lease = std::move(it->second);
+    leases_.erase(it);
+    Requeue(std::move(lease), false);
+    out.set_requeued(out.requeued() + 1);
+  }
+  if (out.requeued() > 0) {
+    std::fprintf(stderr, "tir-coordinator: %s gave back %u lease(s): %s\n", request.name().c_str(), out.requeued(),
+                 request.reason().c_str());
+  }
+  Touch();
+  return out;
+}
+
 void Coordinator::Reap() {
   absl::MutexLock l(&mu_);
   while (!stopping_) {
@@ -933,7 +958,7 @@ void Coordinator::Reap() {
       }
       ++byArch[w.capabilities.arch()][w.state];
     }
-    for (const char *state : {"ready", "busy", "draining", "lost"}) {
+    for (const char *state : {"ready", "busy", "draining", "unavailable", "lost"}) {
       for (auto &[arch, states] : byArch) {
         metrics_->workers.Add({{"arch", arch}, {"state", state}}).Set(states.count(state) ? states[state] : 0);
       }

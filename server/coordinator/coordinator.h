@@ -86,6 +86,9 @@ class Coordinator {
   absl::StatusOr<tir::v1::LeaseWorkResponse> LeaseWork(const tir::v1::LeaseWorkRequest &request, absl::Time deadline);
   absl::StatusOr<tir::v1::ReportResultResponse> ReportResult(const tir::v1::ReportResultRequest &request);
   absl::StatusOr<tir::v1::DrainResponse> Drain(const tir::v1::DrainRequest &request);
+  // Re-queues leases a worker gives back unfinished (without counting an
+  // attempt); the worker stays registered.
+  absl::StatusOr<tir::v1::ReturnWorkResponse> ReturnWork(const tir::v1::ReturnWorkRequest &request);
 
   // A snapshot for the dashboard: workers, running and recent jobs, cache
   // counts and the sampled series.

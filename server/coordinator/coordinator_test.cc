@@ -218,7 +218,54 @@ TEST_F(CoordinatorTest, ALostWorkersLeaseIsRequeuedAndGivenUpAfterMaxAttempts) {
   EXPECT_EQ(o->error().reason(), "NO_CORRECT_CANDIDATE");
 }
 
+TEST_F(CoordinatorTest, AReturnedLeaseIsRequeuedWithoutAnAttemptAndAnUnavailableWorkerDoesNotCount) {
+  options_.max_attempts = 1;  // a counted attempt would fail the item at once
+  options_.lost_after = absl::Seconds(30);  // compiling defaults below takes a while
+  Start();
+  const std::string a = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok());
+  auto first = Lease(a);
+  ASSERT_EQ(first.size(), 1u);
+  // `a`'s runner does not start: it gives the lease back and says so.
+  tir::v1::ReturnWorkRequest back;
+  back.set_name(a);
+  back.add_lease_ids(first[0].lease_id());
+  back.add_lease_ids("leases/unknown");
+  back.set_reason("the runner did not start");
+  auto returned = c_->ReturnWork(back);
+  ASSERT_TRUE(returned.ok()) << returned.status();
+  EXPECT_EQ(returned->requeued(), 1u);
+  tir::v1::HeartbeatRequest h;
+  h.set_name(a);
+  h.set_state(tir::v1::WORKER_STATE_UNAVAILABLE);
+  ASSERT_TRUE(c_->Heartbeat(h).ok());
+  EXPECT_EQ(c_->ListWorkers("host").workers(0).state(), "unavailable");
+  // With no other worker the job waits (not failed), and a heuristic-now
+  // request is answered with defaults: the unavailable worker does not count.
+  auto o = c_->GetOperation(op->name());
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o->done());
+  auto now = Compile(Graph("h", 8), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_TRUE(now->done());
+  // Once `a` is back, the same item comes again as attempt 1 and finishes.
+  h.set_state(tir::v1::WORKER_STATE_READY);
+  ASSERT_TRUE(c_->Heartbeat(h).ok());
+  auto again = Lease(a);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempt(), 1u);
+  EXPECT_EQ(again[0].candidates_size(), first[0].candidates_size());
+  ASSERT_TRUE(Report(a, again[0]).ok());
+  tir::v1::Operation done = Serve(a, op->name());
+  EXPECT_FALSE(done.has_error()) << done.error().message();
+  // A worker the coordinator does not know is told to register again.
+  back.set_name("workers/999");
+  EXPECT_EQ(ReasonOf(c_->ReturnWork(back).status()), "UNKNOWN_WORKER");
+}
+
 TEST_F(CoordinatorTest, HeuristicNowAnswersWithTheDefaultAtOnceAndTunesBehind) {
+  options_.lost_after = absl::Seconds(30);  // the worker does not heartbeat while defaults compile
   Start();
   const std::string w = Register();
   auto op = Compile(Graph("g", 8), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);

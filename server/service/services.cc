@@ -162,4 +162,11 @@ grpc::Status WorkerServiceImpl::Drain(grpc::ServerContext *ctx, const tir::v1::D
   return Done("Drain", s);
 }
 
+grpc::Status WorkerServiceImpl::ReturnWork(grpc::ServerContext *ctx, const tir::v1::ReturnWorkRequest *req,
+                                           tir::v1::ReturnWorkResponse *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.worker);
+  if (s.ok()) s = Assign(c_->ReturnWork(*req), out);
+  return Done("ReturnWork", s);
+}
+
 }  // namespace tir::service

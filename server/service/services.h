@@ -61,6 +61,8 @@ class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
   grpc::Status ReportResult(grpc::ServerContext *, const tir::v1::ReportResultRequest *,
                             tir::v1::ReportResultResponse *) override;
   grpc::Status Drain(grpc::ServerContext *, const tir::v1::DrainRequest *, tir::v1::DrainResponse *) override;
+  grpc::Status ReturnWork(grpc::ServerContext *, const tir::v1::ReturnWorkRequest *,
+                          tir::v1::ReturnWorkResponse *) override;
 
  private:
   grpc::Status Done(const char *method, const absl::Status &s);

@@ -24,6 +24,11 @@ absl::Status RunnerFailed(const std::string &m) {
   return MakeError(absl::StatusCode::kUnavailable, "RUNNER_FAILED", m);
 }
 
+absl::Status RunnerUnavailable(const std::string &path, const std::string &why) {
+  return MakeError(absl::StatusCode::kUnavailable, "RUNNER_UNAVAILABLE",
+                   absl::StrCat("the runner ", path, " did not start: ", why));
+}
+
 // A descriptor at 10 or above, close-on-exec, replacing `fd`.
 int High(int fd) {
   const int h = fcntl(fd, F_DUPFD_CLOEXEC, 10);
@@ -33,7 +38,8 @@ int High(int fd) {
 
 }  // namespace
 
-RunnerProcess::RunnerProcess(std::vector<std::string> argv) : argv_(std::move(argv)) {
+RunnerProcess::RunnerProcess(std::vector<std::string> argv, absl::Duration hello_deadline)
+    : argv_(std::move(argv)), hello_deadline_(hello_deadline) {
   // A write to a child that just died must be an error, not a signal that
   // ends the daemon.
   signal(SIGPIPE, SIG_IGN);
@@ -65,15 +71,37 @@ absl::Status RunnerProcess::Start() {
   if (rc != 0) {
     close(down[1]);
     close(up[0]);
-    return RunnerFailed(absl::StrCat("cannot start the runner ", argv_[0], ": ", strerror(rc)));
+    return RunnerUnavailable(argv_[0], strerror(rc));
   }
   pid_ = pid;
   to_child_ = down[1];
   from_child_ = up[0];
+  current_prepared_ = false;
+  // The hello: the child started and its backend is ready.
+  tir::v1::RunnerResponse hello;
+  std::string why;
+  switch (Await(hello_deadline_, &hello, &why)) {
+    case Outcome::kDied: return RunnerUnavailable(argv_[0], absl::StrCat(why, " before it said hello"));
+    case Outcome::kTimedOut:
+      return RunnerUnavailable(argv_[0], absl::StrCat("no hello within ", absl::FormatDuration(hello_deadline_)));
+    case Outcome::kAnswered: break;
+  }
+  if (!hello.has_hello()) {
+    Reap(true, nullptr);
+    return RunnerUnavailable(argv_[0], "its first message was not a hello (is it tir-worker-runner?)");
+  }
+  if (!hello.error_reason().empty()) {
+    Reap(false, nullptr);
+    return RunnerUnavailable(argv_[0], absl::StrCat(hello.error_reason(), ": ", hello.error_message()));
+  }
   if (started_once_) ++restarts_;
   started_once_ = true;
-  current_prepared_ = false;
   return absl::OkStatus();
+}
+
+absl::Status RunnerProcess::EnsureStarted() {
+  if (pid_ > 0) return absl::OkStatus();
+  return Start();
 }
 
 void RunnerProcess::Reap(bool kill, std::string *how) {
@@ -108,6 +136,11 @@ RunnerProcess::Outcome RunnerProcess::Call(const tir::v1::RunnerRequest &request
     Reap(false, died);
     return Outcome::kDied;
   }
+  return Await(deadline, response, died);
+}
+
+RunnerProcess::Outcome RunnerProcess::Await(absl::Duration deadline, tir::v1::RunnerResponse *response,
+                                            std::string *died) {
   const absl::Time end = absl::Now() + deadline;
   for (;;) {
     const int64_t left = absl::ToInt64Milliseconds(end - absl::Now());

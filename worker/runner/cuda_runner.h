@@ -27,6 +27,9 @@ class CudaRunner : public Runner {
  public:
   explicit CudaRunner(int device) : device_(device) {}
   ~CudaRunner() override;
+  std::string backend() const override { return "cuda"; }
+  // Loads the driver and retains the device's primary context.
+  absl::Status Start() override { return Init(); }
   absl::Status Prepare(const tir::v1::WorkItem &item) override;
   absl::StatusOr<tir::v1::CandidateResult> Measure(uint32_t candidate, const std::string &binary_path) override;
   bool MustExit() const override { return context_lost_; }

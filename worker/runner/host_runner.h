@@ -17,6 +17,7 @@ class HostRunner : public Runner {
  public:
   // `cache_bytes`: the last-level cache to defeat (0: read from sysfs).
   explicit HostRunner(int64_t cache_bytes = 0);
+  std::string backend() const override { return "host"; }
   absl::Status Prepare(const tir::v1::WorkItem &item) override;
   absl::StatusOr<tir::v1::CandidateResult> Measure(uint32_t candidate, const std::string &binary_path) override;
 

@@ -1,13 +1,28 @@
 #include "worker/runner/runner.h"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include "compiler/support/status.h"
+#include "compiler/support/version.h"
 #include "worker/runner/framing.h"
 
 namespace tir::runner {
 
 int ServeRunner(Runner &runner, int in_fd, int out_fd) {
+  {
+    tir::v1::RunnerResponse hello;
+    hello.mutable_hello()->set_pid(getpid());
+    hello.mutable_hello()->set_backend(runner.backend());
+    hello.mutable_hello()->set_tir_version(kTirVersion);
+    const absl::Status started = runner.Start();
+    if (!started.ok()) {
+      hello.set_error_reason(ReasonOf(started));
+      hello.set_error_message(std::string(started.message()));
+    }
+    if (!WriteFrame(out_fd, hello).ok() || !started.ok()) return started.ok() ? 0 : 1;
+  }
   for (;;) {
     tir::v1::RunnerRequest request;
     const absl::Status read = ReadFrame(in_fd, &request);

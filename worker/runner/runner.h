@@ -6,6 +6,8 @@
 #ifndef TIR_WORKER_RUNNER_RUNNER_H_
 #define TIR_WORKER_RUNNER_RUNNER_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "tir/v1/runner.pb.h"
 
@@ -14,6 +16,11 @@ namespace tir::runner {
 class Runner {
  public:
   virtual ~Runner() = default;
+  // Readies the backend (a CUDA runner retains its device's context). Called
+  // once before the first request; its outcome is the runner's hello.
+  virtual absl::Status Start() { return absl::OkStatus(); }
+  // "host" or "cuda".
+  virtual std::string backend() const = 0;
   // Makes `item` current (inputs, reference, device buffers).
   virtual absl::Status Prepare(const tir::v1::WorkItem &item) = 0;
   // Verifies and times candidate `candidate` of the current item from the
@@ -25,8 +32,10 @@ class Runner {
   virtual bool MustExit() const { return false; }
 };
 
-// Serves framed RunnerRequests from `in_fd` with RunnerResponses on `out_fd`
-// until the pipe closes or a request says exit. Returns the process exit code.
+// Starts `runner` and says hello on `out_fd` (a RunnerResponse whose `hello`
+// is set, with error_reason when Start failed), then serves framed
+// RunnerRequests from `in_fd` with RunnerResponses on `out_fd` until the pipe
+// closes or a request says exit. Returns the process exit code.
 int ServeRunner(Runner &runner, int in_fd, int out_fd);
 
 }  // namespace tir::runner

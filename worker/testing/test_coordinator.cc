@@ -60,10 +60,11 @@ grpc::Status TestCoordinator::RegisterWorker(grpc::ServerContext *, const tir::v
   return grpc::Status::OK;
 }
 
-grpc::Status TestCoordinator::Heartbeat(grpc::ServerContext *, const tir::v1::HeartbeatRequest *,
+grpc::Status TestCoordinator::Heartbeat(grpc::ServerContext *, const tir::v1::HeartbeatRequest *req,
                                         tir::v1::HeartbeatResponse *) {
   absl::MutexLock l(&mu_);
   ++state_.heartbeats;
+  state_.heartbeat_states.push_back(req->state());
   return grpc::Status::OK;
 }
 
@@ -112,6 +113,24 @@ grpc::Status TestCoordinator::Drain(grpc::ServerContext *, const tir::v1::DrainR
     auto it = outstanding_.find(lease);
     if (it == outstanding_.end()) continue;
     state_.requeued[lease] = it->second;
+    queue_.push_front(it->second);
+    outstanding_.erase(it);
+    resp->set_requeued(resp->requeued() + 1);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace tir::worker::testing
+
+namespace tir::worker::testing {
+
+grpc::Status TestCoordinator::ReturnWork(grpc::ServerContext *, const tir::v1::ReturnWorkRequest *req,
+                                         tir::v1::ReturnWorkResponse *resp) {
+  absl::MutexLock l(&mu_);
+  state_.returns.push_back(*req);
+  for (const std::string &lease : req->lease_ids()) {
+    auto it = outstanding_.find(lease);
+    if (it == outstanding_.end()) continue;
     queue_.push_front(it->second);
     outstanding_.erase(it);
     resp->set_requeued(resp->requeued() + 1);

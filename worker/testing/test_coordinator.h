@@ -47,6 +47,8 @@ class TestCoordinator final : public tir::v1::WorkerService::Service {
     int duplicate_reports = 0;
     std::vector<tir::v1::DrainRequest> drains;
     std::map<std::string, tir::v1::WorkItem> requeued;  // returned at drain, by lease id
+    std::vector<tir::v1::ReturnWorkRequest> returns;    // ReturnWork calls
+    std::vector<tir::v1::WorkerState> heartbeat_states;  // reported, in order
   };
   bool WaitFor(const std::function<bool(const State &)> &pred, absl::Duration timeout);
   State state() const;
@@ -58,6 +60,8 @@ class TestCoordinator final : public tir::v1::WorkerService::Service {
   grpc::Status ReportResult(grpc::ServerContext *, const tir::v1::ReportResultRequest *,
                             tir::v1::ReportResultResponse *) override;
   grpc::Status Drain(grpc::ServerContext *, const tir::v1::DrainRequest *, tir::v1::DrainResponse *) override;
+  grpc::Status ReturnWork(grpc::ServerContext *, const tir::v1::ReturnWorkRequest *,
+                          tir::v1::ReturnWorkResponse *) override;
 
  private:
   mutable absl::Mutex mu_;
