@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/LaunchContract.h"
 #include "compiler/support/status.h"
 
 namespace tir::client {
@@ -23,7 +24,7 @@ struct Buffer {
   reference::DType dtype;
   std::vector<int64_t> shape, strides;
   bool scalar = false;
-  std::vector<uint8_t> bytes;
+  codegen::HostLaunch::Bytes bytes;  // 256-byte aligned
   void *pointer = nullptr;  // what a POINTER field holds
 };
 
@@ -46,10 +47,16 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     for (int64_t d : b.shape) {
       if (d < 0) return Precondition("the bundle has dynamic extents; give concrete sizes");
     }
-    b.strides.assign(t.strides().begin(), t.strides().end());
-    if (b.strides.empty()) b.strides = reference::RowMajorStrides(b.shape);
+    // Laid out as declared (a `?` stride: row-major, padded to its divisor).
+    const codegen::LayoutContract contract = codegen::ContractOf(t);
+    b.strides = b.scalar ? std::vector<int64_t>{} : codegen::LayoutStrides(b.shape, contract);
     b.bytes.assign(std::max<int64_t>(8, reference::BufferBytes(b.dtype, b.shape, b.strides)),
                    kind == tir::v1::TensorRef::INPUT ? 0 : 0xff);
+    if (!b.scalar) {
+      TIR_RETURN_IF_ERROR(codegen::CheckLaunchContract(contract, b.bytes.data(), b.shape, b.strides,
+                                                       kind == tir::v1::TensorRef::OUTPUT,
+                                                       absl::StrCat("bundle tensor ", kind, ":", index)));
+    }
     tensors[{kind, index}] = std::move(b);
     return absl::OkStatus();
   };

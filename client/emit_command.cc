@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/LaunchContract.h"
 #include "compiler/conversion/DTypes.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
@@ -32,20 +33,15 @@ absl::Status Write(const std::filesystem::path &path, const std::string &data) {
 
 }  // namespace
 
-absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options) {
-  TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(options.arch));
-  if (options.verify && arch.is_gpu) {
-    return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
-                     "--verify runs kernels here on the CPU; use --arch host (GPU kernels are verified by workers)");
-  }
-  auto context = makeTirContext();
-  tir::v1::GraphSource source;
-  source.set_mlir_text(text);
-  TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphSource(source, context.get()));
+namespace {
+
+// Emits (and verifies) one graph; `allPassed` is cleared when a kernel is wrong.
+absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arch, const EmitOptions &options,
+                                      bool &allPassed) {
   planning::AnalyticCostModel model;
-  TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(loaded.graph, arch, model));
-  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(loaded.graph, planned.partition);
-  const std::string name = loaded.graph.getSymName().str();
+  TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(graph, arch, model));
+  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(graph, planned.partition);
+  const std::string name = graph.getSymName().str();
   std::filesystem::path dir = options.out_dir.empty() ? std::filesystem::path("tir-" + name)
                                                       : std::filesystem::path(options.out_dir);
   std::error_code ec;
@@ -54,7 +50,6 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
   TIR_RETURN_IF_ERROR(Write(dir / "tir_runtime.h", codegen::RuntimeHeader()));
   std::string report = absl::StrFormat("@%s for %s: %d kernel(s) in %s\n", name, arch.name,
                                        planned.partition.kernels.size(), dir.string());
-  bool allPassed = true;
   nvrtc::CompileCache cache(options.compile_cache_dir);
   for (size_t k = 0; k < planned.partition.kernels.size(); ++k) {
     GraphOp kernel;
@@ -132,8 +127,13 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
     absl::StrAppendFormat(&report, "  %s.host.so\n", stem);
     if (!options.verify) continue;
     // Dynamic extents are verified at 8.
+    TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 8));
     std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
+    for (size_t o = 0; o < want.size(); ++o) {  // a stride-0 output dim stores index 0 only
+      want[o] = reference::AsStored(
+          want[o], codegen::LayoutStrides(want[o].shape, codegen::ContractOf(kernel.getResultAttrDict(o))));
+    }
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, codegen::RunOnHost(kernel, emitted, *built, inputs));
     for (size_t o = 0; o < want.size(); ++o) {
       const double err = reference::RelativeL2Error(got[o], want[o]);
@@ -143,6 +143,33 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
       absl::StrAppendFormat(&report, "  output %d %s: relative L2 error %.3g (bound %.0e) %s\n", o,
                             want[o].ShapeString(), err, bound, ok ? "ok" : "WRONG");
     }
+  }
+  return report;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options) {
+  TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(options.arch));
+  if (options.verify && arch.is_gpu) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
+                     "--verify runs kernels here on the CPU; use --arch host (GPU kernels are verified by workers)");
+  }
+  auto context = makeTirContext();
+  TIR_ASSIGN_OR_RETURN(LoadedGraphs loaded, LoadGraphsText(text, context.get()));
+  std::string report;
+  bool allPassed = true;
+  for (GraphOp graph : loaded.graphs) {
+    if (graph.getNumResults() == 0) {
+      if (loaded.graphs.size() == 1) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                         "the graph has no outputs: there is nothing to compute");
+      }
+      absl::StrAppend(&report, "@", graph.getSymName().str(), ": no outputs, nothing to compute\n");
+      continue;
+    }
+    TIR_ASSIGN_OR_RETURN(std::string one, EmitGraph(graph, arch, options, allPassed));
+    report += one;
   }
   if (!allPassed) {
     return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", report + "verification failed");

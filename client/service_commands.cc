@@ -1,5 +1,7 @@
 #include "client/service_commands.h"
 
+#include "compiler/codegen/LaunchContract.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -136,8 +138,13 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
     }
     auto ctx = makeTirContext();
     TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphText(text, ctx.get()));
+    TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(loaded.graph, 1));
     const std::vector<reference::Tensor> inputs = reference::SampleInputs(loaded.graph, 1, 20261129);
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(loaded.graph, inputs));
+    for (size_t i = 0; i < want.size() && static_cast<int>(i) < b.outputs_size(); ++i) {
+      // As stored: a stride-0 output dimension holds its index-0 element.
+      want[i] = reference::AsStored(want[i], codegen::LayoutStrides(want[i].shape, codegen::ContractOf(b.outputs(i))));
+    }
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got,
                          RunHostBundle(b, inputs, absl::StrCat(o.cache_dir, "/verify")));
     bool ok = got.size() == want.size();

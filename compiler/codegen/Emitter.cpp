@@ -7,6 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/ir/ReduceBody.h"
+#include "compiler/ir/StrideAttr.h"
 #include "compiler/planning/AccessMaps.h"
 #include "compiler/reference/Elementwise.h"
 #include "compiler/support/status.h"
@@ -57,6 +59,12 @@ absl::StatusOr<TypeInfo> Info(mlir::Type t) {
   if (t.isF64()) return TypeInfo{"double", "double", "%s", "%s", "(double)(%s)", true};
   if (t.isBF16()) return TypeInfo{"tir_bf16", "float", "tir_from_bf16(%s)", "tir_to_bf16(%s)", "tir_round_bf16(%s)", true};
   if (t.isF16()) return TypeInfo{"tir_f16", "float", "tir_from_f16(%s)", "tir_to_f16(%s)", "tir_round_f16(%s)", true};
+  if (t.isFloat8E4M3FN()) {
+    return TypeInfo{"tir_f8e4m3", "float", "tir_from_f8e4m3(%s)", "tir_to_f8e4m3(%s)", "tir_round_f8e4m3(%s)", true};
+  }
+  if (t.isFloat8E5M2()) {
+    return TypeInfo{"tir_f8e5m2", "float", "tir_from_f8e5m2(%s)", "tir_to_f8e5m2(%s)", "tir_round_f8e5m2(%s)", true};
+  }
   if (t.isInteger(1)) {
     i = {"tir_u8", "tir_i64", "(tir_i64)(%s != 0)", "(tir_u8)(%s != 0)", "(tir_i64)((%s) != 0)"};
     i.is_bool = true;
@@ -238,6 +246,41 @@ class Emitter {
     return found;
   }
 
+  // Whether the graph's declarations prove that a run of `vec` elements of a
+  // tensor with attributes `attrs` read at `map` (run dim `j`) is one aligned
+  // access: unit stride along the run, every other stride a multiple of vec
+  // (static, or a `?{div=N}` hint), and the base pointer's declared alignment
+  // a multiple of the run's bytes. Then no run-time check is emitted; the
+  // launcher checks the declarations instead (a launch that breaks them is
+  // refused: LAYOUT_CONTRACT_VIOLATED).
+  static bool ProvenRun(mlir::DictionaryAttr attrs, mlir::Type type, mlir::AffineMap map, int j, int64_t vec) {
+    if (!attrs) return false;
+    auto align = attrs.getAs<mlir::IntegerAttr>(TirDialect::kAlignmentAttr);
+    const int64_t bytes = vec * std::max<int64_t>(1, type.cast<mlir::ShapedType>().getElementTypeBitWidth() / 8);
+    if (!align || align.getInt() % bytes != 0) return false;
+    auto str = attrs.getAs<mlir::StringAttr>(TirDialect::kStrideAttr);
+    std::optional<StrideSpec> spec;
+    if (str) {
+      spec = parseStrideSpec(str.getValue(), nullptr);
+    } else if (auto r = type.dyn_cast<mlir::RankedTensorType>()) {
+      spec.emplace();
+      spec->strides = rowMajorStrides(r.getShape());
+      for (int64_t st : spec->strides) spec->divisors.push_back(mlir::ShapedType::isDynamic(st) ? 1 : st);
+    }
+    if (!spec || static_cast<int>(spec->strides.size()) != static_cast<int>(map.getNumResults())) return false;
+    for (size_t d = 0; d < spec->strides.size(); ++d) {
+      if (static_cast<int>(d) == j) {
+        if (spec->strides[d] != 1) return false;
+        // The run starts at a multiple of vec along its dim (the kernel's
+        // innermost index is), unless the map offsets it.
+        if (!map.getResult(d).isa<mlir::AffineDimExpr>()) return false;
+      } else if (spec->divisors[d] % vec != 0 && spec->strides[d] != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // Whether a map reads any of the domain's reduced dims.
   bool UsesReduced(mlir::AffineMap map) {
     for (int64_t d : reduced_) {
@@ -290,10 +333,27 @@ class Emitter {
     const std::string lin = "rs_lin" + id, rem = "rs_rem" + id, input = absl::StrCat("a.in", arg.getArgNumber());
     std::string linear = "(tir_i64)0";
     unsigned dynamic = 0;
+    // Without dynamic_dims a single dynamic result extent is the element
+    // count over the static result extents (as the interpreter infers it).
+    const int64_t dynamicOut = llvm::count_if(outType.getShape(), mlir::ShapedType::isDynamic);
+    if (rs.getDynamicDims().empty() && dynamicOut > 1) {
+      return Unsupported("UNSUPPORTED_OP", "a reshape with several dynamic result extents needs dynamic_dims");
+    }
     for (int64_t j = 0; j < outType.getRank(); ++j) {
       std::string extent;
       if (!outType.isDynamicDim(j)) {
         extent = absl::StrCat("(tir_i64)", outType.getDimSize(j));
+      } else if (rs.getDynamicDims().empty()) {
+        std::string count = "(tir_i64)1";
+        for (int64_t i = 0; i < inType.getRank(); ++i) {
+          count += inType.isDynamicDim(i) ? absl::StrCat(" * ", input, "_size[", i, "]")
+                                          : absl::StrCat(" * (tir_i64)", inType.getDimSize(i));
+        }
+        int64_t known = 1;
+        for (int64_t e : outType.getShape()) {
+          if (!mlir::ShapedType::isDynamic(e)) known *= e;
+        }
+        extent = absl::StrCat("((", count, ") / (tir_i64)", std::max<int64_t>(known, 1), ")");
       } else {
         if (dynamic >= rs.getDynamicDims().size()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", "reshape has too few dynamic_dims");
         TIR_ASSIGN_OR_RETURN(std::string e, Operand(rs->getOpOperand(1 + dynamic++), code, indent));
@@ -523,7 +583,12 @@ class Emitter {
         })
         .Case<ConvertOp>([&](ConvertOp c) -> absl::StatusOr<std::string> {
           TIR_ASSIGN_OR_RETURN(TypeInfo from, Info(c.getInput().getType()));
-          if (out.is_float || out.is_bool) return "(" + out.compute + ")(" + in[0] + ")";
+          // To i1: non-zero (NaN included) is 1.
+          if (out.is_bool) return "(" + out.compute + ")((" + in[0] + ") != 0)";
+          // To f8: rounded once from the source value (an f64 is not rounded to
+          // f32 on the way), saturating.
+          if (out.storage == "tir_f8e4m3" || out.storage == "tir_f8e5m2") return Sub(out.round, in[0]);
+          if (out.is_float) return "(" + out.compute + ")(" + in[0] + ")";
           if (from.is_float) {
             // NaN -> 0, truncate, saturate to the target's range (as the interpreter does).
             mlir::Type e = c.getOutput().getType().cast<mlir::ShapedType>().getElementType();
@@ -612,10 +677,28 @@ class Emitter {
         absl::StrAppend(&code, indent, run->second, "[v] = ", Sub(t.store, v), ";\n");
         continue;
       }
-      absl::StrAppend(&code, indent, "a.out", i, "[", Offset(it->second, absl::StrCat("a.out", i, "_stride")), "] = ",
-                      Sub(t.store, v), ";\n");
+      absl::StrAppend(&code, indent, StoreGuard(i, it->second), "a.out", i, "[",
+                      Offset(it->second, absl::StrCat("a.out", i, "_stride")), "] = ", Sub(t.store, v), ";\n");
     }
     return absl::OkStatus();
+  }
+
+  // Output `i` declares a stride of 0 on a dim of extent above 1: that dim
+  // holds one element, and only the value at index 0 of it is stored
+  // ("if (...) "), so no two threads write one address. (A stride given at
+  // launch is never 0: the launcher refuses that.)
+  std::string StoreGuard(unsigned i, mlir::AffineMap map) {
+    auto str = kernel_.getResultAttrOfType<mlir::StringAttr>(i, TirDialect::kStrideAttr);
+    if (!str) return "";
+    std::optional<StrideSpec> spec = parseStrideSpec(str.getValue(), nullptr);
+    auto type = kernel_.getResultTypes()[i].dyn_cast<mlir::RankedTensorType>();
+    if (!spec || !type || spec->strides.size() != map.getNumResults()) return "";
+    std::vector<std::string> terms;
+    for (size_t d = 0; d < spec->strides.size(); ++d) {
+      if (type.getDimSize(d) == 1 || spec->strides[d] != 0) continue;
+      terms.push_back("(" + Expr(map.getResult(d)) + ") == 0");
+    }
+    return terms.empty() ? "" : "if (" + absl::StrJoin(terms, " && ") + ") ";
   }
 
   std::string Delinearize(const std::string &lin, const std::vector<int> &dims, const std::string &indent) {
@@ -671,15 +754,22 @@ class Emitter {
           if (j < 0) continue;
           TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
           const std::string name = absl::StrCat("in_run", run_reads_.size()), input = absl::StrCat("a.in", arg.getArgNumber());
-          absl::StrAppend(&code, "      ", t.storage, " ", name, "[", vec, "];\n      tir_load_run<", vec, ">(", input, " + (",
-                          Offset(map->second, input + "_stride"), "), ", input, "_stride[", j, "], ", name, ");\n");
+          absl::StrAppend(&code, "      ", t.storage, " ", name, "[", vec, "];\n");
+          if (ProvenRun(kernel_.getArgAttrDict(arg.getArgNumber()), use.get().getType(), map->second, j, vec)) {
+            absl::StrAppend(&code, "      tir_load_run_aligned<", vec, ">(", input, " + (",
+                            Offset(map->second, input + "_stride"), "), ", name, ");\n");
+          } else {
+            absl::StrAppend(&code, "      tir_load_run<", vec, ">(", input, " + (", Offset(map->second, input + "_stride"),
+                            "), ", input, "_stride[", j, "], ", name, ");\n");
+          }
           run_reads_[&use] = name;
         }
       }
       auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
       for (mlir::OpOperand &use : results->getOpOperands()) {
         auto map = maps_.operands.find(&use);
-        if (map == maps_.operands.end() || run_writes_.count(use.getOperandNumber()) || !RunFits(use.get().getType(), vec)) {
+        if (map == maps_.operands.end() || run_writes_.count(use.getOperandNumber()) || !RunFits(use.get().getType(), vec) ||
+            !StoreGuard(use.getOperandNumber(), map->second).empty()) {
           continue;
         }
         const int j = RunDim(map->second, last);
@@ -688,8 +778,13 @@ class Emitter {
         const unsigned i = use.getOperandNumber();
         const std::string name = absl::StrCat("out_run", i), output = absl::StrCat("a.out", i);
         absl::StrAppend(&code, "      ", t.storage, " ", name, "[", vec, "];\n");
-        absl::StrAppend(&stores, "      tir_store_run<", vec, ">(", output, " + (", Offset(map->second, output + "_stride"),
-                        "), ", output, "_stride[", j, "], ", name, ");\n");
+        if (ProvenRun(kernel_.getResultAttrDict(i), use.get().getType(), map->second, j, vec)) {
+          absl::StrAppend(&stores, "      tir_store_run_aligned<", vec, ">(", output, " + (",
+                          Offset(map->second, output + "_stride"), "), ", name, ");\n");
+        } else {
+          absl::StrAppend(&stores, "      tir_store_run<", vec, ">(", output, " + (", Offset(map->second, output + "_stride"),
+                          "), ", output, "_stride[", j, "], ", name, ");\n");
+        }
         run_writes_[i] = name;
       }
       absl::StrAppend(&code, "      const tir_i64 run_i", last, " = i", last, ";\n", "#pragma unroll\n",
@@ -838,9 +933,11 @@ class Emitter {
     std::string init, combine, finish;
     const ReductionMode mode = r.getReductionMode();
     switch (mode) {
-      case ReductionMode::add: case ReductionMode::mean: case ReductionMode::norm1: case ReductionMode::norm2:
+      case ReductionMode::add: case ReductionMode::avg: case ReductionMode::norm1: case ReductionMode::norm2:
         init = "0"; combine = "%a + %b"; break;
-      case ReductionMode::mul: init = "1"; combine = "%a * %b"; break;
+      case ReductionMode::mul: case ReductionMode::mul_no_zeros: init = "1"; combine = "%a * %b"; break;
+      case ReductionMode::customize:
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", "reduce with reduction_mode customize");
       case ReductionMode::max: case ReductionMode::amax:
         init = ints ? (t.is_unsigned ? "0" : "(-9223372036854775807ll - 1)") : "-TIR_INF";
         combine = ints ? "tir_max(%a, %b)" : "tir_fmax(%a, %b)"; break;
@@ -864,11 +961,13 @@ class Emitter {
     std::string term = "(" + at + ")(" + x + ")";
     if (mode == ReductionMode::amax || mode == ReductionMode::norm1) term = ints ? "tir_max(" + term + ", -" + term + ")" : "fabs(" + term + ")";
     if (mode == ReductionMode::norm2) term = term + " * " + term;
+    // Zeros (+0 and -0) count as 1; NaN is not a zero.
+    if (mode == ReductionMode::mul_no_zeros) term = "tir_nonzero_or_one(" + term + ")";
     absl::StrAppend(&code, inner, "        ", acc, " = ", comb(acc, term), ";\n    }\n");
     absl::StrAppend(&code, "    ", acc, " = tir_group_reduce(", acc, ", tpr, ", ints ? "scratch_i" : "scratch_f",
                     ", [](", at, " x, ", at, " y) { return ", comb("x", "y"), "; });\n");
     std::string value = acc;
-    if (mode == ReductionMode::mean) value = ints ? acc + " / (len ? len : 1)" : acc + " / (double)len";
+    if (mode == ReductionMode::avg) value = ints ? acc + " / (len ? len : 1)" : acc + " / (double)len";
     if (mode == ReductionMode::norm2) value = "sqrt(" + acc + ")";
     const std::string var = absl::StrCat("v", next_++);
     absl::StrAppend(&code, "    const ", t.compute, " ", var, " = ", Sub(t.round, "(" + t.compute + ")(" + value + ")"), ";\n");
@@ -891,20 +990,29 @@ class Emitter {
     return Ordered(slice);
   }
 
-  // A reduce_ud: the region's scalar arith ops run once per element, in order.
+  // A reduce_ud: the region's scalar ops (compiler/ir/ReduceBody.h) run once
+  // per element, in order, on typed scalars: integers as tir_u64 bit patterns
+  // of their width, floats in their compute type rounded after every op, as
+  // the reference interpreter evaluates them.
   absl::Status UserReductionPass(ReduceUdOp ud, const std::set<mlir::Operation *> &rowOps,
                                  const std::vector<int> &red, std::string &code) {
     const size_t n = ud.getInputs().size();
     mlir::Block &body = ud.getBody().front();
     std::vector<std::string> accs;
     for (size_t i = 0; i < n; ++i) {
-      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(ud.getOutputs()[i].getType()));
-      if (!t.is_float) return Unsupported("UNSUPPORTED_OP", "reduce_ud codegen supports float element types");
+      mlir::Type e = ud.getOutputs()[i].getType().cast<mlir::ShapedType>().getElementType();
+      TIR_ASSIGN_OR_RETURN(std::string ctype, BodyCType(e));
       mlir::Attribute id = ud.getIdentity()[i];
-      const double v = id.isa<mlir::FloatAttr>() ? id.cast<mlir::FloatAttr>().getValueAsDouble()
-                                                 : static_cast<double>(id.cast<mlir::IntegerAttr>().getInt());
+      std::string init;
+      if (auto fa = id.dyn_cast<mlir::FloatAttr>()) {
+        TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(e));
+        init = Sub(t.round, Literal(fa.getValueAsDouble()));
+      } else {
+        const uint64_t bits = id.cast<mlir::IntegerAttr>().getValue().getZExtValue();
+        init = absl::StrCat("tir_bits(", bits, "ull, ", e.getIntOrFloatBitWidth(), ")");
+      }
       accs.push_back(absl::StrCat("uacc", next_++));
-      absl::StrAppend(&code, "    ", t.compute, " ", accs.back(), " = (", t.compute, ")", Literal(v), ";\n");
+      absl::StrAppend(&code, "    ", ctype, " ", accs.back(), " = ", init, ";\n");
     }
     absl::StrAppend(&code, "    if (active) for (tir_i64 j = 0; j < len; ++j) {\n", InnerIndices(red));
     auto saved = values_;
@@ -914,40 +1022,111 @@ class Emitter {
     for (size_t i = 0; i < n; ++i) {
       scalars[body.getArgument(i).getAsOpaquePointer()] = accs[i];
       TIR_ASSIGN_OR_RETURN(std::string x, Operand(ud->getOpOperand(i), inner, "        "));
-      scalars[body.getArgument(n + i).getAsOpaquePointer()] = "(" + x + ")";
+      mlir::Type e = ud.getInputs()[i].getType().cast<mlir::ShapedType>().getElementType();
+      scalars[body.getArgument(n + i).getAsOpaquePointer()] =
+          e.isa<mlir::FloatType>() ? "(" + x + ")"
+                                   : absl::StrCat("tir_bits((tir_u64)(", x, "), ", e.getIntOrFloatBitWidth(), ")");
     }
     values_ = saved;
     for (mlir::Operation &op : body.without_terminator()) {
-      // Region ops compute in f64, as the reference does (float op float is float in C++).
-      auto arg = [&](unsigned k) { return "(double)(" + scalars[op.getOperand(k).getAsOpaquePointer()] + ")"; };
-      std::string e;
-      if (llvm::isa<mlir::arith::AddFOp>(op)) e = arg(0) + " + " + arg(1);
-      else if (llvm::isa<mlir::arith::SubFOp>(op)) e = arg(0) + " - " + arg(1);
-      else if (llvm::isa<mlir::arith::MulFOp>(op)) e = arg(0) + " * " + arg(1);
-      else if (llvm::isa<mlir::arith::DivFOp>(op)) e = arg(0) + " / " + arg(1);
-      else if (llvm::isa<mlir::arith::MaxFOp>(op)) e = "tir_max(" + arg(0) + ", " + arg(1) + ")";
-      else if (llvm::isa<mlir::arith::MinFOp>(op)) e = "tir_min(" + arg(0) + ", " + arg(1) + ")";
-      else if (llvm::isa<mlir::arith::NegFOp>(op)) e = "-(" + arg(0) + ")";
-      else if (llvm::isa<mlir::arith::SelectOp>(op)) e = "(" + arg(0) + ") ? (" + arg(1) + ") : (" + arg(2) + ")";
-      else if (auto c = llvm::dyn_cast<mlir::arith::ConstantOp>(op); c && c.getValue().isa<mlir::FloatAttr>()) {
-        e = Literal(c.getValue().cast<mlir::FloatAttr>().getValueAsDouble());
-      } else {
-        return Unsupported("UNSUPPORTED_OP", "codegen does not support " + op.getName().getStringRef().str() +
-                                                 " in a reduce_ud body");
-      }
+      std::vector<std::string> args;
+      for (mlir::Value v : op.getOperands()) args.push_back(scalars[v.getAsOpaquePointer()]);
+      TIR_ASSIGN_OR_RETURN(std::string e, BodyOpExpr(op, args));
+      TIR_ASSIGN_OR_RETURN(std::string ctype, BodyCType(op.getResult(0).getType()));
       const std::string var = absl::StrCat("r", next_++);
-      absl::StrAppend(&inner, "        const double ", var, " = ", e, ";\n");
+      absl::StrAppend(&inner, "        const ", ctype, " ", var, " = ", e, ";\n");
       scalars[op.getResult(0).getAsOpaquePointer()] = var;
     }
     for (size_t i = 0; i < n; ++i) {
-      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(ud.getOutputs()[i].getType()));
-      absl::StrAppend(&inner, "        ", accs[i], " = ",
-                      Sub(t.round, "(" + t.compute + ")(" + scalars[body.getTerminator()->getOperand(i).getAsOpaquePointer()] + ")"),
+      absl::StrAppend(&inner, "        ", accs[i], " = ", scalars[body.getTerminator()->getOperand(i).getAsOpaquePointer()],
                       ";\n");
     }
     absl::StrAppend(&code, inner, "    }\n");
-    for (size_t i = 0; i < n; ++i) values_[ud.getOutputs()[i].getAsOpaquePointer()] = accs[i];
+    for (size_t i = 0; i < n; ++i) {
+      // Back to the element's compute type: signed integers sign-extend.
+      mlir::Type e = ud.getOutputs()[i].getType().cast<mlir::ShapedType>().getElementType();
+      std::string v = accs[i];
+      if (auto it = e.dyn_cast<mlir::IntegerType>(); it && !it.isUnsigned()) {
+        v = absl::StrCat("(tir_i64)tir_sbits(", accs[i], ", ", it.getWidth(), ")");
+      }
+      values_[ud.getOutputs()[i].getAsOpaquePointer()] = v;
+    }
     return absl::OkStatus();
+  }
+
+  // The C type of a body scalar of type `t`.
+  absl::StatusOr<std::string> BodyCType(mlir::Type t) {
+    if (t.isa<mlir::IntegerType>()) return std::string("tir_u64");
+    TIR_ASSIGN_OR_RETURN(TypeInfo info, Info(t));
+    return info.compute;
+  }
+
+  // The C expression of body op `op` on `a` (its operands' expressions).
+  absl::StatusOr<std::string> BodyOpExpr(mlir::Operation &op, const std::vector<std::string> &a) {
+    std::optional<BodyOp> kind = classifyBodyOp(op);
+    if (!kind) {
+      return Unsupported("UNSUPPORTED_OP", op.getName().getStringRef().str() + " is not supported in a reduce_ud body");
+    }
+    mlir::Type rt = op.getResult(0).getType();
+    const unsigned rw = rt.getIntOrFloatBitWidth();
+    const unsigned w = op.getNumOperands() > 0 ? op.getOperand(0).getType().getIntOrFloatBitWidth() : rw;
+    const std::string W = std::to_string(w), RW = std::to_string(rw);
+    auto rounded = [&](const std::string &x) -> absl::StatusOr<std::string> {
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(rt));
+      return Sub(t.round, x);
+    };
+    auto bits = [&](const std::string &x) { return "tir_bits(" + x + ", " + RW + ")"; };
+    switch (*kind) {
+      case BodyOp::kConstant: {
+        mlir::Attribute c = llvm::cast<mlir::arith::ConstantOp>(op).getValue();
+        if (auto fa = c.dyn_cast<mlir::FloatAttr>()) return rounded(Literal(fa.getValueAsDouble()));
+        return bits(absl::StrCat(c.cast<mlir::IntegerAttr>().getValue().getZExtValue(), "ull"));
+      }
+      case BodyOp::kAddF: return rounded(a[0] + " + " + a[1]);
+      case BodyOp::kSubF: return rounded(a[0] + " - " + a[1]);
+      case BodyOp::kMulF: return rounded(a[0] + " * " + a[1]);
+      case BodyOp::kDivF: return rounded(a[0] + " / " + a[1]);
+      case BodyOp::kRemF: return rounded("fmod(" + a[0] + ", " + a[1] + ")");
+      case BodyOp::kNegF: return rounded("-(" + a[0] + ")");
+      case BodyOp::kMaxF: return rounded("tir_arith_maxf(" + a[0] + ", " + a[1] + ")");
+      case BodyOp::kMinF: return rounded("tir_arith_minf(" + a[0] + ", " + a[1] + ")");
+      case BodyOp::kCmpF:
+        return absl::StrCat("tir_arith_cmpf(", a[0], ", ", a[1], ", ",
+                            static_cast<int>(llvm::cast<mlir::arith::CmpFOp>(op).getPredicate()), ")");
+      case BodyOp::kExtF: case BodyOp::kTruncF: return rounded(a[0]);
+      case BodyOp::kAddI: return bits(a[0] + " + " + a[1]);
+      case BodyOp::kSubI: return bits(a[0] + " - " + a[1]);
+      case BodyOp::kMulI: return bits(a[0] + " * " + a[1]);
+      case BodyOp::kDivSI: return "tir_arith_divsi(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kCeilDivSI: return "tir_arith_divround(" + a[0] + ", " + a[1] + ", " + W + ", true)";
+      case BodyOp::kFloorDivSI: return "tir_arith_divround(" + a[0] + ", " + a[1] + ", " + W + ", false)";
+      case BodyOp::kDivUI: return "tir_arith_divui(" + a[0] + ", " + a[1] + ")";
+      case BodyOp::kCeilDivUI: return "tir_arith_ceildivui(" + a[0] + ", " + a[1] + ")";
+      case BodyOp::kRemSI: return "tir_arith_remsi(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kRemUI: return "tir_arith_remui(" + a[0] + ", " + a[1] + ")";
+      case BodyOp::kMaxSI: return "tir_arith_maxsi(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kMinSI: return "tir_arith_minsi(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kMaxUI: return "tir_max(" + a[0] + ", " + a[1] + ")";
+      case BodyOp::kMinUI: return "tir_min(" + a[0] + ", " + a[1] + ")";
+      case BodyOp::kAndI: return "(" + a[0] + " & " + a[1] + ")";
+      case BodyOp::kOrI: return "(" + a[0] + " | " + a[1] + ")";
+      case BodyOp::kXOrI: return "(" + a[0] + " ^ " + a[1] + ")";
+      case BodyOp::kShLI: return "tir_arith_shli(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kShRSI: return "tir_arith_shrsi(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kShRUI: return "tir_arith_shrui(" + a[0] + ", " + a[1] + ", " + W + ")";
+      case BodyOp::kCmpI:
+        return absl::StrCat("tir_arith_cmpi(", a[0], ", ", a[1], ", ", w, ", ",
+                            static_cast<int>(llvm::cast<mlir::arith::CmpIOp>(op).getPredicate()), ")");
+      case BodyOp::kExtSI: return bits("(tir_u64)tir_sbits(" + a[0] + ", " + W + ")");
+      case BodyOp::kExtUI: return a[0];
+      case BodyOp::kTruncI: return bits(a[0]);
+      case BodyOp::kSIToFP: return rounded("(double)tir_sbits(" + a[0] + ", " + W + ")");
+      case BodyOp::kUIToFP: return rounded("(double)(" + a[0] + ")");
+      case BodyOp::kFPToSI: return "tir_arith_fptoi((double)(" + a[0] + "), " + RW + ", true)";
+      case BodyOp::kFPToUI: return "tir_arith_fptoi((double)(" + a[0] + "), " + RW + ", false)";
+      case BodyOp::kSelect: return "((" + a[0] + ") & 1) ? (" + a[1] + ") : (" + a[2] + ")";
+    }
+    return Unsupported("UNSUPPORTED_OP", op.getName().getStringRef().str());
   }
 
   // Prologue ops of a matmul kernel (maps that read K), in graph order.

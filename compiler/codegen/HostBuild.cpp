@@ -13,8 +13,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "compiler/codegen/LaunchContract.h"
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/reference/Interpreter.h"
+#include "compiler/reference/ShapeSolver.h"
 #include "compiler/support/status.h"
 #include "llvm/Support/SHA256.h"
 
@@ -107,6 +109,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
   // The iteration domain: static extents, dynamic ones from an input read at d_k.
   auto domainAttr = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
   std::vector<int64_t> domain(domainAttr.begin(), domainAttr.end());
+  llvm::DenseMap<mlir::Value, std::vector<int64_t>> shapes;  // filled on demand
   for (size_t d = 0; d < domain.size(); ++d) {
     if (domain[d] >= 0) continue;
     // A concatenation spans the sum of its inputs' extents (each input alone
@@ -157,6 +160,26 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
         }
       }
     });
+    if (domain[d] < 0) {
+      // Else from the shape of a value whose access reads that dim alone,
+      // with every value's shape worked out from the inputs (through
+      // reshapes and concatenations as well).
+      if (shapes.empty()) {
+        std::vector<std::vector<int64_t>> args;
+        for (const reference::Tensor &t : inputs) args.push_back(t.scalar ? std::vector<int64_t>{t.GetI(0)} : t.shape);
+        shapes = reference::ValueShapes(kernel, args);
+      }
+      kernel.walk([&](mlir::Operation *op) {
+        if (domain[d] >= 0 || op->getNumResults() != 1) return;
+        auto map = op->getAttrOfType<mlir::AffineMapAttr>("tir.access");
+        auto it = shapes.find(op->getResult(0));
+        if (!map || it == shapes.end()) return;
+        for (unsigned j = 0; j < map.getValue().getNumResults() && j < it->second.size(); ++j) {
+          auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
+          if (e && e.getPosition() == d && it->second[j] >= 0) domain[d] = it->second[j];
+        }
+      });
+    }
     if (domain[d] < 0) return Invalid(absl::StrCat("cannot resolve dynamic extent ", d, " of the iteration domain"));
   }
   auto results = llvm::cast<ResultsOp>(block.getTerminator());
@@ -172,17 +195,19 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     }
     h.out_shapes_.push_back(shape);
     h.out_dtypes_.push_back(reference::DTypeOf(type.getElementType()));
+    h.out_strides_.push_back(LayoutStrides(shape, ContractOf(kernel.getResultAttrDict(h.out_shapes_.size() - 1))));
   }
+  // Every tensor laid out as the graph declares it (padded where a dynamic
+  // stride promises divisibility).
   std::vector<std::vector<int64_t>> inStrides(inputs.size());
+  std::vector<LayoutContract> inContracts(inputs.size());
   for (mlir::BlockArgument arg : block.getArguments()) {
     const reference::Tensor &t = inputs[arg.getArgNumber()];
-    if (auto s = kernel.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "tir.stride")) {
-      auto parsed = parseStrideString(s.getValue(), nullptr);
-      if (parsed && llvm::none_of(*parsed, [](int64_t v) { return mlir::ShapedType::isDynamic(v); })) {
-        inStrides[arg.getArgNumber()].assign(parsed->begin(), parsed->end());
-      }
-    }
-    if (inStrides[arg.getArgNumber()].empty()) inStrides[arg.getArgNumber()] = reference::RowMajorStrides(t.shape);
+    inContracts[arg.getArgNumber()] = ContractOf(kernel.getArgAttrDict(arg.getArgNumber()));
+    inStrides[arg.getArgNumber()] = LayoutStrides(t.shape, inContracts[arg.getArgNumber()]);
+  }
+  for (const LayoutContract &c : inContracts) {
+    if (c.alignment > 256) return Invalid(absl::StrCat("tir.alignment ", c.alignment, " is above the 256 bytes tir lays buffers out with"));
   }
   auto index = [&](const std::string &name, size_t prefix, size_t limit) -> absl::StatusOr<size_t> {
     size_t i = 0;
@@ -217,13 +242,16 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
       } else if (name.rfind("out", 0) == 0) {
         TIR_ASSIGN_OR_RETURN(size_t i, index(name, 3, h.out_shapes_.size()));
         if (name.find("_stride") != std::string::npos) {
-          set.arrays.push_back(reference::RowMajorStrides(h.out_shapes_[i]));
+          set.arrays.push_back(h.out_strides_[i]);
           if (set.arrays.back().empty()) set.arrays.back().push_back(1);
           set.fields.push_back(set.arrays.back().data());
           note(-1, 8 * set.arrays.back().size());
           continue;
         }
-        set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(h.out_dtypes_[i], h.out_shapes_[i], {})), 0xff);
+        set.buffers.emplace_back(
+            std::max<int64_t>(1, reference::BufferBytes(h.out_dtypes_[i], h.out_shapes_[i], h.out_strides_[i])), 0xff);
+        TIR_RETURN_IF_ERROR(CheckLaunchContract(ContractOf(kernel.getResultAttrDict(i)), set.buffers.back().data(),
+                                                h.out_shapes_[i], h.out_strides_[i], true, absl::StrCat("output ", i)));
         bytes += set.buffers.back().size();
         set.out_buffer[i] = set.buffers.size() - 1;
         set.pointers.push_back(set.buffers.back().data());
@@ -245,6 +273,9 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
           note(-1, static_cast<size_t>(reference::StorageBytes(t.dtype)));
         } else {
           set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(t.dtype, t.shape, inStrides[i])), 0);
+          TIR_RETURN_IF_ERROR(
+              CheckLaunchContract(inContracts[i], set.buffers.back().data(), t.shape, inStrides[i], false,
+                                  absl::StrCat("input ", i)));
           bytes += set.buffers.back().size();
           reference::ToBuffer(t, inStrides[i], set.buffers.back().data());
           set.pointers.push_back(set.buffers.back().data());
@@ -307,7 +338,8 @@ void HostLaunch::Run(const HostKernel &kernel, int s) { kernel.Call(sets_[s].fie
 std::vector<reference::Tensor> HostLaunch::Outputs(int s) const {
   std::vector<reference::Tensor> out;
   for (size_t i = 0; i < out_shapes_.size(); ++i) {
-    out.push_back(reference::FromBuffer(out_dtypes_[i], out_shapes_[i], {}, sets_[s].buffers[sets_[s].out_buffer[i]].data()));
+    out.push_back(reference::FromBuffer(out_dtypes_[i], out_shapes_[i], out_strides_[i],
+                                        sets_[s].buffers[sets_[s].out_buffer[i]].data()));
   }
   return out;
 }

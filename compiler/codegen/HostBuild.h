@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <new>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -48,9 +49,26 @@ absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel 
 // The arguments of one kernel laid out for host calls, in `copies` separate
 // sets (inputs with the graph's strides, outputs, sizes and strides), so that
 // timed runs can rotate over a working set larger than the caches. Dynamic
-// extents are resolved from the inputs.
+// extents are resolved from the inputs. Every tensor is laid out to keep
+// what the graph declares (LaunchContract.h: alignment, strides and their
+// divisibility; a stride of 0 on an output), and checked against it.
 class HostLaunch {
  public:
+  // Buffer bytes, 256-byte aligned (every alignment a graph may declare up
+  // to that is kept; more is refused at Prepare).
+  template <typename T>
+  struct AlignedAllocator {
+    using value_type = T;
+    AlignedAllocator() = default;
+    template <typename U>
+    AlignedAllocator(const AlignedAllocator<U> &) {}
+    T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t(256))); }
+    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(256)); }
+    bool operator==(const AlignedAllocator &) const { return true; }
+    bool operator!=(const AlignedAllocator &) const { return false; }
+  };
+  using Bytes = std::vector<uint8_t, AlignedAllocator<uint8_t>>;
+
   // `field_names` and `launch` as emitted for the kernel (any candidate).
   static absl::StatusOr<std::unique_ptr<HostLaunch>> Prepare(GraphOp kernel,
                                                              const std::vector<std::string> &field_names,
@@ -67,7 +85,7 @@ class HostLaunch {
   void Poison(int s);
   // Runs `kernel` on set `s`.
   void Run(const HostKernel &kernel, int s);
-  // The outputs of set `s`, read back densely.
+  // The outputs of set `s`, read back through their strides.
   std::vector<reference::Tensor> Outputs(int s) const;
 
   // The layout, for launchers that copy the sets elsewhere (a GPU): field i
@@ -80,14 +98,14 @@ class HostLaunch {
   };
   std::vector<FieldView> Fields(int s) const;
   int buffer_count() const { return static_cast<int>(sets_[0].buffers.size()); }
-  std::vector<uint8_t> &buffer(int s, int b) { return sets_[s].buffers[b]; }
+  Bytes &buffer(int s, int b) { return sets_[s].buffers[b]; }
   // Buffer indices of the outputs.
   const std::vector<size_t> &output_buffers() const { return sets_[0].out_buffer; }
   const unsigned *grid() const { return grid_.data(); }
 
  private:
   struct Set {
-    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<Bytes> buffers;
     std::vector<void *> pointers;
     std::vector<std::vector<int64_t>> arrays;
     std::vector<std::array<uint8_t, 8>> scalars;
@@ -97,7 +115,7 @@ class HostLaunch {
     std::vector<size_t> field_bytes; // per value field: its size
   };
   std::vector<Set> sets_;
-  std::vector<std::vector<int64_t>> out_shapes_;
+  std::vector<std::vector<int64_t>> out_shapes_, out_strides_;
   std::vector<reference::DType> out_dtypes_;
   std::vector<int64_t> domain_;
   std::array<unsigned, 3> grid_ = {1, 1, 1};

@@ -208,7 +208,7 @@ absl::StatusOr<mlir::Attribute> ImportAttribute(const tir::v1::Attribute &attr,
       return mlir::Attribute(b.getBoolAttr(attr.bool_value()));
     case tir::v1::Attribute::kEnumValue: {
       if (name == "reduction_mode") {
-        if (auto m = symbolizeReductionMode(attr.enum_value())) {
+        if (auto m = parseReductionModeName(attr.enum_value())) {
           return mlir::Attribute(ReductionModeAttr::get(ctx, *m));
         }
       } else if (name == "predicate") {

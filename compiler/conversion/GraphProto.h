@@ -9,6 +9,8 @@
 #ifndef TIR_COMPILER_CONVERSION_GRAPHPROTO_H_
 #define TIR_COMPILER_CONVERSION_GRAPHPROTO_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "compiler/ir/TirDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -39,6 +41,16 @@ struct LoadedGraph {
 };
 absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
                                             mlir::MLIRContext *context);
+
+// Every graph of a module (TensorIR's test files hold several per module):
+// what `tirctl plan` and `emit` work through one by one. Errors as for
+// LoadGraphText; zero graphs is INVALID_GRAPH.
+struct LoadedGraphs {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<GraphOp> graphs;
+};
+absl::StatusOr<LoadedGraphs> LoadGraphsText(llvm::StringRef text, mlir::MLIRContext *context,
+                                            llvm::StringRef bufferName = "graph.mlir");
 
 // Same, for MLIR text in tir's or TensorIR's form, or MLIR bytecode.
 absl::StatusOr<LoadedGraph> LoadGraphText(llvm::StringRef text, mlir::MLIRContext *context,

@@ -40,19 +40,30 @@ class Exporter {
       tir::v1::Value *v = out.add_inputs();
       TIR_RETURN_IF_ERROR(DefineValue(arg, v, NamesOf(arg.getLoc(), 1)[0]));
       if (mlir::DictionaryAttr attrs = graph.getArgAttrDict(arg.getArgNumber())) {
-        TIR_RETURN_IF_ERROR(ExportSignatureAttrs(attrs, v->mutable_type()->mutable_strides(),
-                                                 v->mutable_attributes()));
+        tir::v1::TensorType *t = v->mutable_type();
+        TIR_RETURN_IF_ERROR(ExportSignatureAttrs(attrs, t->mutable_strides(), t->mutable_stride_divisors(),
+                                                 t->mutable_stride_widths(), v->mutable_attributes()));
       }
     }
     for (mlir::Operation &op : block.without_terminator()) {
       TIR_RETURN_IF_ERROR(ExportOp(op, out.add_ops()));
+    }
+    // Graph attributes (the user's tile, analysis annotations).
+    for (mlir::NamedAttribute a : graph->getAttrs()) {
+      const llvm::StringRef n = a.getName().strref();
+      if (n == graph.getSymNameAttrName() || n == graph.getFunctionTypeAttrName() ||
+          n == graph.getArgAttrsAttrName() || n == graph.getResAttrsAttrName()) {
+        continue;
+      }
+      TIR_ASSIGN_OR_RETURN((*out.mutable_attributes())[n.str()], ExportAttribute(a.getValue()));
     }
     auto results = llvm::cast<ResultsOp>(block.getTerminator());
     for (auto [i, value] : llvm::enumerate(results.getValues())) {
       tir::v1::Output *o = out.add_outputs();
       o->set_value(ids_.lookup(value));
       if (mlir::DictionaryAttr attrs = graph.getResultAttrDict(i)) {
-        TIR_RETURN_IF_ERROR(ExportSignatureAttrs(attrs, o->mutable_strides(), o->mutable_attributes()));
+        TIR_RETURN_IF_ERROR(ExportSignatureAttrs(attrs, o->mutable_strides(), o->mutable_stride_divisors(),
+                                                 o->mutable_stride_widths(), o->mutable_attributes()));
       }
     }
     return out;
@@ -70,11 +81,25 @@ class Exporter {
 
   absl::Status ExportSignatureAttrs(mlir::DictionaryAttr attrs,
                                     google::protobuf::RepeatedField<int64_t> *strides,
+                                    google::protobuf::RepeatedField<int64_t> *divisors,
+                                    google::protobuf::RepeatedField<int32_t> *widths,
                                     google::protobuf::Map<std::string, tir::v1::Attribute> *rest) {
     for (mlir::NamedAttribute a : attrs) {
       if (a.getName() == TirDialect::kStrideAttr) {
-        auto parsed = parseStrideString(a.getValue().cast<mlir::StringAttr>().getValue(), nullptr);
-        for (int64_t s : *parsed) strides->Add(mlir::ShapedType::isDynamic(s) ? -1 : s);
+        std::optional<StrideSpec> spec = parseStrideSpec(a.getValue().cast<mlir::StringAttr>().getValue(), nullptr);
+        bool hints = false;
+        for (size_t i = 0; i < spec->strides.size(); ++i) {
+          const bool dynamic = mlir::ShapedType::isDynamic(spec->strides[i]);
+          strides->Add(dynamic ? -1 : spec->strides[i]);
+          hints |= dynamic && (spec->divisors[i] > 1 || spec->widths[i] != 0);
+        }
+        if (hints) {
+          for (size_t i = 0; i < spec->strides.size(); ++i) {
+            const bool dynamic = mlir::ShapedType::isDynamic(spec->strides[i]);
+            divisors->Add(dynamic && spec->divisors[i] > 1 ? spec->divisors[i] : 0);
+            widths->Add(dynamic ? spec->widths[i] : 0);
+          }
+        }
         continue;
       }
       TIR_ASSIGN_OR_RETURN((*rest)[a.getName().str()], ExportAttribute(a.getValue()));

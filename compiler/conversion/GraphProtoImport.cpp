@@ -57,7 +57,7 @@ class Importer {
       return Invalid(absl::StrCat("graph schema version ", g.schema_version(),
                                   " is newer than this coordinator reads (", kGraphSchemaVersion, ")"));
     }
-    if (g.outputs_size() == 0) return Invalid("empty graph: it has no outputs");
+    if (g.outputs_size() == 0) return Invalid("the graph has no outputs: there is nothing to compute");
     TIR_RETURN_IF_ERROR(CollectIds(g));
 
     llvm::SmallVector<mlir::Type> inputTypes, outputTypes;
@@ -77,7 +77,8 @@ class Importer {
       block.getArgument(i).setLoc(Loc(v.name().empty() ? "input #" + std::to_string(i) : v.name()));
       values_[v.id()] = block.getArgument(i);
       TIR_RETURN_IF_ERROR(SetSignatureAttrs(
-          v.type().strides(), v.attributes(), ValueLabel(v, "input #" + std::to_string(i)),
+          v.type().strides(), v.type().stride_divisors(), v.type().stride_widths(), v.attributes(),
+          ValueLabel(v, "input #" + std::to_string(i)),
           [&](llvm::StringRef name, mlir::Attribute a) { graph.setArgAttr(i, name, a); }));
     }
     builder_.setInsertionPointToEnd(&block);
@@ -98,10 +99,24 @@ class Importer {
     graph.setFunctionTypeAttr(mlir::TypeAttr::get(builder_.getFunctionType(inputTypes, outputTypes)));
     for (int i = 0; i < g.outputs_size(); ++i) {
       TIR_RETURN_IF_ERROR(SetSignatureAttrs(
-          g.outputs(i).strides(), g.outputs(i).attributes(), absl::StrCat("output #", i),
+          g.outputs(i).strides(), g.outputs(i).stride_divisors(), g.outputs(i).stride_widths(),
+          g.outputs(i).attributes(), absl::StrCat("output #", i),
           [&](llvm::StringRef name, mlir::Attribute a) { graph.setResultAttr(i, name, a); }));
     }
 
+    {
+      std::vector<std::string> keys;
+      for (const auto &[k, unused] : g.attributes()) keys.push_back(k);
+      std::sort(keys.begin(), keys.end());
+      for (const std::string &k : keys) {
+        TIR_RETURN_IF_ERROR(CheckAttributeName(k, "the graph"));
+        if (k == "sym_name" || k == "function_type" || k == "arg_attrs" || k == "res_attrs") {
+          return Invalid("graph attribute '" + k + "' is set by the graph itself");
+        }
+        TIR_ASSIGN_OR_RETURN(mlir::Attribute a, ImportAttribute(g.attributes().at(k), k, ctx_, "the graph"));
+        graph->setAttr(k, a);
+      }
+    }
     DiagnosticCollector diagnostics(ctx_);
     if (mlir::failed(mlir::verify(*module))) {
       return diagnostics.ToStatus("INVALID_GRAPH", "graph does not verify");
@@ -145,15 +160,34 @@ class Importer {
 
   template <typename Setter>
   absl::Status SetSignatureAttrs(const google::protobuf::RepeatedField<int64_t> &strides,
+                                 const google::protobuf::RepeatedField<int64_t> &divisors,
+                                 const google::protobuf::RepeatedField<int32_t> &widths,
                                  const google::protobuf::Map<std::string, tir::v1::Attribute> &attrs,
                                  const std::string &what, Setter set) {
+    if ((!divisors.empty() && divisors.size() != strides.size()) ||
+        (!widths.empty() && widths.size() != strides.size())) {
+      return Invalid(absl::StrCat(what, " has ", strides.size(), " strides but ", divisors.size(),
+                                  " stride divisors and ", widths.size(), " stride widths"));
+    }
     if (!strides.empty()) {
-      llvm::SmallVector<int64_t> s;
-      for (int64_t x : strides) {
+      StrideSpec spec;
+      for (int i = 0; i < strides.size(); ++i) {
+        const int64_t x = strides[i];
         if (x < -1) return Invalid(absl::StrCat(what, " has stride ", x, "; use -1 for dynamic"));
-        s.push_back(x == -1 ? mlir::ShapedType::kDynamic : x);
+        const int64_t div = divisors.empty() ? 0 : divisors[i];
+        const int width = widths.empty() ? 0 : widths[i];
+        if (div < 0 || (width != 0 && width != 1 && width != 8 && width != 16 && width != 32 && width != 64)) {
+          return Invalid(absl::StrCat(what, " has stride hint div=", div, " i", width,
+                                      "; divisors are >= 1 (0: none), widths 1, 8, 16, 32 or 64 (0: none)"));
+        }
+        if (x != -1 && (div > 1 || width != 0)) {
+          return Invalid(absl::StrCat(what, " has hints on static stride ", x, "; hints are for dynamic strides"));
+        }
+        spec.strides.push_back(x == -1 ? mlir::ShapedType::kDynamic : x);
+        spec.divisors.push_back(x == -1 ? std::max<int64_t>(1, div) : x);
+        spec.widths.push_back(width);
       }
-      set(TirDialect::kStrideAttr, builder_.getStringAttr(formatStrideString(s)));
+      set(TirDialect::kStrideAttr, builder_.getStringAttr(formatStrideSpec(spec)));
     }
     // Sorted, so that import is deterministic whatever the map order.
     std::vector<std::string> keys;

@@ -148,7 +148,7 @@ TEST_F(GraphProtoTest, MalformedGraphsAreRejectedWithReasonNamingTheCulprit) {
          t->set_shape(1, int64_t{1} << 40);
        },
        "LIMIT_EXCEEDED", "more than 2^48 elements"},
-      {"empty graph", [](auto &g) { g.clear_ops(); g.clear_outputs(); }, "INVALID_GRAPH", "empty graph"},
+      {"empty graph", [](auto &g) { g.clear_ops(); g.clear_outputs(); }, "INVALID_GRAPH", "nothing to compute"},
       {"duplicate names", [](auto &g) { g.mutable_ops(0)->mutable_results(0)->set_name("x"); },
        "INVALID_GRAPH", "value name 'x' is used twice"},
       {"duplicate ids", [](auto &g) { g.mutable_ops(0)->mutable_results(0)->set_id(0); },
@@ -222,7 +222,7 @@ TEST_F(GraphProtoTest, GraphSourceAcceptsEveryEncoding) {
   noOutputs.set_mlir_text("nv_tensor_ir.graph @g() {\n  results\n}\n");
   EXPECT_TRUE(LoadGraphText(noOutputs.mlir_text(), ctx_.get()).ok()) << "valid TensorIR text";
   EXPECT_THAT(std::string(LoadGraphSource(noOutputs, ctx_.get()).status().message()),
-              HasSubstr("nothing to compile"));
+              HasSubstr("nothing to compute"));
 
   auto empty = LoadGraphSource(tir::v1::GraphSource(), ctx_.get());
   EXPECT_EQ(ReasonOf(empty.status()), "INVALID_GRAPH");

@@ -40,6 +40,26 @@ absl::StatusOr<LoadedGraph> LoadGraphText(llvm::StringRef text, mlir::MLIRContex
   return SingleGraph(std::move(module));
 }
 
+absl::StatusOr<LoadedGraphs> LoadGraphsText(llvm::StringRef text, mlir::MLIRContext *context,
+                                            llvm::StringRef bufferName) {
+  DiagnosticCollector diagnostics(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module = parseTirModule(text, context, bufferName);
+  if (!module) return diagnostics.ToStatus("INVALID_GRAPH", "graph does not parse or verify");
+  LoadedGraphs out;
+  for (mlir::Operation &op : module->getBody()->getOperations()) {
+    if (auto g = llvm::dyn_cast<GraphOp>(op)) {
+      out.graphs.push_back(g);
+      continue;
+    }
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     absl::StrCat("expected only tir.graph ops at the top level, found '",
+                                  op.getName().getStringRef().str(), "'"));
+  }
+  if (out.graphs.empty()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", "no tir.graph found");
+  out.module = std::move(module);
+  return out;
+}
+
 absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
                                             mlir::MLIRContext *context) {
   switch (source.source_case()) {
@@ -55,7 +75,7 @@ absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
                                          text ? "graph.mlir" : "graph.mlirbc"));
       if (loaded.graph.getNumResults() == 0) {
         return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
-                         "empty graph: it has no outputs, so there is nothing to compile");
+                         "the graph has no outputs: there is nothing to compute");
       }
       return loaded;
     }

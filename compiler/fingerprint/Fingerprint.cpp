@@ -4,6 +4,7 @@
 #include <array>
 
 #include "compiler/ir/StrideAttr.h"
+#include "compiler/ir/TileHints.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
@@ -39,6 +40,14 @@ class Hasher {
     std::sort(ops.begin(), ops.end());
     Int(top, ops.size());
     for (const Digest &d : ops) Bytes(top, d);
+    // The user's tile chooses the default candidate (not what is computed,
+    // but what a heuristic answer returns), so it is part of the identity.
+    std::string why;
+    mlir::FailureOr<TileHints> hints = parseTileHints(graph, &why);
+    if (succeeded(hints) && !hints->empty()) {
+      Str(top, "tile-hints");
+      Str(top, hints->ToString());
+    }
     Digest d = top.final();
     static const char *kHex = "0123456789abcdef";
     std::string hex;
@@ -54,7 +63,11 @@ class Hasher {
     for (mlir::Operation &op : block) {
       llvm::SHA256 h;
       Str(h, op.getName().getStringRef());
-      llvm::SmallVector<mlir::NamedAttribute> attrs(op.getAttrs().begin(), op.getAttrs().end());
+      // TensorIR's analysis annotations change nothing that is computed.
+      llvm::SmallVector<mlir::NamedAttribute> attrs;
+      for (const mlir::NamedAttribute &a : op.getAttrs()) {
+        if (!isAnalysisAttribute(a.getName().strref())) attrs.push_back(a);
+      }
       llvm::sort(attrs, [](const mlir::NamedAttribute &a, const mlir::NamedAttribute &b) {
         return a.getName().strref() < b.getName().strref();
       });
@@ -94,20 +107,22 @@ class Hasher {
   }
 
   void SignatureAttrs(llvm::SHA256 &h, mlir::DictionaryAttr attrs, mlir::Type type) {
-    // Strides: explicit or the row-major default they stand for.
+    // Strides: explicit (in canonical spelling, divisibility hints included:
+    // kernels rely on them) or the row-major default they stand for.
     if (auto tensor = type.dyn_cast<mlir::RankedTensorType>()) {
-      llvm::SmallVector<int64_t> strides = rowMajorStrides(tensor.getShape());
+      StrideSpec spec;
+      spec.strides = rowMajorStrides(tensor.getShape());
       if (attrs) {
         if (auto s = attrs.getAs<mlir::StringAttr>(TirDialect::kStrideAttr)) {
-          if (auto parsed = parseStrideString(s.getValue(), nullptr)) strides = *parsed;
+          if (auto parsed = parseStrideSpec(s.getValue(), nullptr)) spec = *parsed;
         }
       }
-      Str(h, formatStrideString(strides));
+      Str(h, formatStrideSpec(spec));
     }
     llvm::SmallVector<mlir::NamedAttribute> rest;
     if (attrs) {
       for (mlir::NamedAttribute a : attrs) {  // DictionaryAttr is sorted by name
-        if (a.getName() != TirDialect::kStrideAttr) rest.push_back(a);
+        if (a.getName() != TirDialect::kStrideAttr && !isAnalysisAttribute(a.getName().strref())) rest.push_back(a);
       }
     }
     Int(h, rest.size());

@@ -8,10 +8,13 @@
 //    its regions (hashed the same way, arguments by position); each result is
 //    the op hash plus its index.
 // 3. The graph hashes a version tag, the input hashes in order, the output
-//    hashes in order with the outputs' strides and attributes, and the sorted
-//    multiset of all op hashes (so unused ops still count).
-// Value names, the graph name and the textual order of ops do not enter;
-// any change to structure, dtype, shape, stride, attribute or output order does.
+//    hashes in order with the outputs' strides and attributes, the sorted
+//    multiset of all op hashes (so unused ops still count), and the user's
+//    tile hints (tile_size, ...: they choose the default candidate).
+// Value names, the graph name, the textual order of ops, the spelling of a
+// stride string and TensorIR's analysis annotations (TileHints.h) do not
+// enter; any change to structure, dtype, shape, stride or its divisibility
+// hints, alignment, attribute or output order does.
 
 #ifndef TIR_COMPILER_FINGERPRINT_FINGERPRINT_H_
 #define TIR_COMPILER_FINGERPRINT_FINGERPRINT_H_

@@ -1,6 +1,7 @@
 //===- GraphOp.cpp - tir.graph and tir.results ----------------------------===//
 
 #include "compiler/ir/StrideAttr.h"
+#include "compiler/ir/TileHints.h"
 #include "compiler/ir/TirDialect.h"
 #include "mlir/IR/FunctionImplementation.h"
 
@@ -32,23 +33,30 @@ LogicalResult verifySignatureAttrs(GraphOp op, DictionaryAttr attrs, Type type,
                                 << value << " on " << what << " #" << index;
       }
       std::string why;
-      auto strides = parseStrideString(str.getValue(), &why);
-      if (!strides) {
-        return op.emitOpError() << "expects stride to be a tuple of positive integers or '?', "
-                                   "but got \""
-                                << str.getValue() << "\" on " << what << " #" << index << ": "
-                                << why;
+      std::optional<StrideSpec> spec = parseStrideSpec(str.getValue(), &why);
+      if (!spec) {
+        return op.emitOpError() << "expects stride to be a tuple of non-negative integers or '?' "
+                                   "(with optional hints such as ?{div=8}), but got \""
+                                << str.getValue() << "\" on " << what << " #" << index << ": " << why;
       }
-      if (static_cast<int64_t>(strides->size()) != tensor.getRank()) {
+      if (static_cast<int64_t>(spec->strides.size()) != tensor.getRank()) {
         return op.emitOpError() << "expects stride is valid for corresponding shape, but got \""
-                                << str.getValue() << "\" (" << strides->size()
+                                << str.getValue() << "\" (" << spec->strides.size()
                                 << " entries) for " << type << " on " << what << " #" << index;
       }
-      for (int64_t s : *strides) {
-        if (s == 0) {
-          return op.emitOpError() << "stride=0 is not allowed in graph " << what
-                                  << " stride attribute \"" << str.getValue()
-                                  << "\"; broadcast a unit dimension instead";
+      // A stride of 0 repeats one element along its dimension: on an input a
+      // broadcast read (what PyTorch's expand hands over); on a result, the
+      // dimension holds one element and tir stores the value at index 0 of
+      // it (every index would store to that one address). On an input dim of
+      // unknown extent TensorIR refuses it, and so does tir.
+      if (what == llvm::StringRef("argument")) {
+        for (int64_t d = 0; d < tensor.getRank(); ++d) {
+          if (spec->strides[d] == 0 && tensor.isDynamicDim(d)) {
+            return op.emitOpError() << "stride=0 is not allowed in graph input stride attribute on a dynamic "
+                                       "dim (dimension "
+                                    << d << " of " << type << " in \"" << str.getValue()
+                                    << "\"); give its extent statically, or use shape 1 and a broadcast op";
+          }
         }
       }
       continue;
@@ -65,8 +73,35 @@ LogicalResult verifySignatureAttrs(GraphOp op, DictionaryAttr attrs, Type type,
       continue;
     }
     if (name == TirDialect::kCostAttr) {
+      auto cost = value.dyn_cast<IntegerAttr>();
+      if (!cost) return op.emitOpError() << "expects cost is an integer attribute, but got " << value;
+      if (cost.getInt() != -1 && (cost.getInt() < 1 || cost.getInt() > 10)) {
+        return op.emitOpError() << "expects cost to be -1 or between 1-10, but got " << cost.getInt();
+      }
+      continue;
+    }
+    // Analysis results TensorIR writes back: accepted, checked for their
+    // kind, and ignored (they do not enter the fingerprint).
+    if (name == TirDialect::kAllowTmaAttr) {
+      if (!value.isa<BoolAttr>()) return op.emitOpError() << "expects allow_tma is a bool, but got " << value;
+      continue;
+    }
+    if (name == TirDialect::kIterSpaceIdAttr) {
       if (!value.isa<IntegerAttr>()) {
-        return op.emitOpError() << "expects cost is an integer attribute, but got " << value;
+        return op.emitOpError() << "expects iter_space_id is an integer, but got " << value;
+      }
+      continue;
+    }
+    if (name == TirDialect::kIterSpaceIdsAttr) {
+      if (!value.isa<DenseI32ArrayAttr>()) {
+        return op.emitOpError() << "expects iter_space_ids is an array<i32: ...>, but got " << value;
+      }
+      continue;
+    }
+    if (name == TirDialect::kIterSpaceDimDomainsAttr) {
+      if (!value.isa<IterSpaceDimDomainsAttr>()) {
+        return op.emitOpError() << "expects iter_space_dim_domains is #tir<iter_space_dim_domains[...]>, but got "
+                                << value;
       }
       continue;
     }
@@ -78,17 +113,16 @@ LogicalResult verifySignatureAttrs(GraphOp op, DictionaryAttr attrs, Type type,
       continue;
     }
     if (name == TirDialect::kLayoutAttr) {
-      if (!value.isa<TensorSourceAttr, CompositeSourceAttr>()) {
-        return op.emitOpError() << "expects layout is a #tir.tensor_source or "
-                                   "#tir.composite_source, but got "
-                                << value;
+      if (!isLayoutSourceAttr(value)) {
+        return op.emitOpError() << "expects layout is a layout source (#tir.tensor_source, ...), but got " << value;
       }
       continue;
     }
     return op.emitOpError() << "does not support signature attribute `" << name << "` on "
                             << what << " #" << index
-                            << " (known: tir.stride, tir.alignment, tir.cost, "
-                               "tir.iter_space_map, tir.layout)";
+                            << " (known: tir.stride, tir.alignment, tir.cost, tir.allow_tma, "
+                               "tir.iter_space_map, tir.iter_space_id, tir.iter_space_ids, "
+                               "tir.iter_space_dim_domains, tir.layout)";
   }
   return success();
 }
@@ -128,10 +162,18 @@ LogicalResult GraphOp::verify() {
     const llvm::StringRef name = attr.getName().strref();
     if (name == getSymNameAttrName() || name == getFunctionTypeAttrName() ||
         name == getArgAttrsAttrName() || name == getResAttrsAttrName() ||
-        name.startswith("tir.")) {
+        name.startswith("tir.") || isAnalysisAttribute(name)) {
       continue;
     }
-    return emitOpError() << "does not support attribute '" << name << "' on a graph";
+    if (name == TirDialect::kTileSizeAttr || name == TirDialect::kReductionTileSizeAttr ||
+        name == TirDialect::kTileCandidatesAttr) {
+      std::string why;
+      if (failed(parseTileHints(getOperation(), &why))) return emitOpError() << why;
+      continue;
+    }
+    return emitOpError() << "does not support attribute '" << name
+                         << "' on a graph (known: tile_size, reduction_tile_size, tile_candidates, "
+                            "and TensorIR's analysis attributes)";
   }
   FunctionType type = getFunctionType();
   for (auto [i, t] : llvm::enumerate(type.getInputs())) {

@@ -1,5 +1,6 @@
 //===- ReduceOps.cpp - reduce, reduce_ud, matmul --------------------------===//
 
+#include "compiler/ir/ReduceBody.h"
 #include "compiler/ir/ShapeRules.h"
 #include "compiler/ir/TirDialect.h"
 
@@ -9,6 +10,21 @@ namespace tir {
 namespace {
 
 std::string fmtDim(int64_t v) { return ShapedType::isDynamic(v) ? "?" : std::to_string(v); }
+
+// A body value stands for a tensor element of `element`: the same type, or
+// for a signed or unsigned integer the signless integer of its width (arith
+// ops take signless integers; TensorIR writes `i32` for `ui32` tensors).
+bool isBodyTypeOf(Type body, Type element) {
+  if (body == element) return true;
+  auto b = body.dyn_cast<IntegerType>(), e = element.dyn_cast<IntegerType>();
+  return b && e && b.isSignless() && b.getWidth() == e.getWidth();
+}
+
+std::string bodySpelling(Type element) {
+  auto e = element.dyn_cast<IntegerType>();
+  if (!e || e.isSignless()) return "";
+  return " (or i" + std::to_string(e.getWidth()) + ")";
+}
 
 // `<dimensions = [..]` then, for reduce, `, reduction_mode = <m>`; for
 // reduce_ud, `, identity = [..]`. Closing `>` is parsed by the caller.
@@ -78,10 +94,11 @@ ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
   if (parser.parseKeywordOrString(&mode) || parser.parseGreater() || parser.parseGreater()) {
     return failure();
   }
-  std::optional<ReductionMode> m = symbolizeReductionMode(mode);
+  std::optional<ReductionMode> m = parseReductionModeName(mode);
   if (!m) {
     return parser.emitError(modeLoc) << "unknown reduction mode '" << mode
-                                     << "'; expected add, mul, max, min, mean, amax, norm1 or norm2";
+                                     << "'; expected add, mul, max, min, amax, avg (or mean), norm1, norm2, "
+                                        "mul_no_zeros or customize";
   }
   result.addAttribute("reduction_mode", ReductionModeAttr::get(parser.getContext(), *m));
   Type inType, outType;
@@ -112,6 +129,10 @@ LogicalResult ReduceOp::verify() {
   }
   if (in.getElementType().isInteger(1)) {
     return emitOpError() << "cannot reduce i1 values; convert them first";
+  }
+  if (getReductionMode() == ReductionMode::customize) {
+    return emitOpError() << "reduction_mode = <customize> names a user-defined combiner, which reduce has "
+                            "none of; write the reduction as reduce_ud with a body";
   }
   return verifyReducedShape(*this, getDimensions(), in, out);
 }
@@ -191,7 +212,7 @@ LogicalResult ReduceUdOp::verify() {
                            << in;
     }
     auto typed = getIdentity()[i].dyn_cast<TypedAttr>();
-    if (!typed || !typed.isa<IntegerAttr, FloatAttr>() || typed.getType() != out.getElementType()) {
+    if (!typed || !typed.isa<IntegerAttr, FloatAttr>() || !isBodyTypeOf(typed.getType(), out.getElementType())) {
       return emitOpError() << "expects identity " << i << " to be a " << out.getElementType()
                            << " scalar, got " << getIdentity()[i];
     }
@@ -210,9 +231,9 @@ LogicalResult ReduceUdOp::verifyRegions() {
   }
   for (size_t i = 0; i < 2 * n; ++i) {
     Type expected = getInputs()[i % n].getType().cast<RankedTensorType>().getElementType();
-    if (block.getArgument(i).getType() != expected) {
+    if (!isBodyTypeOf(block.getArgument(i).getType(), expected)) {
       return emitOpError() << "expects body argument " << i << " to have type " << expected
-                           << ", got " << block.getArgument(i).getType();
+                           << bodySpelling(expected) << ", got " << block.getArgument(i).getType();
     }
   }
   auto yield = dyn_cast<YieldOp>(block.getTerminator());
@@ -223,7 +244,7 @@ LogicalResult ReduceUdOp::verifyRegions() {
   }
   for (size_t i = 0; i < n; ++i) {
     Type identityType = getIdentity()[i].cast<TypedAttr>().getType();
-    if (yield.getValues()[i].getType() != identityType) {
+    if (!isBodyTypeOf(yield.getValues()[i].getType(), identityType)) {
       return emitOpError() << "expects yield operand " << i
                            << " type to match identity type, but got yield type: "
                            << yield.getValues()[i].getType() << " and identity type: "
@@ -231,8 +252,9 @@ LogicalResult ReduceUdOp::verifyRegions() {
     }
   }
   for (Operation &op : block.without_terminator()) {
-    if (!isa<arith::ArithDialect>(op.getDialect()) || op.getNumRegions() != 0) {
-      return op.emitOpError() << "is not allowed in a reduce_ud body; use scalar arith ops";
+    if (!classifyBodyOp(op)) {
+      return op.emitOpError() << "is not supported in a reduce_ud body; use scalar ops of "
+                              << supportedBodyOpNames();
     }
   }
   return success();

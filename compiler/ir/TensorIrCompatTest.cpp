@@ -44,5 +44,23 @@ TEST(TensorIrCompat, EscapedQuotesDoNotEndStrings) {
   EXPECT_EQ(aliasTensorIrNamespace(in), "\"a\\\"nv_tensor_ir.x\"          tir.y");
 }
 
+TEST(TensorIrCompat, DialectAttributeOpenerIsRespelled) {
+  EXPECT_EQ(aliasTensorIrNamespace("{a = #nv_tensor_ir<iter_space_dim_domains[def, undef]>}"),
+            "{a = #tir<iter_space_dim_domains[def, undef]>}");
+  // Without '#' it is an ordinary identifier.
+  EXPECT_EQ(aliasTensorIrNamespace("x nv_tensor_ir<y"), "x nv_tensor_ir<y");
+}
+
+TEST(TensorIrCompat, UpstreamArithSpellingsBecomeMlir16s) {
+  const std::string in = "  %0 = arith.maximumf %a, %b : f32\n  %1 = arith.minimumf %a, %b : f32\n";
+  const std::string out = aliasTensorIrNamespace(in);
+  EXPECT_EQ(out, "  %0 =     arith.maxf %a, %b : f32\n  %1 =     arith.minf %a, %b : f32\n");
+  EXPECT_EQ(out.size(), in.size());
+  EXPECT_EQ(aliasTensorIrNamespace("%0 = \"arith.maximumf\"(%a, %b) : (f32, f32) -> f32"),
+            "%0 = \"arith.maxf\"(%a, %b) : (f32, f32) -> f32");
+  // Longer names and other spellings are left alone.
+  EXPECT_EQ(aliasTensorIrNamespace("arith.maximumfx arith.maxf"), "arith.maximumfx arith.maxf");
+}
+
 }  // namespace
 }  // namespace tir

@@ -33,6 +33,15 @@ def Tir_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kCostAttr = "tir.cost";
     static constexpr ::llvm::StringLiteral kIterSpaceMapAttr = "tir.iter_space_map";
     static constexpr ::llvm::StringLiteral kLayoutAttr = "tir.layout";
+    // Written back by TensorIR's analysis passes; accepted and ignored.
+    static constexpr ::llvm::StringLiteral kIterSpaceIdAttr = "tir.iter_space_id";
+    static constexpr ::llvm::StringLiteral kIterSpaceIdsAttr = "tir.iter_space_ids";
+    static constexpr ::llvm::StringLiteral kIterSpaceDimDomainsAttr = "tir.iter_space_dim_domains";
+    static constexpr ::llvm::StringLiteral kAllowTmaAttr = "tir.allow_tma";
+    // Graph attributes: the user's tile for the graph (TensorIR's names).
+    static constexpr ::llvm::StringLiteral kTileSizeAttr = "tile_size";
+    static constexpr ::llvm::StringLiteral kReductionTileSizeAttr = "reduction_tile_size";
+    static constexpr ::llvm::StringLiteral kTileCandidatesAttr = "tile_candidates";
   private:
     void registerAttributes();
   public:
@@ -75,15 +84,20 @@ def Tir_PositiveI64Array : ConfinedAttr<DenseI64ArrayAttr, [DenseArrayStrictlyPo
 // Enums
 //===----------------------------------------------------------------------===//
 
+// TensorIR's reduction modes. `avg` is the mean (`mean` is accepted as its
+// alias); `mul_no_zeros` is the product of the non-zero elements;
+// `customize` names a user-defined combiner, which only `reduce_ud` carries.
 def Tir_ReductionMode : I32EnumAttr<"ReductionMode", "reduction combiner", [
     I32EnumAttrCase<"add", 0>,
     I32EnumAttrCase<"mul", 1>,
     I32EnumAttrCase<"max", 2>,
     I32EnumAttrCase<"min", 3>,
-    I32EnumAttrCase<"mean", 4>,
+    I32EnumAttrCase<"avg", 4>,
     I32EnumAttrCase<"amax", 5>,
     I32EnumAttrCase<"norm1", 6>,
     I32EnumAttrCase<"norm2", 7>,
+    I32EnumAttrCase<"mul_no_zeros", 8>,
+    I32EnumAttrCase<"customize", 9>,
   ]> {
   let cppNamespace = "::tir";
   let genSpecializedAttr = 0;
@@ -123,13 +137,16 @@ class Tir_Attr<string name, string attrMnemonic> : AttrDef<Tir_Dialect, name> {
 def Tir_TensorSourceAttr : Tir_Attr<"TensorSource", "tensor_source"> {
   let summary = "elements of a value read from one graph tensor through a layout";
   let description = [{
-    `#tir.tensor_source<tensor, offset, "(shape):(stride)">`: the value's
-    elements are those of graph tensor `tensor` starting at element `offset`,
-    laid out by the layout string (shape and strides per dim, `?` dynamic,
-    strides optional and row-major when omitted).
+    `#tir.tensor_source<tensor, offset, "(shape):(stride)" [, [mapping]]>`:
+    the value's elements are those of graph tensor `tensor` starting at
+    element `offset`, laid out by the layout string (shape and strides per
+    dim, `?` dynamic, strides optional and row-major when omitted). The
+    optional mapping says which run-time value supplies each `?` of the
+    layout (a permutation). Written by TensorIR's layout analysis.
   }];
-  let parameters = (ins "int64_t":$tensor, "int64_t":$offset, StringRefParameter<>:$layout);
-  let assemblyFormat = "`<` $tensor `,` $offset `,` $layout `>`";
+  let parameters = (ins "int64_t":$tensor, "int64_t":$offset, StringRefParameter<>:$layout,
+                        OptionalArrayRefParameter<"int32_t">:$mapping);
+  let assemblyFormat = "`<` $tensor `,` $offset `,` $layout (`,` `[` $mapping^ `]`)? `>`";
   let genVerifyDecl = 1;
 }
 
@@ -138,6 +155,46 @@ def Tir_CompositeSourceAttr : Tir_Attr<"CompositeSource", "composite_source"> {
   let parameters = (ins ArrayRefParameter<"::mlir::Attribute">:$sources);
   let assemblyFormat = "`<` $sources `>`";
   let genVerifyDecl = 1;
+}
+
+def Tir_ConcatSourceAttr : Tir_Attr<"ConcatSource", "concat_source"> {
+  let summary = "sources concatenated along one layout dimension";
+  let description = [{
+    `#tir.concat_source<dim = D, src, src, ... [, [argument indices]]>`.
+  }];
+  let parameters = (ins "int64_t":$dim, ArrayRefParameter<"::mlir::Attribute">:$sources,
+                        OptionalArrayRefParameter<"int32_t">:$arguments);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Tir_ReductionSourceAttr : Tir_Attr<"ReductionSource", "reduction_source"> {
+  let summary = "a reduction view (a layout string) over a source";
+  let parameters = (ins StringRefParameter<>:$view, "::mlir::Attribute":$source);
+  let assemblyFormat = "`<` $view `,` $source `>`";
+  let genVerifyDecl = 1;
+}
+
+def Tir_MatmulSourceAttr : Tir_Attr<"MatmulSource", "matmul_source"> {
+  let summary = "a matmul view over its operands' sources";
+  let description = [{
+    `#tir.matmul_source<"view", B, M, N, K, lhs, rhs>`.
+  }];
+  let parameters = (ins StringRefParameter<>:$view, "int64_t":$b, "int64_t":$m, "int64_t":$n, "int64_t":$k,
+                        "::mlir::Attribute":$lhs, "::mlir::Attribute":$rhs);
+  let assemblyFormat = "`<` $view `,` $b `,` $m `,` $n `,` $k `,` $lhs `,` $rhs `>`";
+  let genVerifyDecl = 1;
+}
+
+def Tir_IterSpaceDimDomainsAttr : Tir_Attr<"IterSpaceDimDomains", "iter_space_dim_domains"> {
+  let summary = "whether each iteration-space dimension's domain is defined";
+  let description = [{
+    Written by TensorIR's iteration-space analysis:
+    `#tir<iter_space_dim_domains[def, undef]>` (also spelled
+    `#tir.iter_space_dim_domains[def, undef]`). Accepted and ignored.
+  }];
+  let parameters = (ins ArrayRefParameter<"bool">:$defined);
+  let hasCustomAssemblyFormat = 1;
 }
 
 #endif // TIR_BASE_TD

@@ -4,6 +4,7 @@
 
 #include "compiler/ir/ShapeRules.h"
 #include "compiler/ir/StrideAttr.h"
+#include "compiler/ir/TileHints.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/IR/DialectImplementation.h"
 
@@ -77,6 +78,11 @@ LogicalResult verifyTensorLimits(Operation *op, Type type, llvm::StringRef what)
   return success();
 }
 
+std::optional<ReductionMode> parseReductionModeName(llvm::StringRef name) {
+  if (name == "mean") return ReductionMode::avg;
+  return symbolizeReductionMode(name);
+}
+
 bool isFloatPredicate(CmpPredicate predicate) {
   return static_cast<uint32_t>(predicate) <= static_cast<uint32_t>(CmpPredicate::ule);
 }
@@ -86,26 +92,133 @@ bool isFloatPredicate(CmpPredicate predicate) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult TensorSourceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                       int64_t tensor, int64_t offset, llvm::StringRef layout) {
-  // -1 marks a value not tied to a graph tensor (an intermediate).
+                                       int64_t tensor, int64_t offset, llvm::StringRef layout,
+                                       llvm::ArrayRef<int32_t> mapping) {
+  // -1 marks a value not tied to a graph tensor (an intermediate, a constant).
   if (tensor < -1) return emitError() << "tensor_source tensor index must be >= -1, got " << tensor;
   if (offset < 0) return emitError() << "tensor_source offset must be >= 0, got " << offset;
   std::string why;
-  if (!parseLayoutString(layout, nullptr, &why)) {
+  int dynamic = 0;
+  if (!parseLayoutString(layout, nullptr, &why, &dynamic)) {
     return emitError() << "invalid layout \"" << layout << "\": " << why;
   }
+  if (!mapping.empty()) {
+    // Which run-time value supplies each `?`: a permutation of 0..dynamic-1.
+    llvm::SmallVector<bool> seen(dynamic, false);
+    for (int32_t m : mapping) {
+      if (m < 0 || m >= dynamic || seen[m]) {
+        return emitError() << "tensor_source mapping must be a permutation of the layout's " << dynamic
+                           << " dynamic value(s)";
+      }
+      seen[m] = true;
+    }
+    if (static_cast<int>(mapping.size()) != dynamic) {
+      return emitError() << "layout has " << dynamic << " dynamic size(s) but " << mapping.size()
+                         << " dynamic offset(s) provided";
+    }
+  }
   return success();
+}
+
+bool isLayoutSourceAttr(Attribute a) {
+  return a.isa<TensorSourceAttr, CompositeSourceAttr, ConcatSourceAttr, ReductionSourceAttr, MatmulSourceAttr>();
+}
+
+LogicalResult ConcatSourceAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t dim,
+                                       llvm::ArrayRef<Attribute> sources, llvm::ArrayRef<int32_t> arguments) {
+  if (sources.empty()) return emitError() << "concat_source needs at least one source";
+  if (dim < 0) return emitError() << "concat_source dimension must be >= 0, got " << dim;
+  for (Attribute a : sources) {
+    if (!isLayoutSourceAttr(a)) return emitError() << "concat_source entries must be layout sources, got " << a;
+  }
+  if (!arguments.empty() && arguments.size() != sources.size()) {
+    return emitError() << "argument index must have the same size as sources";
+  }
+  return success();
+}
+
+Attribute ConcatSourceAttr::parse(AsmParser &parser, Type) {
+  int64_t dim = 0;
+  if (parser.parseLess() || parser.parseKeyword("dim") || parser.parseEqual() || parser.parseInteger(dim)) return {};
+  llvm::SmallVector<Attribute> sources;
+  llvm::SmallVector<int32_t> arguments;
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalLSquare())) {
+      auto one = [&]() -> ParseResult {
+        int32_t v = 0;
+        if (parser.parseInteger(v)) return failure();
+        arguments.push_back(v);
+        return success();
+      };
+      if (parser.parseCommaSeparatedList(one) || parser.parseRSquare()) return {};
+      break;
+    }
+    Attribute a;
+    if (parser.parseAttribute(a)) return {};
+    sources.push_back(a);
+  }
+  if (parser.parseGreater()) return {};
+  return ConcatSourceAttr::getChecked([&] { return parser.emitError(parser.getCurrentLocation()); },
+                                      parser.getContext(), dim, sources, arguments);
+}
+
+void ConcatSourceAttr::print(AsmPrinter &printer) const {
+  printer << "<dim = " << getDim();
+  for (Attribute a : getSources()) printer << ", " << a;
+  if (!getArguments().empty()) {
+    printer << ", [";
+    llvm::interleaveComma(getArguments(), printer);
+    printer << "]";
+  }
+  printer << ">";
+}
+
+LogicalResult ReductionSourceAttr::verify(function_ref<InFlightDiagnostic()> emitError, llvm::StringRef view,
+                                          Attribute source) {
+  std::string why;
+  if (!parseLayoutString(view, nullptr, &why)) return emitError() << "invalid view \"" << view << "\": " << why;
+  if (!isLayoutSourceAttr(source)) return emitError() << "reduction_source needs a layout source, got " << source;
+  return success();
+}
+
+LogicalResult MatmulSourceAttr::verify(function_ref<InFlightDiagnostic()> emitError, llvm::StringRef view,
+                                       int64_t b, int64_t m, int64_t n, int64_t k, Attribute lhs, Attribute rhs) {
+  std::string why;
+  if (!parseLayoutString(view, nullptr, &why)) return emitError() << "invalid view \"" << view << "\": " << why;
+  if (b < 1 || m < 1 || n < 1 || k < 1) return emitError() << "matmul_source extents must be positive";
+  if (!isLayoutSourceAttr(lhs) || !isLayoutSourceAttr(rhs)) {
+    return emitError() << "matmul_source operands must be layout sources";
+  }
+  return success();
+}
+
+Attribute IterSpaceDimDomainsAttr::parse(AsmParser &parser, Type) {
+  llvm::SmallVector<bool> defined;
+  auto one = [&]() -> ParseResult {
+    std::string word;
+    llvm::SMLoc loc = parser.getCurrentLocation();
+    if (parser.parseKeywordOrString(&word)) return failure();
+    if (word != "def" && word != "undef") {
+      return parser.emitError(loc) << "expected def or undef, got '" << word << "'";
+    }
+    defined.push_back(word == "def");
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, one)) return {};
+  return IterSpaceDimDomainsAttr::get(parser.getContext(), defined);
+}
+
+void IterSpaceDimDomainsAttr::print(AsmPrinter &printer) const {
+  printer << '[';
+  llvm::interleaveComma(getDefined(), printer, [&](bool d) { printer << (d ? "def" : "undef"); });
+  printer << ']';
 }
 
 LogicalResult CompositeSourceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                           llvm::ArrayRef<Attribute> sources) {
   if (sources.empty()) return emitError() << "composite_source needs at least one source";
   for (Attribute a : sources) {
-    if (!a.isa<TensorSourceAttr, CompositeSourceAttr>()) {
-      return emitError() << "composite_source entries must be tensor_source or "
-                            "composite_source attributes, got "
-                         << a;
-    }
+    if (!isLayoutSourceAttr(a)) return emitError() << "composite_source entries must be layout sources, got " << a;
   }
   return success();
 }
@@ -117,9 +230,9 @@ LogicalResult CompositeSourceAttr::verify(function_ref<InFlightDiagnostic()> emi
 LogicalResult TirDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
   const llvm::StringRef name = attr.getName().strref();
   if (name == kLayoutAttr) {
-    if (!attr.getValue().isa<TensorSourceAttr, CompositeSourceAttr>()) {
+    if (!isLayoutSourceAttr(attr.getValue())) {
       return op->emitOpError() << "expects " << name
-                               << " to be a #tir.tensor_source or #tir.composite_source, got "
+                               << " to be a layout source (#tir.tensor_source, ...), got "
                                << attr.getValue();
     }
     return success();
@@ -132,6 +245,8 @@ LogicalResult TirDialect::verifyOperationAttribute(Operation *op, NamedAttribute
     }
     return success();
   }
+  // TensorIR's analysis annotations: accepted and ignored.
+  if (isAnalysisAttribute(name)) return success();
   // Annotations written by tir's own passes.
   static constexpr llvm::StringLiteral kPassAttrs[] = {
       "tir.partition", "tir.kernel_kind", "tir.split_reason", "tir.iteration_space",

@@ -55,6 +55,14 @@ mlir::ParseResult parseUnaryOp(mlir::OpAsmParser &parser, mlir::OperationState &
 void printUnaryOp(mlir::OpAsmPrinter &p, mlir::Operation *op);
 mlir::LogicalResult verifyUnaryOp(mlir::Operation *op, UnaryKind kind);
 
+// Whether `a` is one of the layout sources TensorIR's layout analysis
+// writes (tensor_source, composite_source, concat_source, reduction_source,
+// matmul_source).
+bool isLayoutSourceAttr(mlir::Attribute a);
+
+// A reduction mode by name: TensorIR's names, and `mean` for avg.
+std::optional<ReductionMode> parseReductionModeName(llvm::StringRef name);
+
 // Whether `predicate` compares floats (o*/u*) rather than integers.
 bool isFloatPredicate(CmpPredicate predicate);
 

@@ -61,7 +61,7 @@ def Tir_GraphOp : Tir_Op<"graph", [
 def Tir_ResultsOp : Tir_Op<"results", [Pure, Terminator, HasParent<"GraphOp">]> {
   let summary = "the outputs of a graph";
   let arguments = (ins Variadic<AnyType>:$values);
-  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let assemblyFormat = "$values attr-dict-with-keyword (`:` type($values)^)?";
   let hasVerifier = 1;
 }
 

@@ -56,6 +56,8 @@ class Builder {
   }
 
   const llvm::DenseMap<mlir::OpOperand *, AffineMap> &UseMaps() const { return use_map_; }
+  // Record a conflict here instead of emitting an error.
+  void ReportConflictTo(mlir::Operation **conflict) { conflict_ = conflict; }
 
   mlir::LogicalResult Run() {
     mlir::Block &block = graph_.getBodyBlock();
@@ -139,6 +141,10 @@ class Builder {
       return mlir::success();
     }
     if (byMap.size() > 1 && !IsPointwiseLikeOp(op)) {
+      if (conflict_) {
+        *conflict_ = op;
+        return mlir::failure();
+      }
       return op->emitOpError() << "result is needed under " << byMap.size()
                                << " different access maps in one kernel; only pointwise values can be "
                                   "recomputed per map, so this one needs a partition boundary";
@@ -232,15 +238,20 @@ class Builder {
   std::string kind_;
   std::vector<int64_t> domain_, reduced_;
   llvm::DenseMap<mlir::OpOperand *, AffineMap> use_map_;
+  mlir::Operation **conflict_ = nullptr;
 };
 
 }  // namespace
 
-mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel) {
+mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel, mlir::Operation **conflict) {
   if (!kernel->hasAttr("tir.kernel_kind") || !kernel->hasAttr("tir.iteration_domain")) {
     return kernel.emitOpError() << "is not a kernel graph (run tir-partition first)";
   }
   Builder b(kernel);
+  if (conflict) {
+    *conflict = nullptr;
+    b.ReportConflictTo(conflict);
+  }
   if (mlir::failed(b.Run())) return mlir::failure();
   AccessMaps maps;
   maps.operands = b.UseMaps();

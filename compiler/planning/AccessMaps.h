@@ -21,8 +21,9 @@ struct AccessMaps {
 };
 
 // Computes the maps of a kernel graph; emits an error and fails on a conflict
-// that needs a partition boundary.
-mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel);
+// that needs a partition boundary (a non-pointwise value needed under two
+// maps). With `conflict`, the op is stored there instead of an error.
+mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel, mlir::Operation **conflict = nullptr);
 
 }  // namespace tir::planning
 

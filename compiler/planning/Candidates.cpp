@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
 namespace tir::planning {
 namespace {
 
@@ -12,55 +15,143 @@ int64_t NextPow2(int64_t v) {
   return p;
 }
 
+// One candidate of each kind with its resources, and the structural reason it
+// cannot run ("" when it can): the single rule both the enumerated space and
+// a user's tile go through.
+struct Made {
+  TileCandidate c;
+  std::string reject;
+};
+
+Made Pointwise(const KernelFacts &f, const target::ArchInfo &arch, int threads, int ept, int vec) {
+  Made m;
+  TileCandidate &c = m.c;
+  c.params = {{"threads", threads}, {"elements_per_thread", ept}, {"vector_width", vec}};
+  c.threads = threads;
+  c.registers_per_thread = 16 + ept * f.live_values;
+  c.blocks = CeilDiv(f.points, int64_t{threads} * ept);
+  if (vec > f.max_vector) m.reject = "vector width exceeds operand alignment";
+  else if (ept % vec != 0) m.reject = "elements per thread not a multiple of the vector width";
+  else if (vec * f.element_bytes > 16) m.reject = "vector wider than 16 bytes";
+  else if (!arch.is_gpu && vec > 8) m.reject = "host vectors above 8 lanes";
+  return m;
+}
+
+struct ReductionShape {
+  int64_t rows = 1, extent = 1;
+  bool last_dim = false;
+};
+ReductionShape Rows(const KernelFacts &f) {
+  ReductionShape r;
+  for (int64_t d : f.space.Parallel()) r.rows *= d;
+  for (int64_t d : f.space.Reduced()) r.extent *= d;
+  r.last_dim = !f.space.reduced_dims.empty() &&
+               f.space.reduced_dims.back() == static_cast<int>(f.space.shape.size()) - 1;
+  return r;
+}
+int64_t DefaultThreadsPerRow(const ReductionShape &r) { return std::clamp<int64_t>(NextPow2(r.extent) / 4, 32, 1024); }
+
+Made Reduction(const KernelFacts &f, const target::ArchInfo &arch, int s, int tpr, int rpb, int vec, int split) {
+  const ReductionShape r = Rows(f);
+  Made m;
+  TileCandidate &c = m.c;
+  c.params = {{"strategy", s}, {"threads_per_row", tpr}, {"rows_per_block", rpb}, {"vector_width", vec}, {"split", split}};
+  c.threads = tpr * rpb;
+  const int64_t perThread = CeilDiv(r.extent, tpr);
+  c.registers_per_thread = 24 + (s == 0 ? static_cast<int>(std::min<int64_t>(perThread, 1 << 20)) : vec * 2);
+  c.shared_bytes = rpb * 32 * 8;  // one partial per warp per row
+  c.blocks = CeilDiv(r.rows, rpb) * split;
+  if (s == 0 && !f.space.row_resident && r.extent * f.element_bytes > arch.row_budget_bytes) {
+    m.reject = "row does not fit on chip";
+  } else if (s != 0 && f.space.row_resident) {
+    m.reject = "kernel needs rows resident (reduced values are broadcast back)";
+  } else if (vec > f.max_vector || (!r.last_dim && vec > 1)) {
+    m.reject = "vector width exceeds operand alignment";
+  } else if (s == 2 && r.extent / split < int64_t{tpr} * vec) {
+    m.reject = "split leaves less than one tile per block";
+  } else if (tpr > NextPow2(r.extent) && tpr > 32) {
+    m.reject = "more threads per row than elements";
+  }
+  return m;
+}
+
+Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int bk, int warps, int stages,
+            int splitK, int group) {
+  const int64_t m = f.space.m, n = f.space.n, k = f.space.k;
+  int64_t batch = 1;
+  for (int64_t b : f.space.batch) batch *= b;
+  const int bytes = f.operand_bytes;
+  const int mmaK = f.tf32 ? 8 : 16;
+  // cp.async copies 16 bytes: K and N extents must allow it.
+  const bool aligned16 = (k * bytes) % 16 == 0 && (n * bytes) % 16 == 0;
+  const int smallest = arch.is_gpu ? 32 : 16;
+  const int threads = warps * (arch.is_gpu ? 32 : 1);
+  const int accPerThread = bm * bn / std::max(1, threads);
+  const int warpTile = bm * bn / std::max(1, warps);
+  Made out;
+  std::string &reject = out.reject;
+  if (arch.is_gpu && (bm % 16 != 0 || bn % 8 != 0 || bk % mmaK != 0)) {
+    reject = "tile not a multiple of the mma.sync shape";
+  } else if (arch.is_gpu && (warpTile < 16 * 16 || accPerThread > 128)) {
+    reject = "warp tile outside mma.sync register limits";
+  } else if (bm > std::max<int64_t>(smallest, NextPow2(m)) || bn > std::max<int64_t>(smallest, NextPow2(n))) {
+    reject = "tile larger than the problem";
+  } else if (splitK > 1 && k / splitK < 2 * bk) {
+    reject = "split-K leaves less than two K tiles per split";
+  } else if (arch.is_gpu && !aligned16 && stages > 2) {
+    reject = "operand rows not 16-byte aligned for cp.async";
+  } else if (!f.tensor_core && arch.is_gpu && stages > 3) {
+    reject = "deep pipelines only for tensor-core operands";
+  } else if (splitK > 1) {
+    // Kept in the space so the count shows it; offered once codegen splits
+    // K (a partial-sum pass and a reduction).
+    reject = "split-K is not generated yet";
+  }
+  TileCandidate &c = out.c;
+  c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"warps", warps},
+              {"stages", stages}, {"split_k", splitK}, {"group_m", group}};
+  c.threads = threads;
+  // Swizzled, unpadded tiles (see the codegen's matmul).
+  c.shared_bytes = arch.is_gpu ? stages * (bm * bk + bk * bn) * bytes : 0;
+  c.registers_per_thread = arch.is_gpu ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2 : 64;
+  c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
+  return out;
+}
+int DefaultWarps(int bm, int bn, const target::ArchInfo &arch) {
+  return arch.is_gpu ? (bm * bn >= 128 * 256 ? 8 : 4) : 1;
+}
+
 struct Builder {
   const KernelFacts &f;
   const target::ArchInfo &arch;
   CandidateSpace space;
 
-  void Offer(TileCandidate c, const std::string &structural_reject = "") {
+  void Offer(Made m) {
     ++space.before_pruning;
-    std::string why = structural_reject;
-    if (why.empty() && !WithinLimits(c, arch, &why)) {
-      // why set by WithinLimits
-    }
+    std::string why = m.reject;
+    if (why.empty()) WithinLimits(m.c, arch, &why);
     if (!why.empty()) {
       ++space.pruned[why];
       return;
     }
-    space.kept.push_back(std::move(c));
+    space.kept.push_back(std::move(m.c));
   }
 
   void Pointwise() {
-    const int64_t points = f.points;
     const int64_t defaultVec = f.max_vector;
     for (int threads : {64, 128, 256, 512, 1024}) {
       for (int ept : {1, 2, 4, 8, 16}) {
         for (int vec : {1, 2, 4, 8, 16}) {
-          TileCandidate c;
-          c.params = {{"threads", threads}, {"elements_per_thread", ept}, {"vector_width", vec}};
-          c.threads = threads;
-          c.registers_per_thread = 16 + ept * f.live_values;
-          c.blocks = CeilDiv(points, int64_t{threads} * ept);
-          c.is_default = threads == 256 && vec == defaultVec && ept == defaultVec;
-          std::string reject;
-          if (vec > f.max_vector) reject = "vector width exceeds operand alignment";
-          else if (ept % vec != 0) reject = "elements per thread not a multiple of the vector width";
-          else if (vec * f.element_bytes > 16) reject = "vector wider than 16 bytes";
-          else if (!arch.is_gpu && vec > 8) reject = "host vectors above 8 lanes";
-          Offer(std::move(c), reject);
+          Made m = planning::Pointwise(f, arch, threads, ept, vec);
+          m.c.is_default = threads == 256 && vec == defaultVec && ept == defaultVec;
+          Offer(std::move(m));
         }
       }
     }
   }
 
   void Reduction() {
-    const std::vector<int64_t> par = f.space.Parallel(), red = f.space.Reduced();
-    int64_t rows = 1, extent = 1;
-    for (int64_t d : par) rows *= d;
-    for (int64_t d : red) extent *= d;
-    const bool lastDim = !f.space.reduced_dims.empty() &&
-                         f.space.reduced_dims.back() == static_cast<int>(f.space.shape.size()) - 1;
-    const int64_t defaultTpr = std::clamp<int64_t>(NextPow2(extent) / 4, 32, 1024);
+    const int64_t defaultTpr = DefaultThreadsPerRow(Rows(f));
     for (const char *strategy : {"row_resident", "streaming", "split"}) {
       const int s = strategy[0] == 'r' ? 0 : strategy[1] == 't' ? 1 : 2;
       for (int tpr : {32, 64, 128, 256, 512, 1024}) {
@@ -69,29 +160,10 @@ struct Builder {
             for (int split : {1, 4, 16, 64}) {
               if (s != 2 && split != 1) continue;
               if (s == 2 && split == 1) continue;
-              TileCandidate c;
-              c.params = {{"strategy", s}, {"threads_per_row", tpr}, {"rows_per_block", rpb},
-                          {"vector_width", vec}, {"split", split}};
-              c.threads = tpr * rpb;
-              const int64_t perThread = CeilDiv(extent, tpr);
-              c.registers_per_thread = 24 + (s == 0 ? static_cast<int>(std::min<int64_t>(perThread, 1 << 20)) : vec * 2);
-              c.shared_bytes = rpb * 32 * 8;  // one partial per warp per row
-              c.blocks = CeilDiv(rows, rpb) * split;
-              c.is_default = (f.space.row_resident ? s == 0 : s == 1) && tpr == defaultTpr && rpb == 1 &&
-                             vec == std::min(4, f.max_vector) && split == 1;
-              std::string reject;
-              if (s == 0 && !f.space.row_resident && extent * f.element_bytes > arch.row_budget_bytes) {
-                reject = "row does not fit on chip";
-              } else if (s != 0 && f.space.row_resident) {
-                reject = "kernel needs rows resident (reduced values are broadcast back)";
-              } else if (vec > f.max_vector || (!lastDim && vec > 1)) {
-                reject = "vector width exceeds operand alignment";
-              } else if (s == 2 && extent / split < int64_t{tpr} * vec) {
-                reject = "split leaves less than one tile per block";
-              } else if (tpr > NextPow2(extent) && tpr > 32) {
-                reject = "more threads per row than elements";
-              }
-              Offer(std::move(c), reject);
+              Made m = planning::Reduction(f, arch, s, tpr, rpb, vec, split);
+              m.c.is_default = (f.space.row_resident ? s == 0 : s == 1) && tpr == defaultTpr && rpb == 1 &&
+                               vec == std::min(4, f.max_vector) && split == 1;
+              Offer(std::move(m));
             }
           }
         }
@@ -100,15 +172,9 @@ struct Builder {
   }
 
   void Matmul() {
-    const int64_t m = f.space.m, n = f.space.n, k = f.space.k;
-    int64_t batch = 1;
-    for (int64_t b : f.space.batch) batch *= b;
-    const int bytes = f.operand_bytes;
-    const int mmaK = f.tf32 ? 8 : 16;
-    // cp.async copies 16 bytes: K and N extents must allow it.
-    const bool aligned16 = (k * bytes) % 16 == 0 && (n * bytes) % 16 == 0;
+    const int64_t m = f.space.m, n = f.space.n;
     const std::vector<int> tiles = arch.is_gpu ? std::vector<int>{32, 64, 128, 256} : std::vector<int>{16, 32, 64};
-    const std::vector<int> ks = arch.is_gpu ? std::vector<int>{16, 32, 64} : std::vector<int>{16, 32, 64};
+    const std::vector<int> ks = {16, 32, 64};
     for (int bm : tiles) {
       for (int bn : tiles) {
         for (int bk : ks) {
@@ -116,47 +182,17 @@ struct Builder {
             for (int stages : arch.is_gpu ? std::vector<int>{2, 3, 4, 5} : std::vector<int>{1}) {
               for (int splitK : {1, 2, 4}) {
                 for (int group : {1, 8}) {
-                  const int threads = warps * (arch.is_gpu ? 32 : 1);
-                  const int accPerThread = bm * bn / std::max(1, threads);
-                  std::string reject;
-                  const int warpTile = bm * bn / warps;
-                  if (arch.is_gpu && (bm % 16 != 0 || bn % 8 != 0 || bk % mmaK != 0)) {
-                    reject = "tile not a multiple of the mma.sync shape";
-                  } else if (arch.is_gpu && (warpTile < 16 * 16 || accPerThread > 128)) {
-                    reject = "warp tile outside mma.sync register limits";
-                  } else if (bm > std::max<int64_t>(tiles.front(), NextPow2(m)) ||
-                             bn > std::max<int64_t>(tiles.front(), NextPow2(n))) {
-                    reject = "tile larger than the problem";
-                  } else if (splitK > 1 && k / splitK < 2 * bk) {
-                    reject = "split-K leaves less than two K tiles per split";
-                  } else if (arch.is_gpu && !aligned16 && stages > 2) {
-                    reject = "operand rows not 16-byte aligned for cp.async";
-                  } else if (!f.tensor_core && arch.is_gpu && stages > 3) {
-                    reject = "deep pipelines only for tensor-core operands";
-                  } else if (splitK > 1) {
-                    // Kept in the space so the count shows it; offered once
-                    // codegen splits K (a partial-sum pass and a reduction).
-                    reject = "split-K is not generated yet";
-                  }
-                  if (!reject.empty()) {  // counted without building the candidate
+                  Made made = planning::Matmul(f, arch, bm, bn, bk, warps, stages, splitK, group);
+                  made.c.is_default = bm == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(m))) &&
+                                      bn == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(n))) &&
+                                      bk == 32 && warps == DefaultWarps(bm, bn, arch) &&
+                                      stages == (arch.is_gpu ? 3 : 1) && splitK == 1 && group == 8;
+                  if (!made.reject.empty()) {  // counted without keeping the candidate
                     ++space.before_pruning;
-                    ++space.pruned[reject];
+                    ++space.pruned[made.reject];
                     continue;
                   }
-                  TileCandidate c;
-                  c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"warps", warps},
-                              {"stages", stages}, {"split_k", splitK}, {"group_m", group}};
-                  c.threads = threads;
-                  // Swizzled, unpadded tiles (see the codegen's matmul).
-                  c.shared_bytes = arch.is_gpu ? stages * (bm * bk + bk * bn) * bytes : 0;
-                  c.registers_per_thread = arch.is_gpu ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2 : 64;
-                  c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
-                  const int defaultWarps = bm * bn >= 128 * 256 ? 8 : 4;
-                  c.is_default = bm == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(m))) &&
-                                 bn == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(n))) && bk == 32 &&
-                                 (warps == (arch.is_gpu ? defaultWarps : 1)) && stages == (arch.is_gpu ? 3 : 1) &&
-                                 splitK == 1 && group == 8;
-                  Offer(std::move(c));
+                  Offer(std::move(made));
                 }
               }
             }
@@ -166,6 +202,98 @@ struct Builder {
     }
   }
 };
+
+std::string Fmt(const std::vector<int64_t> &v) { return "[" + absl::StrJoin(v, ", ") + "]"; }
+
+std::string ParamsText(const TileCandidate &c) {
+  std::vector<std::string> parts;
+  for (const auto &[k, v] : c.params) parts.push_back(absl::StrCat(k, "=", v));
+  return absl::StrJoin(parts, " ");
+}
+
+// The user's tile mapped onto tir's parameters for this kernel, or the reason
+// it cannot be.
+Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const TileHints &hints, std::string &how,
+                  std::string &detail) {
+  const std::vector<int64_t> tile = hints.tile ? *hints.tile : hints.candidates.front();
+  const std::string name = hints.tile ? "tile_size" : "tile_candidates[0]";
+  int64_t volume = 1;
+  for (int64_t t : tile) volume = std::min<int64_t>(volume * t, int64_t{1} << 40);
+  Made m;
+  how = absl::StrCat(name, " ", Fmt(tile));
+  switch (f.space.kind) {
+    case KernelKind::kPointwise: {
+      // tir's pointwise blocks take consecutive points of the flattened
+      // domain: a block as large as the tile.
+      int64_t threads = 1;
+      const int64_t cap = std::min<int64_t>(arch.max_threads_per_block, 256);
+      while (threads * 2 <= cap && volume % (threads * 2) == 0) threads *= 2;
+      int64_t ept = volume / threads;
+      while (ept > 16 && threads * 2 <= arch.max_threads_per_block && ept % 2 == 0) {
+        threads *= 2;
+        ept /= 2;
+      }
+      if (ept > 16 || threads * ept != volume) {
+        m.reject = absl::StrCat("a block of ", volume, " points is not threads x elements_per_thread with at most ",
+                                arch.max_threads_per_block, " threads and 16 elements per thread");
+        break;
+      }
+      int vec = 1;
+      for (int v : {16, 8, 4, 2}) {
+        if (ept % v == 0 && v <= f.max_vector && v * f.element_bytes <= 16 && (arch.is_gpu || v <= 8)) {
+          vec = v;
+          break;
+        }
+      }
+      m = planning::Pointwise(f, arch, static_cast<int>(threads), static_cast<int>(ept), vec);
+      detail = absl::StrCat(volume, " points a block: tir tiles the flattened domain");
+      break;
+    }
+    case KernelKind::kReduction: {
+      // The tile covers the kept (row) dims: rows a block; reduction_tile_size
+      // is the chunk of a row a block reduces at once.
+      const ReductionShape r = Rows(f);
+      int vec = std::min(4, f.max_vector);
+      if (!r.last_dim) vec = 1;
+      int64_t tpr = DefaultThreadsPerRow(r);
+      if (hints.reduction_tile) tpr = std::max<int64_t>(1, *hints.reduction_tile / vec);
+      if (arch.is_gpu && tpr < 32) tpr = 32;
+      if (volume * tpr > arch.max_threads_per_block) {
+        m.reject = absl::StrCat(volume, " rows a block x ", tpr, " threads a row exceeds ", arch.max_threads_per_block,
+                                " threads a block");
+        break;
+      }
+      const int s = f.space.row_resident ? 0 : 1;
+      m = planning::Reduction(f, arch, s, static_cast<int>(tpr), static_cast<int>(volume), vec, 1);
+      detail = absl::StrCat("the tile is rows a block",
+                            hints.reduction_tile ? absl::StrCat("; reduction_tile_size ", *hints.reduction_tile,
+                                                                " elements of a row at once")
+                                                 : "");
+      break;
+    }
+    case KernelKind::kMatmul: {
+      // [batch..., M, N]; K is not in the tile (reduction_tile_size is block_k).
+      if (tile.size() < 2) {
+        m.reject = absl::StrCat(name, " ", Fmt(tile), " has no M and N entries (expected [batch..., M, N])");
+        break;
+      }
+      const int64_t bm = tile[tile.size() - 2], bn = tile[tile.size() - 1];
+      std::string batchNote;
+      for (size_t i = 0; i + 2 < tile.size(); ++i) {
+        if (tile[i] != 1) batchNote = "; its batch entries are not honoured: a tir matmul block takes one batch element";
+      }
+      const int bk = hints.reduction_tile ? static_cast<int>(*hints.reduction_tile) : 32;
+      // As many warps as the default would use and the tile has room for.
+      int warps = DefaultWarps(bm, bn, arch);
+      while (arch.is_gpu && warps > 1 && bm * bn / warps < 16 * 16) warps /= 2;
+      m = planning::Matmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), bk, warps, arch.is_gpu ? 3 : 1, 1, 8);
+      detail = absl::StrCat("the tile is M and N a block", hints.reduction_tile ? ", reduction_tile_size K" : "",
+                            batchNote);
+      break;
+    }
+  }
+  return m;
+}
 
 }  // namespace
 
@@ -182,12 +310,35 @@ bool WithinLimits(const TileCandidate &c, const target::ArchInfo &arch, std::str
   return true;
 }
 
-CandidateSpace GenerateCandidates(const KernelFacts &facts, const target::ArchInfo &arch) {
+CandidateSpace GenerateCandidates(const KernelFacts &facts, const target::ArchInfo &arch, const TileHints *hints) {
   Builder b{facts, arch, {}};
   switch (facts.space.kind) {
     case KernelKind::kPointwise: b.Pointwise(); break;
     case KernelKind::kReduction: b.Reduction(); break;
     case KernelKind::kMatmul: b.Matmul(); break;
+  }
+  // The user's tile (TensorIR's tile_size, else tile_candidates[0]) is the
+  // default when it maps onto a candidate that can run.
+  if (hints && (hints->tile || !hints->candidates.empty())) {
+    std::string how, detail;
+    Made m = FromUserTile(facts, arch, *hints, how, detail);
+    if (m.reject.empty() && !m.c.params.empty()) WithinLimits(m.c, arch, &m.reject);
+    const std::string note = detail.empty() ? "" : " (" + detail + ")";
+    if (!m.reject.empty()) {
+      b.space.user_tile = absl::StrCat(how, " is not honoured: ", m.reject, note, "; the heuristic default stands");
+    } else {
+      auto same = std::find_if(b.space.kept.begin(), b.space.kept.end(),
+                               [&](const TileCandidate &c) { return c.params == m.c.params; });
+      for (TileCandidate &c : b.space.kept) c.is_default = false;
+      if (same == b.space.kept.end()) {
+        m.c.is_default = true;
+        b.space.kept.push_back(m.c);
+        ++b.space.before_pruning;
+      } else {
+        same->is_default = true;
+      }
+      b.space.user_tile = absl::StrCat(how, " became the default candidate ", ParamsText(m.c), note);
+    }
   }
   // Guarantee one default: if the heuristic's pick was pruned, the first kept
   // candidate stands in for it.

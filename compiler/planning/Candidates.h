@@ -9,7 +9,8 @@
 // Pruning: threads per block, shared memory per block, registers per thread,
 // tensor-core tile shapes, and the alignment of every operand's contiguous
 // dimension (vector width and cp.async 16-byte copies). The static default —
-// what a heuristic alone would pick — is always kept and marked.
+// what a heuristic alone would pick, or the graph's own tile (TensorIR's
+// tile_size) mapped onto these parameters — is always kept and marked.
 
 #ifndef TIR_COMPILER_PLANNING_CANDIDATES_H_
 #define TIR_COMPILER_PLANNING_CANDIDATES_H_
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/TileHints.h"
 #include "compiler/planning/KernelFacts.h"
 #include "compiler/target/ArchTable.h"
 
@@ -37,9 +39,15 @@ struct CandidateSpace {
   int before_pruning = 0;
   std::vector<TileCandidate> kept;
   std::map<std::string, int> pruned;  // reason -> count
+  // What the graph's own tile (tile_size, ...) became here, or why it could
+  // not be honoured; empty when the graph names none.
+  std::string user_tile;
 };
 
-CandidateSpace GenerateCandidates(const KernelFacts &facts, const target::ArchInfo &arch);
+// The space for a kernel. With `hints` naming a tile, the candidate it maps
+// to joins the space (if not already in it) and is the default.
+CandidateSpace GenerateCandidates(const KernelFacts &facts, const target::ArchInfo &arch,
+                                  const TileHints *hints = nullptr);
 
 // Whether `c` respects every limit of `arch` (the pruning rule, for tests).
 bool WithinLimits(const TileCandidate &c, const target::ArchInfo &arch, std::string *why);

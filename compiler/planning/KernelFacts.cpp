@@ -54,14 +54,17 @@ KernelFacts ComputeFacts(const Kernel &kernel) {
   }
   f.flops_per_point = std::max(1, ops);
   f.live_values = std::max(1, std::min(ops, 16));
-  // Vector width: the innermost extent of every input/output must be a multiple.
+  // Vector width: the innermost extent of every input/output must be a
+  // multiple (static extents; run-time ones are tested by the kernel).
   int vec = 16 / std::max(1, f.element_bytes);
   auto limit = [&](mlir::Type t) {
     auto r = t.dyn_cast<mlir::RankedTensorType>();
     if (!r || r.getRank() == 0) return;
     const int64_t inner = r.getShape().back();
     if (inner == 1) return;  // broadcast along the innermost dim: read once per row
-    if (mlir::ShapedType::isDynamic(inner)) { vec = 1; return; }
+    // A run-time extent: kernels test it at launch and fall back to the
+    // element loop when runs do not fit.
+    if (mlir::ShapedType::isDynamic(inner)) return;
     while (vec > 1 && inner % vec != 0) vec /= 2;
   };
   for (mlir::Value v : kernel.inputs) limit(v.getType());

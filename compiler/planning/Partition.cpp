@@ -4,6 +4,8 @@
 
 #include "compiler/planning/Partition.h"
 
+#include "compiler/planning/AccessMaps.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -35,6 +37,8 @@ std::string Fmt(const std::vector<int64_t> &shape) {
 
 bool IsReduction(mlir::Operation *op) { return llvm::isa<ReduceOp, ReduceUdOp>(op); }
 bool IsMatmul(mlir::Operation *op) { return llvm::isa<MatmulOp>(op); }
+bool ShapeIsStatic(mlir::Type t) { return t.cast<mlir::ShapedType>().hasStaticShape(); }
+
 bool IsPointwiseLike(mlir::Operation *op) { return !IsReduction(op) && !IsMatmul(op) && !llvm::isa<LaunchOp>(op); }
 
 // `a` can be read per element of `b`: same rank, each extent equal or 1.
@@ -63,7 +67,8 @@ struct Draft {
 
 class Partitioner {
  public:
-  Partitioner(GraphOp graph, const target::ArchInfo &arch) : graph_(graph), arch_(arch) {}
+  Partitioner(GraphOp graph, const target::ArchInfo &arch, const std::set<mlir::Operation *> &materialized)
+      : graph_(graph), arch_(arch), materialized_(materialized) {}
 
   absl::StatusOr<Partition> Run() {
     mlir::Block &block = graph_.getBodyBlock();
@@ -105,6 +110,12 @@ class Partitioner {
     if (users.empty()) {
       NewKernel(op, "it computes a graph output that no op of another kernel consumes, so it shares no "
                     "iteration space with them");
+      return absl::OkStatus();
+    }
+    if (materialized_.count(op)) {
+      NewKernel(op, "its result is read under two different index maps by the kernel it feeds (directly and "
+                    "through a transpose or other view), and only pointwise values can be recomputed per map, "
+                    "so it is written out first");
       return absl::OkStatus();
     }
     // Cheap leaves are recomputed in every kernel that uses them.
@@ -262,6 +273,11 @@ class Partitioner {
         if (llvm::isa<ReshapeOp>(user)) {
           if (tiled) {
             why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
+            return std::nullopt;
+          }
+          if (!ShapeIsStatic(op->getResult(0).getType()) || !ShapeIsStatic(user->getResult(0).getType())) {
+            why = "a reshape with run-time extents reads its input through a linear index, so the value it "
+                  "reshapes is written out first";
             return std::nullopt;
           }
           continue;
@@ -430,7 +446,31 @@ class Partitioner {
   std::vector<Draft> drafts_;
   llvm::DenseMap<mlir::Operation *, std::vector<int>> kernels_of_;
   std::set<mlir::Operation *> leaf_, returned_;
+  const std::set<mlir::Operation *> &materialized_;
 };
+
+// The op (of `graph`) whose value some kernel of `p` needs under two access
+// maps, or null.
+mlir::Operation *AccessConflict(GraphOp graph, const Partition &p) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = BuildPartitionedModule(graph, p);
+  const std::string name = graph.getSymName().str();
+  for (const Kernel &k : p.kernels) {
+    GraphOp kg;
+    for (GraphOp g : module->getOps<GraphOp>()) {
+      if (g.getSymName() == absl::StrCat(name, "_k", k.index)) kg = g;
+    }
+    if (!kg) continue;
+    // Kernel ops are the clones of k.ops, in order.
+    std::vector<mlir::Operation *> clones;
+    for (mlir::Operation &op : kg.getBodyBlock().without_terminator()) clones.push_back(&op);
+    mlir::Operation *conflict = nullptr;
+    if (mlir::succeeded(ComputeAccessMaps(kg, &conflict)) || conflict == nullptr) continue;
+    for (size_t i = 0; i < clones.size() && i < k.ops.size(); ++i) {
+      if (clones[i] == conflict) return k.ops[i];
+    }
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -481,7 +521,16 @@ std::string IterationSpace::ToString() const {
 }
 
 absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch) {
-  return Partitioner(graph, arch).Run();
+  // Partition, then check that every kernel's values can be indexed; a
+  // non-pointwise value needed under two maps (a reduction or matmul result
+  // read directly and transposed) is materialized and the graph partitioned
+  // again.
+  std::set<mlir::Operation *> materialized;
+  for (;;) {
+    TIR_ASSIGN_OR_RETURN(Partition p, Partitioner(graph, arch, materialized).Run());
+    mlir::Operation *conflict = AccessConflict(graph, p);
+    if (conflict == nullptr || !materialized.insert(conflict).second) return p;
+  }
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> BuildPartitionedModule(GraphOp graph, const Partition &partition) {
@@ -513,6 +562,16 @@ mlir::OwningOpRef<mlir::ModuleOp> BuildPartitionedModule(GraphOp graph, const Pa
     for (auto [i, v] : llvm::enumerate(k.inputs)) {
       if (auto arg = v.dyn_cast<mlir::BlockArgument>()) {
         if (mlir::DictionaryAttr attrs = graph.getArgAttrDict(arg.getArgNumber())) kg.setArgAttrs(i, attrs);
+      }
+    }
+    // Graph outputs keep theirs too: the kernel writes them where the graph
+    // says (strides, a stride of 0, alignment).
+    mlir::Operation *terminator = graph.getBodyBlock().getTerminator();
+    for (auto [i, v] : llvm::enumerate(k.outputs)) {
+      for (mlir::OpOperand &use : v.getUses()) {
+        if (use.getOwner() != terminator) continue;
+        if (mlir::DictionaryAttr attrs = graph.getResultAttrDict(use.getOperandNumber())) kg.setResultAttrs(i, attrs);
+        break;
       }
     }
     mlir::IRMapping map;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/support/status.h"
 
 namespace tir::planning {
 namespace {
@@ -44,6 +45,9 @@ tir::v1::Candidate CandidateToProto(const TileCandidate &c, const Prediction &p,
 absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
                                        int top) {
   PlannedGraph out;
+  std::string why;
+  mlir::FailureOr<TileHints> hints = parseTileHints(graph, &why);
+  if (mlir::failed(hints)) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", why);
   // Kernels with identical facts (repeated layers) share one ranked space.
   std::map<std::string, std::pair<CandidateSpace, std::vector<Prediction>>> memo;
   absl::StatusOr<Partition> partition = PartitionGraph(graph, arch);
@@ -62,7 +66,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
     const std::string key = FactsKey(facts);
     auto hit = memo.find(key);
     if (hit == memo.end()) {
-      CandidateSpace space = GenerateCandidates(facts, arch);
+      CandidateSpace space = GenerateCandidates(facts, arch, &*hints);
       std::vector<Prediction> preds;
       for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch, /*explain=*/false));
       std::vector<size_t> order(space.kept.size());
@@ -92,7 +96,8 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
     kp->set_op_count(k.ops.size());
     kp->set_candidates_before_pruning(ranked.before_pruning);
     kp->set_candidates_after_pruning(ranked.kept.size());
-    for (const auto &[why, n] : ranked.pruned) (*kp->mutable_pruned())[why] = n;
+    for (const auto &[reason, n] : ranked.pruned) (*kp->mutable_pruned())[reason] = n;
+    kp->set_user_tile(ranked.user_tile);
     for (size_t r = 0; r < ranked.kept.size(); ++r) {
       if (static_cast<int>(r) < top) *kp->add_top() = CandidateToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
       if (ranked.kept[r].is_default) *kp->mutable_default_candidate() = CandidateToProto(ranked.kept[r], rankedPreds[r], k.space.kind, r);
@@ -112,6 +117,7 @@ std::string PlanToText(const tir::v1::Plan &plan) {
     if (!k.split_reason().empty()) absl::StrAppendFormat(&s, "  split: %s\n", k.split_reason());
     absl::StrAppendFormat(&s, "  candidates: %d, %d after pruning\n", k.candidates_before_pruning(),
                           k.candidates_after_pruning());
+    if (!k.user_tile().empty()) absl::StrAppendFormat(&s, "  user tile: %s\n", k.user_tile());
     for (const tir::v1::Candidate &c : k.top()) {
       absl::StrAppendFormat(&s, "  #%-3d %9.2f us  %s%s\n", c.rank(), c.predicted_seconds() * 1e6, Params(c),
                             c.is_default() ? "  (default)" : "");

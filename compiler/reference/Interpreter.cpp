@@ -2,13 +2,20 @@
 
 #include "compiler/reference/Interpreter.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "compiler/conversion/DTypes.h"
 #include "compiler/reference/Elementwise.h"
+#include "compiler/reference/ScalarArith.h"
+#include "compiler/reference/ShapeSolver.h"
+#include "compiler/ir/StrideAttr.h"
 #include "compiler/support/status.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -487,8 +494,10 @@ class Interpreter {
         const bool init = first[out];
         first[out] = false;
         switch (mode) {
-          case ReductionMode::add: case ReductionMode::mean: a = init ? x : IntBinary(Pointwise::kAdd, a, x, isUnsigned); break;
+          case ReductionMode::add: case ReductionMode::avg: a = init ? x : IntBinary(Pointwise::kAdd, a, x, isUnsigned); break;
           case ReductionMode::mul: a = init ? x : IntBinary(Pointwise::kMul, a, x, isUnsigned); break;
+          case ReductionMode::mul_no_zeros: a = IntBinary(Pointwise::kMul, init ? 1 : a, x == 0 ? 1 : x, isUnsigned); break;
+          case ReductionMode::customize: break;  // refused by the verifier
           case ReductionMode::max: a = init ? x : IntBinary(Pointwise::kMax, a, x, isUnsigned); break;
           case ReductionMode::min: a = init ? x : IntBinary(Pointwise::kMin, a, x, isUnsigned); break;
           case ReductionMode::amax: x = isUnsigned ? x : IntUnary(Pointwise::kAbs, x); a = init ? x : std::max(a, x); break;
@@ -502,8 +511,11 @@ class Interpreter {
       const bool init = first[out];
       first[out] = false;
       switch (mode) {
-        case ReductionMode::add: case ReductionMode::mean: a = init ? x : a + x; break;
+        case ReductionMode::add: case ReductionMode::avg: a = init ? x : a + x; break;
         case ReductionMode::mul: a = init ? x : a * x; break;
+        // Zeros (+0 and -0) are skipped; NaN is not a zero and propagates.
+        case ReductionMode::mul_no_zeros: a = (init ? 1.0 : a) * (x == 0 ? 1.0 : x); break;
+        case ReductionMode::customize: break;  // refused by the verifier
         case ReductionMode::max: a = init ? x : FloatBinary(Pointwise::kMax, a, x, 0); break;
         case ReductionMode::min: a = init ? x : FloatBinary(Pointwise::kMin, a, x, 0); break;
         case ReductionMode::amax: a = init ? std::fabs(x) : FloatBinary(Pointwise::kMax, a, std::fabs(x), 0); break;
@@ -514,7 +526,7 @@ class Interpreter {
     Tensor out = Tensor::Zeros(in.dtype, outShape);
     for (int64_t k = 0; k < outN; ++k) {
       if (count == 0) {  // empty reduction: the identity of the combiner
-        const bool one = mode == ReductionMode::mul;
+        const bool one = mode == ReductionMode::mul || mode == ReductionMode::mul_no_zeros;
         const double v = mode == ReductionMode::max ? -INFINITY : mode == ReductionMode::min ? INFINITY : (one ? 1 : 0);
         if (ints) out.SetI(k, one ? 1 : 0); else out.SetF(k, v);
         continue;
@@ -522,9 +534,9 @@ class Interpreter {
       if (mode == ReductionMode::norm2) {
         out.SetF(k, std::sqrt(accF[k]));
       } else if (ints) {
-        out.SetI(k, mode == ReductionMode::mean ? accI[k] / count : accI[k]);
+        out.SetI(k, mode == ReductionMode::avg ? accI[k] / count : accI[k]);
       } else {
-        out.SetF(k, mode == ReductionMode::mean ? accF[k] / count : accF[k]);
+        out.SetF(k, mode == ReductionMode::avg ? accF[k] / count : accF[k]);
       }
     }
     return Set(o.getOutput(), std::move(out));
@@ -539,74 +551,63 @@ class Interpreter {
     std::vector<Tensor> outs;
     for (size_t i = 0; i < n; ++i) outs.push_back(Tensor::Zeros(ins[i]->dtype, outShape));
     const int64_t outN = outs[0].NumElements();
-    std::vector<std::vector<double>> acc(outN, std::vector<double>(n));
-    for (int64_t k = 0; k < outN; ++k) {
-      for (size_t i = 0; i < n; ++i) {
-        mlir::Attribute id = o.getIdentity()[i];
-        acc[k][i] = id.isa<mlir::FloatAttr>() ? id.cast<mlir::FloatAttr>().getValueAsDouble()
-                                              : static_cast<double>(id.cast<mlir::IntegerAttr>().getInt());
-      }
-    }
     mlir::Block &body = o.getBody().front();
+    // Body values are typed scalars (ScalarArith.h): integers as bit patterns
+    // of their width, floats rounded to their type after every op.
+    std::vector<unsigned> widths(n);
+    std::vector<bool> isInt(n);
+    for (size_t i = 0; i < n; ++i) {
+      mlir::Type e = ElementOf(o.getOutputs()[i]);
+      isInt[i] = !e.isa<mlir::FloatType>();
+      widths[i] = e.getIntOrFloatBitWidth();
+    }
+    auto element = [&](const Tensor &t, int64_t k, size_t i) {
+      reference::ScalarValue v;
+      if (isInt[i]) v = reference::IntScalar(t.GetI(k), widths[i]); else v.f = t.GetF(k);
+      return v;
+    };
+    std::vector<std::vector<reference::ScalarValue>> acc(outN, std::vector<reference::ScalarValue>(n));
+    for (size_t i = 0; i < n; ++i) {
+      mlir::Attribute id = o.getIdentity()[i];
+      reference::ScalarValue v;
+      if (auto fa = id.dyn_cast<mlir::FloatAttr>()) {
+        v.f = reference::RoundToType(fa.getValueAsDouble(), ElementOf(o.getOutputs()[i]));
+      } else {
+        v = reference::IntScalar(static_cast<int64_t>(id.cast<mlir::IntegerAttr>().getValue().getZExtValue()), widths[i]);
+      }
+      for (int64_t k = 0; k < outN; ++k) acc[k][i] = v;
+    }
     absl::Status status;
     ForEachReduced(ins[0]->shape, o.getDimensions(), outShape, [&](int64_t out, int64_t k) {
       if (!status.ok()) return;
-      llvm::DenseMap<mlir::Value, double> scalars;
+      llvm::DenseMap<mlir::Value, reference::ScalarValue> scalars;
       for (size_t i = 0; i < n; ++i) {
         scalars[body.getArgument(i)] = acc[out][i];
-        scalars[body.getArgument(n + i)] = ins[i]->GetF(k);
+        scalars[body.getArgument(n + i)] = element(*ins[i], k, i);
       }
       for (mlir::Operation &inner : body.without_terminator()) {
-        absl::StatusOr<double> r = EvalArith(inner, scalars);
+        llvm::SmallVector<reference::ScalarValue> operands;
+        for (mlir::Value v : inner.getOperands()) operands.push_back(scalars.lookup(v));
+        absl::StatusOr<reference::ScalarValue> r = reference::EvalBodyOp(inner, operands);
         if (!r.ok()) { status = r.status(); return; }
         scalars[inner.getResult(0)] = *r;
       }
-      for (size_t i = 0; i < n; ++i) {
-        // Round the partial result to its element type, as a kernel would.
-        acc[out][i] = RoundToFloat(scalars[body.getTerminator()->getOperand(i)], outs[i].dtype);
-      }
+      for (size_t i = 0; i < n; ++i) acc[out][i] = scalars.lookup(body.getTerminator()->getOperand(i));
     });
     TIR_RETURN_IF_ERROR(status);
     for (size_t i = 0; i < n; ++i) {
-      for (int64_t k = 0; k < outN; ++k) outs[i].SetF(k, acc[k][i]);
+      for (int64_t k = 0; k < outN; ++k) {
+        if (!isInt[i]) {
+          outs[i].SetF(k, acc[k][i].f);
+        } else if (reference::IsUnsigned(outs[i].dtype)) {
+          outs[i].SetI(k, static_cast<int64_t>(acc[k][i].bits));
+        } else {
+          outs[i].SetI(k, reference::SignedValue(acc[k][i].bits, widths[i]));
+        }
+      }
       TIR_RETURN_IF_ERROR(Set(o.getOutputs()[i], std::move(outs[i])));
     }
     return absl::OkStatus();
-  }
-
-  absl::StatusOr<double> EvalArith(mlir::Operation &op, llvm::DenseMap<mlir::Value, double> &s) {
-    auto arg = [&](unsigned i) { return s.lookup(op.getOperand(i)); };
-    return llvm::TypeSwitch<mlir::Operation *, absl::StatusOr<double>>(&op)
-        .Case<mlir::arith::AddFOp, mlir::arith::AddIOp>([&](auto) { return arg(0) + arg(1); })
-        .Case<mlir::arith::SubFOp, mlir::arith::SubIOp>([&](auto) { return arg(0) - arg(1); })
-        .Case<mlir::arith::MulFOp, mlir::arith::MulIOp>([&](auto) { return arg(0) * arg(1); })
-        .Case<mlir::arith::DivFOp>([&](auto) { return arg(0) / arg(1); })
-        .Case<mlir::arith::MaxFOp>([&](auto) { return std::max(arg(0), arg(1)); })
-        .Case<mlir::arith::MinFOp>([&](auto) { return std::min(arg(0), arg(1)); })
-        .Case<mlir::arith::NegFOp>([&](auto) { return -arg(0); })
-        .Case<mlir::arith::SelectOp>([&](auto) { return arg(0) != 0 ? arg(1) : arg(2); })
-        .Case<mlir::arith::ConstantOp>([&](mlir::arith::ConstantOp c) -> absl::StatusOr<double> {
-          if (auto f = c.getValue().dyn_cast<mlir::FloatAttr>()) return f.getValueAsDouble();
-          if (auto i = c.getValue().dyn_cast<mlir::IntegerAttr>()) return static_cast<double>(i.getInt());
-          return Invalid("unsupported arith.constant in reduce_ud");
-        })
-        .Case<mlir::arith::CmpFOp>([&](mlir::arith::CmpFOp c) -> absl::StatusOr<double> {
-          const double a = arg(0), b = arg(1);
-          switch (c.getPredicate()) {
-            case mlir::arith::CmpFPredicate::OEQ: return a == b;
-            case mlir::arith::CmpFPredicate::OGT: return a > b;
-            case mlir::arith::CmpFPredicate::OGE: return a >= b;
-            case mlir::arith::CmpFPredicate::OLT: return a < b;
-            case mlir::arith::CmpFPredicate::OLE: return a <= b;
-            case mlir::arith::CmpFPredicate::ONE: return a != b;
-            default: return Invalid("unsupported arith.cmpf predicate in reduce_ud");
-          }
-        })
-        .Default([&](mlir::Operation *) -> absl::StatusOr<double> {
-          return MakeError(absl::StatusCode::kUnimplemented, "UNSUPPORTED_OP",
-                           absl::StrCat("the reference interpreter cannot evaluate ",
-                                        op.getName().getStringRef().str(), " in a reduce_ud body"));
-        });
   }
 
   absl::Status EvalMatmul(MatmulOp o) {
@@ -663,51 +664,70 @@ DType DTypeOf(mlir::Type t) {
   return d ? *d : tir::v1::DTYPE_UNSPECIFIED;
 }
 
+absl::Status CheckVerificationFits(GraphOp graph, int64_t extent) {
+  const SolvedShapes solved = SolveDynamicExtents(graph, extent);
+  const llvm::DenseMap<mlir::Value, std::vector<int64_t>> shapes = ValueShapes(graph, solved.arguments);
+  // 8 bytes per element for every value the interpreter keeps, plus the
+  // native-width buffers of the inputs and outputs a launch lays out.
+  double bytes = 0, largest = 0;
+  auto elements = [](const std::vector<int64_t> &shape) {
+    double n = 1;
+    for (int64_t d : shape) n *= std::max<int64_t>(d, 1);
+    return n;
+  };
+  for (const auto &[v, shape] : shapes) {
+    const double n = elements(shape);
+    largest = std::max(largest, n);
+    const bool edge = v.isa<mlir::BlockArgument>() ||
+                      llvm::any_of(v.getUsers(), [](mlir::Operation *u) { return llvm::isa<ResultsOp>(u); });
+    const double width = StorageBytes(DTypeOf(v.getType().cast<mlir::ShapedType>().getElementType()));
+    bytes += n * 8 + (edge ? 2 * n * width : 0);  // outputs: the kernel's and the poisoned copy
+  }
+  double limit = 0;
+  if (const char *env = std::getenv("TIR_VERIFY_MEMORY_BYTES"); env && *env) limit = std::atof(env);
+  if (limit <= 0) {
+    const double pages = static_cast<double>(sysconf(_SC_PHYS_PAGES));
+    const double page = static_cast<double>(sysconf(_SC_PAGE_SIZE));
+    limit = pages > 0 && page > 0 ? pages * page / 2 : 8.0 * (1 << 30);
+  }
+  if (bytes <= limit) return absl::OkStatus();
+  return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                   absl::StrFormat("verifying @%s on the host needs about %.1f GiB (its largest value has %.0f "
+                                   "elements; the reference keeps every value in f64), above the limit of %.1f GiB "
+                                   "(half this machine's memory, or TIR_VERIFY_MEMORY_BYTES); verify a smaller "
+                                   "shape, or run it on a GPU worker",
+                                   graph.getSymName().str(), bytes / (1 << 30), largest, limit / (1 << 30)));
+}
+
 absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Tensor> &inputs) {
   return Interpreter().Run(graph, inputs);
 }
 
 std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed) {
   mlir::Block &body = graph.getBodyBlock();
+  // Dynamic extents (and index arguments) the ops agree on.
+  const SolvedShapes shapes = SolveDynamicExtents(graph, extent);
   std::vector<Tensor> inputs;
   for (mlir::BlockArgument arg : body.getArguments()) {
     mlir::Type t = arg.getType();
+    const std::vector<int64_t> &solved = shapes.arguments[arg.getArgNumber()];
     auto tensor = t.dyn_cast<mlir::RankedTensorType>();
     if (!tensor) {
-      inputs.push_back(t.isIndex() ? Tensor::ScalarInt(tir::v1::DTYPE_INDEX, extent) : Tensor::Scalar(DTypeOf(t), 0.75));
+      inputs.push_back(t.isIndex() ? Tensor::ScalarInt(tir::v1::DTYPE_INDEX, solved.empty() ? extent : solved[0])
+                                   : Tensor::Scalar(DTypeOf(t), 0.75));
       continue;
     }
-    std::vector<int64_t> shape(tensor.getShape().begin(), tensor.getShape().end());
-    for (int64_t &d : shape) {
-      if (mlir::ShapedType::isDynamic(d)) d = extent;
-    }
-    inputs.push_back(RandomTensor(DTypeOf(tensor.getElementType()), shape, seed++));
-  }
-  // Index arguments that size a reshape keep its element count.
-  for (ReshapeOp rs : body.getOps<ReshapeOp>()) {
-    int64_t count = 1;
-    llvm::ArrayRef<int64_t> in = rs.getInput().getType().cast<mlir::RankedTensorType>().getShape();
-    auto source = rs.getInput().dyn_cast<mlir::BlockArgument>();
-    for (size_t j = 0; j < in.size(); ++j) {
-      count *= mlir::ShapedType::isDynamic(in[j]) ? (source ? inputs[source.getArgNumber()].shape[j] : extent) : in[j];
-    }
-    for (int64_t d : rs.getOutput().getType().cast<mlir::RankedTensorType>().getShape()) {
-      if (!mlir::ShapedType::isDynamic(d)) count = d > 0 && count % d == 0 ? count / d : 0;
-    }
-    const size_t n = rs.getDynamicDims().size();
-    for (size_t k = 0; k < n; ++k) {
-      int64_t value = count;
-      if (k + 1 < n) {
-        value = 1;
-        for (int64_t q = 1; q * q <= count; ++q) {
-          if (count % q == 0) value = q;
-        }
-      }
-      count = value > 0 ? count / value : 0;
-      if (auto a = rs.getDynamicDims()[k].dyn_cast<mlir::BlockArgument>()) {
-        inputs[a.getArgNumber()] = Tensor::ScalarInt(tir::v1::DTYPE_INDEX, value);
+    Tensor x = RandomTensor(DTypeOf(tensor.getElementType()), solved, seed++);
+    // Through the argument's layout: with a stride of 0 or overlapping
+    // strides some elements share an address, and the kernel reads what the
+    // buffer holds, so the reference must see the same values.
+    if (auto s = graph.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), TirDialect::kStrideAttr)) {
+      std::optional<llvm::SmallVector<int64_t>> strides = parseStrideString(s.getValue(), nullptr);
+      if (strides && llvm::none_of(*strides, [](int64_t v) { return mlir::ShapedType::isDynamic(v); })) {
+        x = ThroughLayout(x, std::vector<int64_t>(strides->begin(), strides->end()));
       }
     }
+    inputs.push_back(std::move(x));
   }
   return inputs;
 }

@@ -29,6 +29,14 @@ absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Te
 // the reshape regroups). Tensors are seeded from `seed` upwards.
 std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed);
 
+// Whether evaluating `graph` on inputs from SampleInputs(graph, extent, ...)
+// fits this machine: every value the interpreter holds (8 bytes an element)
+// and the buffers a launch needs, against TIR_VERIFY_MEMORY_BYTES or, when
+// unset, half the physical memory. Errors: RESOURCE_EXHAUSTED with reason
+// LIMIT_EXCEEDED naming the element count, the bytes and the limit, so a
+// graph too large to verify here is refused at once.
+absl::Status CheckVerificationFits(GraphOp graph, int64_t extent);
+
 // The dtype of an MLIR element type (must be a tir element type or index).
 DType DTypeOf(mlir::Type elementOrScalar);
 

@@ -1,5 +1,6 @@
 #include "compiler/reference/Tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -85,6 +86,14 @@ double RoundToFloat(double v, DType d) {
   llvm::APFloat x(v);
   bool lost = false;
   x.convert(*sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+  if (d == tir::v1::DTYPE_F8E4M3FN || d == tir::v1::DTYPE_F8E5M2) {
+    // 8-bit floats saturate, as PTX's cvt.rn.satfinite does: past the largest
+    // finite value (infinity included) is the largest finite value; NaN stays.
+    if (std::isnan(v)) return std::numeric_limits<double>::quiet_NaN();
+    if (x.isInfinity() || x.isNaN()) {
+      return std::copysign(d == tir::v1::DTYPE_F8E4M3FN ? 448.0 : 57344.0, v);
+    }
+  }
   x.convert(llvm::APFloat::IEEEdouble(), llvm::APFloat::rmNearestTiesToEven, &lost);
   return x.convertToDouble();
 }
@@ -154,7 +163,8 @@ void Tensor::SetF(int64_t k, double v) {
     }
     return;
   }
-  if (dtype == tir::v1::DTYPE_I1) { f[k] = (v != 0 && !std::isnan(v)) ? 1.0 : 0.0; return; }
+  // To i1: non-zero is true, and so is NaN (it is not zero).
+  if (dtype == tir::v1::DTYPE_I1) { f[k] = v != 0 ? 1.0 : 0.0; return; }
   f[k] = RoundToFloat(v, dtype);
 }
 
@@ -220,6 +230,34 @@ void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data) 
     }
     StoreBits(base + off * bytes, bits, bytes);
   });
+}
+
+Tensor ThroughLayout(const Tensor &t, const std::vector<int64_t> &strides) {
+  std::vector<uint8_t> buffer(std::max<int64_t>(1, BufferBytes(t.dtype, t.shape, strides)), 0);
+  ToBuffer(t, strides, buffer.data());
+  Tensor out = FromBuffer(t.dtype, t.shape, strides, buffer.data());
+  out.scalar = t.scalar;
+  return out;
+}
+
+Tensor AsStored(const Tensor &t, const std::vector<int64_t> &strides) {
+  if (strides.size() != t.shape.size() || std::none_of(strides.begin(), strides.end(), [](int64_t s) { return s == 0; })) {
+    return t;
+  }
+  Tensor out = t;
+  const std::vector<int64_t> dense = RowMajorStrides(t.shape);
+  const int64_t n = t.NumElements();
+  for (int64_t k = 0; k < n; ++k) {
+    // k's index with every stride-0 dimension set to 0.
+    int64_t rem = k, src = 0;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const int64_t i = dense[d] ? rem / dense[d] : 0;
+      rem -= i * dense[d];
+      if (strides[d] != 0) src += i * dense[d];
+    }
+    if (out.UsesInts()) out.SetI(k, t.GetI(src)); else out.SetF(k, t.GetF(src));
+  }
+  return out;
 }
 
 int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,

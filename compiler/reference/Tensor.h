@@ -66,6 +66,16 @@ Tensor FromBuffer(DType dtype, const std::vector<int64_t> &shape,
 // Writes `t` into a buffer laid out with `strides` (empty: row-major).
 void ToBuffer(const Tensor &t, const std::vector<int64_t> &strides, void *data);
 
+// `t` as it reads back after being written through `strides`: where strides
+// make elements share an address (0, or overlapping), the last write wins.
+Tensor ThroughLayout(const Tensor &t, const std::vector<int64_t> &strides);
+
+// What a buffer laid out with `strides` holds of `t`: along a dimension of
+// stride 0 only the element at index 0 is stored (tir's definition of a
+// result with a stride-0 dimension), so every element there reads as it.
+// This is what verification compares a kernel's output with.
+Tensor AsStored(const Tensor &t, const std::vector<int64_t> &strides);
+
 // Size in bytes a buffer with `shape` and `strides` spans.
 int64_t BufferBytes(DType dtype, const std::vector<int64_t> &shape,
                     const std::vector<int64_t> &strides);

@@ -20,16 +20,28 @@ tir::v1::TensorRef Ref(tir::v1::TensorRef::Kind kind, uint32_t index) {
   return r;
 }
 
-// The type of a graph-level tensor, with a graph input's static strides.
-absl::StatusOr<tir::v1::TensorType> TypeOf(mlir::Value v, GraphOp graph) {
+// The type of a graph-level tensor with what the graph declares of its
+// memory (strides with their divisibility hints, alignment): `attrs` are the
+// input's or output's signature attributes (null for an intermediate).
+absl::StatusOr<tir::v1::TensorType> TypeOf(mlir::Value v, mlir::DictionaryAttr attrs) {
   TIR_ASSIGN_OR_RETURN(tir::v1::TensorType t, ExportType(v.getType()));
-  if (auto arg = v.dyn_cast<mlir::BlockArgument>(); arg && arg.getOwner() == &graph.getBodyBlock()) {
-    if (auto s = graph.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "tir.stride")) {
-      if (auto parsed = parseStrideString(s.getValue(), nullptr)) {
-        for (int64_t x : *parsed) t.add_strides(mlir::ShapedType::isDynamic(x) ? -1 : x);
+  if (!attrs) return t;
+  if (auto s = attrs.getAs<mlir::StringAttr>(TirDialect::kStrideAttr)) {
+    if (std::optional<StrideSpec> spec = parseStrideSpec(s.getValue(), nullptr)) {
+      bool hints = false;
+      for (size_t i = 0; i < spec->strides.size(); ++i) {
+        const bool dynamic = mlir::ShapedType::isDynamic(spec->strides[i]);
+        t.add_strides(dynamic ? -1 : spec->strides[i]);
+        hints |= dynamic && spec->divisors[i] > 1;
+      }
+      if (hints) {
+        for (size_t i = 0; i < spec->strides.size(); ++i) {
+          t.add_stride_divisors(mlir::ShapedType::isDynamic(spec->strides[i]) ? spec->divisors[i] : 0);
+        }
       }
     }
   }
+  if (auto a = attrs.getAs<mlir::IntegerAttr>(TirDialect::kAlignmentAttr)) t.set_alignment(a.getInt());
   return t;
 }
 
@@ -91,18 +103,18 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
   tir::v1::KernelBundle sig;
   for (mlir::BlockArgument a : graph.getBodyBlock().getArguments()) {
     refs[mlir::Value(a).getAsOpaquePointer()] = Ref(tir::v1::TensorRef::INPUT, a.getArgNumber());
-    TIR_ASSIGN_OR_RETURN(*sig.add_inputs(), TypeOf(a, graph));
+    TIR_ASSIGN_OR_RETURN(*sig.add_inputs(), TypeOf(a, graph.getArgAttrDict(a.getArgNumber())));
   }
   auto results = llvm::cast<ResultsOp>(graph.getBodyBlock().getTerminator());
   for (auto [j, v] : llvm::enumerate(results.getValues())) {
     refs.emplace(v.getAsOpaquePointer(), Ref(tir::v1::TensorRef::OUTPUT, j));
-    TIR_ASSIGN_OR_RETURN(*sig.add_outputs(), TypeOf(v, graph));
+    TIR_ASSIGN_OR_RETURN(*sig.add_outputs(), TypeOf(v, graph.getResultAttrDict(j)));
   }
   for (const planning::Kernel &k : planned.partition.kernels) {
     for (mlir::Value v : k.outputs) {
       if (refs.count(v.getAsOpaquePointer())) continue;
       refs[v.getAsOpaquePointer()] = Ref(tir::v1::TensorRef::INTERMEDIATE, sig.intermediates_size());
-      TIR_ASSIGN_OR_RETURN(*sig.add_intermediates(), TypeOf(v, graph));
+      TIR_ASSIGN_OR_RETURN(*sig.add_intermediates(), TypeOf(v, nullptr));
     }
   }
   if (signature != nullptr) {

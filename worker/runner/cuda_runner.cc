@@ -72,7 +72,7 @@ absl::Status CudaRunner::Prepare(const tir::v1::WorkItem &item) {
   buffers_.assign(sets, {});
   for (auto &set : buffers_) {
     for (int b = 0; b < host_->buffer_count(); ++b) {
-      const std::vector<uint8_t> &h = host_->buffer(0, b);
+      const codegen::HostLaunch::Bytes &h = host_->buffer(0, b);
       CUdeviceptr p = 0;
       TIR_RETURN_IF_ERROR(driver_->Check(api.cuMemAlloc(&p, h.size()), "cuMemAlloc"));
       set.push_back(p);
@@ -152,7 +152,7 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
   if (absl::Status s = driver_->Check(api.cuCtxSynchronize(), "running the kernel"); !s.ok()) return Fault(index, s);
   if (item.policy().verify()) {
     for (size_t b : host_->output_buffers()) {
-      std::vector<uint8_t> &h = host_->buffer(0, b);
+      codegen::HostLaunch::Bytes &h = host_->buffer(0, b);
       if (absl::Status s = driver_->Check(api.cuMemcpyDtoH(h.data(), buffers_[0][b], h.size()), "cuMemcpyDtoH"); !s.ok()) {
         return Fault(index, s);
       }

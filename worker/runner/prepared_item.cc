@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/LaunchContract.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/reference/Interpreter.h"
 #include "compiler/support/status.h"
@@ -27,6 +28,7 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
   GraphOp kernel = p->loaded.graph;
   TIR_ASSIGN_OR_RETURN(p->field_names, codegen::ArgumentFieldNames(kernel));
   const uint64_t seed = item.policy().seed() ? item.policy().seed() : 1;
+  TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 1));
   p->inputs = reference::SampleInputs(kernel, 1, seed);
   std::vector<bool> hinted(p->inputs.size(), false);
   for (const tir::v1::ShapeHint &h : item.shapes()) {
@@ -48,6 +50,10 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     }
   }
   TIR_ASSIGN_OR_RETURN(p->expected, reference::Evaluate(kernel, p->inputs));
+  for (size_t o = 0; o < p->expected.size(); ++o) {  // a stride-0 output dim stores index 0 only
+    p->expected[o] = reference::AsStored(
+        p->expected[o], codegen::LayoutStrides(p->expected[o].shape, codegen::ContractOf(kernel.getResultAttrDict(o))));
+  }
   return p;
 }
 

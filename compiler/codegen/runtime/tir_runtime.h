@@ -54,7 +54,8 @@ static thread_local tir_dim3 blockDim = {1, 1, 1};
 static thread_local tir_dim3 gridDim = {1, 1, 1};
 using std::sqrt; using std::exp; using std::log; using std::sin; using std::cos; using std::tan;
 using std::erf; using std::tanh; using std::atan2; using std::pow; using std::floor; using std::ceil;
-using std::fabs; using std::fmod; using std::log1p; using std::isnan;
+using std::fabs; using std::fmod; using std::log1p; using std::isnan; using std::isinf;
+using std::rint; using std::frexp; using std::ldexp; using std::signbit;
 #endif
 
 // ---- storage types ---------------------------------------------------------
@@ -126,8 +127,166 @@ TIR_FN tir_f16 tir_to_f16(float f) {
 TIR_FN float tir_round_bf16(float f) { return tir_from_bf16(tir_to_bf16(f)); }
 TIR_FN float tir_round_f16(float f) { return tir_from_f16(tir_to_f16(f)); }
 
+// 8-bit floats (OCP FP8): f8E4M3FN (bias 7, no infinities, S.1111.111 is
+// NaN, largest finite 448) and f8E5M2 (bias 15, IEEE-style infinities and
+// NaNs, largest finite 57344). Conversions to them round to nearest even and
+// saturate as PTX's cvt.rn.satfinite does: a magnitude past the largest
+// finite value, infinity included, becomes the largest finite value of its
+// sign; NaN stays NaN.
+struct tir_f8e4m3 { tir_u8 bits; };
+struct tir_f8e5m2 { tir_u8 bits; };
+
+TIR_FN float tir_decode_f8(tir_u8 bits, int mbits, int bias, bool ieee_specials) {
+  const int e = (bits & 0x7f) >> mbits, m = bits & ((1 << mbits) - 1);
+  const int emax = (1 << (7 - mbits)) - 1;
+  const bool negative = (bits & 0x80) != 0;
+  float mag;
+  if (ieee_specials && e == emax) {
+    mag = m == 0 ? TIR_INF : TIR_NAN;
+  } else if (!ieee_specials && e == emax && m == (1 << mbits) - 1) {
+    mag = TIR_NAN;
+  } else if (e == 0) {
+    mag = ldexp((float)m, 1 - bias - mbits);
+  } else {
+    mag = ldexp((float)(m + (1 << mbits)), e - bias - mbits);
+  }
+  return negative ? -mag : mag;
+}
+
+template <typename T>
+TIR_FN tir_u8 tir_encode_f8(T x, int mbits, int bias, tir_u8 max_finite, tir_u8 nan_bits) {
+  if (isnan(x)) return nan_bits;
+  const tir_u8 sign = signbit(x) ? 0x80 : 0;
+  const T a = fabs(x);
+  if (a == (T)0) return sign;
+  if (isinf(a)) return (tir_u8)(sign | max_finite);
+  int e2 = 0;
+  (void)frexp(a, &e2);
+  int exp = e2 - 1;  // a = 1.f * 2^exp
+  const int emin = 1 - bias;
+  // Scale so the kept bits are the integer part (exact: a power of two),
+  // then round half to even.
+  T q = rint(ldexp(a, mbits - (exp < emin ? emin : exp)));
+  int code;
+  if (exp < emin) {
+    code = (int)q;  // subnormal; q == 2^mbits is the smallest normal
+  } else {
+    if (q >= (T)(2 << mbits)) {
+      ++exp;
+      q = q / (T)2;
+    }
+    // Past the format's exponent range the code exceeds max_finite below.
+    code = ((exp + bias) << mbits) | ((int)q - (1 << mbits));
+  }
+  if (code > max_finite) code = max_finite;
+  return (tir_u8)(sign | code);
+}
+
+TIR_FN float tir_from_f8e4m3(tir_f8e4m3 v) { return tir_decode_f8(v.bits, 3, 7, false); }
+TIR_FN float tir_from_f8e5m2(tir_f8e5m2 v) { return tir_decode_f8(v.bits, 2, 15, true); }
+template <typename T> TIR_FN tir_f8e4m3 tir_to_f8e4m3(T x) { tir_f8e4m3 r; r.bits = tir_encode_f8(x, 3, 7, 0x7e, 0x7f); return r; }
+template <typename T> TIR_FN tir_f8e5m2 tir_to_f8e5m2(T x) { tir_f8e5m2 r; r.bits = tir_encode_f8(x, 2, 15, 0x7b, 0x7e); return r; }
+template <typename T> TIR_FN float tir_round_f8e4m3(T x) { return tir_from_f8e4m3(tir_to_f8e4m3(x)); }
+template <typename T> TIR_FN float tir_round_f8e5m2(T x) { return tir_from_f8e5m2(tir_to_f8e5m2(x)); }
+
+// ---- reduce_ud bodies: arith ops on scalars (compiler/ir/ReduceBody.h) -----
+// Integers are bit patterns of their width w, zero-extended in a tir_u64;
+// each op reads them as signed or unsigned. Results MLIR leaves undefined
+// are defined as in compiler/reference/ScalarArith.cpp: division or remainder
+// by zero is 0, INT_MIN / -1 wraps, shifts by w or more give 0 (or the sign).
+
+TIR_FN tir_u64 tir_bits(tir_u64 v, int w) { return w >= 64 ? v : (v & ((1ull << w) - 1)); }
+TIR_FN tir_i64 tir_sbits(tir_u64 v, int w) {
+  return w >= 64 ? (tir_i64)v : (tir_i64)(v << (64 - w)) >> (64 - w);
+}
+TIR_FN tir_u64 tir_arith_divsi(tir_u64 a, tir_u64 b, int w) {
+  const tir_i64 x = tir_sbits(a, w), y = tir_sbits(b, w);
+  if (y == 0) return 0;
+  if (y == -1) return tir_bits(0ull - a, w);
+  return tir_bits((tir_u64)(x / y), w);
+}
+TIR_FN tir_u64 tir_arith_divround(tir_u64 a, tir_u64 b, int w, bool ceil_) {
+  const tir_i64 x = tir_sbits(a, w), y = tir_sbits(b, w);
+  if (y == 0) return 0;
+  if (y == -1) return tir_bits(0ull - a, w);
+  const tir_i64 q = x / y, r = x % y;
+  const bool negative = (r < 0) != (y < 0);
+  if (ceil_) return tir_bits((tir_u64)(q + (r != 0 && !negative ? 1 : 0)), w);
+  return tir_bits((tir_u64)(q - (r != 0 && negative ? 1 : 0)), w);
+}
+TIR_FN tir_u64 tir_arith_remsi(tir_u64 a, tir_u64 b, int w) {
+  const tir_i64 x = tir_sbits(a, w), y = tir_sbits(b, w);
+  if (y == 0 || y == -1) return 0;
+  return tir_bits((tir_u64)(x % y), w);
+}
+TIR_FN tir_u64 tir_arith_divui(tir_u64 a, tir_u64 b) { return b == 0 ? 0 : a / b; }
+TIR_FN tir_u64 tir_arith_ceildivui(tir_u64 a, tir_u64 b) { return b == 0 ? 0 : a / b + (a % b != 0); }
+TIR_FN tir_u64 tir_arith_remui(tir_u64 a, tir_u64 b) { return b == 0 ? 0 : a % b; }
+TIR_FN tir_u64 tir_arith_maxsi(tir_u64 a, tir_u64 b, int w) { return tir_sbits(a, w) > tir_sbits(b, w) ? a : b; }
+TIR_FN tir_u64 tir_arith_minsi(tir_u64 a, tir_u64 b, int w) { return tir_sbits(a, w) < tir_sbits(b, w) ? a : b; }
+TIR_FN tir_u64 tir_arith_shli(tir_u64 a, tir_u64 b, int w) { return b >= (tir_u64)w ? 0 : tir_bits(a << b, w); }
+TIR_FN tir_u64 tir_arith_shrui(tir_u64 a, tir_u64 b, int w) { return b >= (tir_u64)w ? 0 : a >> b; }
+TIR_FN tir_u64 tir_arith_shrsi(tir_u64 a, tir_u64 b, int w) {
+  return tir_bits((tir_u64)(tir_sbits(a, w) >> (b >= (tir_u64)w ? w - 1 : (int)b)), w);
+}
+// `pred` is MLIR's arith::CmpFPredicate / CmpIPredicate value.
+TIR_FN tir_u64 tir_arith_cmpf(double a, double b, int pred) {
+  const bool u = isnan(a) || isnan(b);
+  switch (pred) {
+    case 0: return 0;
+    case 1: return !u && a == b;
+    case 2: return !u && a > b;
+    case 3: return !u && a >= b;
+    case 4: return !u && a < b;
+    case 5: return !u && a <= b;
+    case 6: return !u && a != b;
+    case 7: return !u;
+    case 8: return u || a == b;
+    case 9: return u || a > b;
+    case 10: return u || a >= b;
+    case 11: return u || a < b;
+    case 12: return u || a <= b;
+    case 13: return u || a != b;
+    case 14: return u;
+    default: return 1;
+  }
+}
+TIR_FN tir_u64 tir_arith_cmpi(tir_u64 a, tir_u64 b, int w, int pred) {
+  const tir_i64 x = tir_sbits(a, w), y = tir_sbits(b, w);
+  switch (pred) {
+    case 0: return a == b;
+    case 1: return a != b;
+    case 2: return x < y;
+    case 3: return x <= y;
+    case 4: return x > y;
+    case 5: return x >= y;
+    case 6: return a < b;
+    case 7: return a <= b;
+    case 8: return a > b;
+    default: return a >= b;
+  }
+}
+// Float to integer: NaN is 0, truncate toward zero, saturate to the range.
+TIR_FN tir_u64 tir_arith_fptoi(double v, int w, bool is_signed) {
+  if (isnan(v)) return 0;
+  const double t = v < 0 ? ceil(v) : floor(v);
+  if (is_signed) {
+    const double hi = ldexp(1.0, w - 1);
+    if (t <= -hi) return tir_bits((tir_u64)(-1ll) << (w - 1), w);
+    if (t >= hi) return tir_bits((1ull << (w - 1)) - 1, w);
+    return tir_bits((tir_u64)(tir_i64)t, w);
+  }
+  if (t <= 0) return 0;
+  if (t >= ldexp(1.0, w)) return tir_bits(~0ull, w);
+  return (tir_u64)t;
+}
+template <typename T> TIR_FN T tir_arith_maxf(T a, T b) { return (isnan(a) || isnan(b)) ? (T)TIR_NAN : (a > b ? a : b); }
+template <typename T> TIR_FN T tir_arith_minf(T a, T b) { return (isnan(a) || isnan(b)) ? (T)TIR_NAN : (a < b ? a : b); }
+
 // ---- scalar math (see compiler/reference/Elementwise.h) --------------------
 
+// mul_no_zeros: a zero (+0 or -0) counts as 1; NaN is not a zero.
+template <typename T> TIR_FN T tir_nonzero_or_one(T x) { return x == (T)0 ? (T)1 : x; }
 template <typename T> TIR_FN T tir_max(T a, T b) { return a > b ? a : b; }
 template <typename T> TIR_FN T tir_min(T a, T b) { return a < b ? a : b; }
 TIR_FN float tir_fmax(float a, float b) { return (isnan(a) || isnan(b)) ? TIR_NAN : (a > b ? a : b); }
@@ -204,6 +363,22 @@ TIR_FN void tir_load_run(const T *p, tir_i64 stride, T *out) {
     return;
   }
   for (int v = 0; v < N; ++v) out[v] = p[v * stride];
+}
+
+// The same when the graph's declarations prove unit stride and alignment
+// (the launcher checks them): one wide access, no run-time test.
+template <int N, typename T>
+TIR_FN void tir_load_run_aligned(const T *p, T *out) {
+  typedef tir_chunk<N * (int)sizeof(T)> C;
+  const C c = *reinterpret_cast<const C *>(p);
+  tir_copy_bytes(out, &c, sizeof(C));
+}
+template <int N, typename T>
+TIR_FN void tir_store_run_aligned(T *p, const T *in) {
+  typedef tir_chunk<N * (int)sizeof(T)> C;
+  C c;
+  tir_copy_bytes(&c, in, sizeof(C));
+  *reinterpret_cast<C *>(p) = c;
 }
 
 // Writes N elements as tir_load_run reads them.
