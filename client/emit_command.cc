@@ -130,10 +130,7 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 8));
     std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
-    for (size_t o = 0; o < want.size(); ++o) {  // a stride-0 output dim stores index 0 only
-      want[o] = reference::AsStored(
-          want[o], codegen::LayoutStrides(want[o].shape, codegen::ContractOf(kernel.getResultAttrDict(o))));
-    }
+    want = codegen::AsStoredOutputs(kernel, std::move(want));  // a stride-0 output dim stores index 0 only
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, codegen::RunOnHost(kernel, emitted, *built, inputs));
     for (size_t o = 0; o < want.size(); ++o) {
       const double err = reference::RelativeL2Error(got[o], want[o]);

@@ -7,6 +7,7 @@
 #include "absl/strings/substitute.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/LaunchContract.h"
 #include "compiler/codegen/testing/CodegenCorpus.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
@@ -63,6 +64,7 @@ TEST_P(HostCodegenTest, EveryKernelAndSeveralCandidatesMatchTheInterpreter) {
     }
     auto want = reference::Evaluate(kernel, inputs);
     ASSERT_TRUE(want.ok()) << want.status();
+    *want = AsStoredOutputs(kernel, *std::move(want));
     for (size_t pick : picks) {
       SCOPED_TRACE(absl::StrCat(GetParam().name, " kernel ", k, " candidate #", pick));
       auto emitted = EmitKernel(kernel, space[pick].params);
@@ -152,6 +154,7 @@ tir.graph @g(%a: tensor<100x72xbf16>, %b: tensor<72x$0xbf16>) -> tensor<100x$0xf
     std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 1, 5);
     auto want = reference::Evaluate(kernel, inputs);
     ASSERT_TRUE(want.ok()) << want.status();
+    *want = AsStoredOutputs(kernel, *std::move(want));
     for (int64_t stages : {2, 3, 4}) {
       SCOPED_TRACE(absl::StrCat("N ", n, " stages ", stages, " group_m ", stages - 1));
       const std::map<std::string, int64_t> params = {{"block_m", 32}, {"block_n", 16}, {"block_k", 32},

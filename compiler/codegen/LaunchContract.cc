@@ -86,4 +86,11 @@ absl::Status CheckLaunchContract(const LayoutContract &contract, const void *poi
   return absl::OkStatus();
 }
 
+std::vector<reference::Tensor> AsStoredOutputs(GraphOp kernel, std::vector<reference::Tensor> outputs) {
+  for (size_t o = 0; o < outputs.size() && o < kernel.getNumResults(); ++o) {
+    outputs[o] = reference::AsStored(outputs[o], LayoutStrides(outputs[o].shape, ContractOf(kernel.getResultAttrDict(o))));
+  }
+  return outputs;
+}
+
 }  // namespace tir::codegen

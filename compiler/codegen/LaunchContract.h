@@ -18,6 +18,8 @@
 
 #include "absl/status/status.h"
 #include "compiler/ir/StrideAttr.h"
+#include "compiler/ir/TirDialect.h"
+#include "compiler/reference/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "tir/v1/graph.pb.h"
 
@@ -47,6 +49,10 @@ std::vector<int64_t> LayoutStrides(const std::vector<int64_t> &shape, const Layo
 absl::Status CheckLaunchContract(const LayoutContract &contract, const void *pointer,
                                  const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
                                  bool output, const std::string &what);
+
+// The reference outputs of `kernel` as its output buffers hold them: along
+// a dimension the graph declares with stride 0 only index 0 is stored.
+std::vector<reference::Tensor> AsStoredOutputs(GraphOp kernel, std::vector<reference::Tensor> outputs);
 
 }  // namespace tir::codegen
 

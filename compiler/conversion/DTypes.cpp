@@ -27,6 +27,10 @@ mlir::Type ToMlirType(DType dtype, mlir::MLIRContext *ctx) {
     case tir::v1::DTYPE_INDEX: return b.getIndexType();
     case tir::v1::DTYPE_F8E4M3FN: return b.getFloat8E4M3FNType();
     case tir::v1::DTYPE_F8E5M2: return b.getFloat8E5M2Type();
+    case tir::v1::DTYPE_I8: return b.getIntegerType(8);
+    case tir::v1::DTYPE_I16: return b.getIntegerType(16);
+    case tir::v1::DTYPE_I32: return b.getIntegerType(32);
+    case tir::v1::DTYPE_I64: return b.getIntegerType(64);
     default: return {};
   }
 }
@@ -42,7 +46,15 @@ std::optional<DType> ToDType(mlir::Type t) {
   auto i = t.dyn_cast<mlir::IntegerType>();
   if (!i) return std::nullopt;
   if (i.getWidth() == 1 && i.isSignless()) return tir::v1::DTYPE_I1;
-  if (i.isSignless()) return std::nullopt;
+  if (i.isSignless()) {
+    switch (i.getWidth()) {
+      case 8: return tir::v1::DTYPE_I8;
+      case 16: return tir::v1::DTYPE_I16;
+      case 32: return tir::v1::DTYPE_I32;
+      case 64: return tir::v1::DTYPE_I64;
+      default: return std::nullopt;
+    }
+  }
   const bool s = i.isSigned();
   switch (i.getWidth()) {
     case 8: return s ? tir::v1::DTYPE_SI8 : tir::v1::DTYPE_UI8;
@@ -71,6 +83,10 @@ const char *DTypeName(DType dtype) {
     case tir::v1::DTYPE_INDEX: return "index";
     case tir::v1::DTYPE_F8E4M3FN: return "f8E4M3FN";
     case tir::v1::DTYPE_F8E5M2: return "f8E5M2";
+    case tir::v1::DTYPE_I8: return "i8";
+    case tir::v1::DTYPE_I16: return "i16";
+    case tir::v1::DTYPE_I32: return "i32";
+    case tir::v1::DTYPE_I64: return "i64";
     default: return "unspecified";
   }
 }

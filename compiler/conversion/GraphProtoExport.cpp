@@ -58,6 +58,9 @@ class Exporter {
       TIR_ASSIGN_OR_RETURN((*out.mutable_attributes())[n.str()], ExportAttribute(a.getValue()));
     }
     auto results = llvm::cast<ResultsOp>(block.getTerminator());
+    for (mlir::NamedAttribute a : results->getAttrs()) {
+      TIR_ASSIGN_OR_RETURN((*out.mutable_results_attributes())[a.getName().str()], ExportAttribute(a.getValue()));
+    }
     for (auto [i, value] : llvm::enumerate(results.getValues())) {
       tir::v1::Output *o = out.add_outputs();
       o->set_value(ids_.lookup(value));

@@ -95,7 +95,17 @@ class Importer {
       outputs.push_back(it->second);
       outputTypes.push_back(it->second.getType());
     }
-    builder_.create<ResultsOp>(Loc("results"), outputs);
+    auto resultsOp = builder_.create<ResultsOp>(Loc("results"), outputs);
+    {
+      std::vector<std::string> keys;
+      for (const auto &[k, unused] : g.results_attributes()) keys.push_back(k);
+      std::sort(keys.begin(), keys.end());
+      for (const std::string &k : keys) {
+        TIR_RETURN_IF_ERROR(CheckAttributeName(k, "the results"));
+        TIR_ASSIGN_OR_RETURN(mlir::Attribute a, ImportAttribute(g.results_attributes().at(k), k, ctx_, "the results"));
+        resultsOp->setAttr(k, a);
+      }
+    }
     graph.setFunctionTypeAttr(mlir::TypeAttr::get(builder_.getFunctionType(inputTypes, outputTypes)));
     for (int i = 0; i < g.outputs_size(); ++i) {
       TIR_RETURN_IF_ERROR(SetSignatureAttrs(

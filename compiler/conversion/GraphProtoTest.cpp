@@ -52,8 +52,8 @@ TEST_F(GraphProtoTest, CorpusCoversEveryOpKind) {
   }
 }
 
-TEST_F(GraphProtoTest, MlirProtoMlirIsLosslessForEveryGraph) {
-  for (GraphOp graph : corpus_->getOps<GraphOp>()) {
+void CheckLossless(mlir::ModuleOp module, mlir::MLIRContext *ctx) {
+  for (GraphOp graph : module.getOps<GraphOp>()) {
     SCOPED_TRACE(graph.getSymName().str());
     // A stitching graph refers to kernel graphs, which one wire graph cannot carry.
     if (!graph.getBodyBlock().getOps<LaunchOp>().empty()) continue;
@@ -62,7 +62,7 @@ TEST_F(GraphProtoTest, MlirProtoMlirIsLosslessForEveryGraph) {
     // Through the wire bytes, as a client would send it.
     tir::v1::Graph wire;
     ASSERT_TRUE(wire.ParseFromString(proto->SerializeAsString()));
-    absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> back = ImportGraph(wire, ctx_.get());
+    absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> back = ImportGraph(wire, ctx);
     ASSERT_TRUE(back.ok()) << back.status();
     GraphOp imported = *(*back)->getOps<GraphOp>().begin();
     EXPECT_EQ(Print(graph), Print(imported));
@@ -74,6 +74,33 @@ TEST_F(GraphProtoTest, MlirProtoMlirIsLosslessForEveryGraph) {
     d.ReportDifferencesToString(&diff);
     EXPECT_TRUE(d.Compare(*proto, *again)) << diff;
   }
+}
+
+TEST_F(GraphProtoTest, MlirProtoMlirIsLosslessForEveryGraph) { CheckLossless(*corpus_, ctx_.get()); }
+
+// TensorIR's constructs (graph tile attributes, stride hints, alignment,
+// analysis attributes and layout sources, stride 0, 8-bit floats, reduce_ud
+// bodies over signless integers) survive the wire both ways.
+TEST_F(GraphProtoTest, TensorIrConstructsAreLossless) {
+  mlir::OwningOpRef<mlir::ModuleOp> m = parseTirModule(ReadFile("tests/graphs/tensorir_constructs.mlir"), ctx_.get());
+  ASSERT_TRUE(m);
+  CheckLossless(*m, ctx_.get());
+  GraphOp layouts;
+  for (GraphOp g : m->getOps<GraphOp>()) {
+    if (g.getSymName() == "layouts") layouts = g;
+  }
+  ASSERT_TRUE(layouts);
+  absl::StatusOr<tir::v1::Graph> proto = ExportGraph(layouts);
+  ASSERT_TRUE(proto.ok());
+  // The divisibility hint is a field of the wire type, not a string.
+  EXPECT_THAT(proto->inputs(0).type().strides(), ::testing::ElementsAre(-1, 1));
+  EXPECT_THAT(proto->inputs(0).type().stride_divisors(), ::testing::ElementsAre(8, 0));
+  EXPECT_THAT(proto->outputs(1).strides(), ::testing::ElementsAre(0, 1));
+  // Stride hints on a static stride are refused on import.
+  tir::v1::Graph bad = *proto;
+  bad.mutable_inputs(1)->mutable_type()->add_stride_divisors(4);
+  bad.mutable_inputs(1)->mutable_type()->add_stride_divisors(0);
+  EXPECT_THAT(std::string(ImportGraph(bad, ctx_.get()).status().message()), HasSubstr("hints on static stride 0"));
 }
 
 TEST_F(GraphProtoTest, NamesSurviveProtoMlirProto) {

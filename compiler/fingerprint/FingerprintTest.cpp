@@ -67,6 +67,39 @@ nv_tensor_ir.graph @g(%x: tensor<4x8xf32> {nv_tensor_ir.stride = "(8,1)"}, %b: t
 )mlir"));
 }
 
+// TensorIR's analysis annotations and the spelling of a stride string change
+// nothing computed; a divisibility hint, an alignment and the user's tile do
+// (kernels rely on the first two; the tile picks the default answer).
+TEST_F(FingerprintTest, IgnoresAnalysisAttributesButNotLayoutPromisesOrTiles) {
+  auto graph = [](const std::string &argAttrs, const std::string &opAttrs, const std::string &graphAttrs) {
+    return "nv_tensor_ir.graph @g(%x: tensor<8x?xf32> " + argAttrs + ") -> tensor<8x?xf32> " + graphAttrs +
+           " {\n  %y = exp %x " + opAttrs + " : tensor<8x?xf32>\n  results %y : tensor<8x?xf32>\n}\n";
+  };
+  const std::string plain = Fp(graph("{nv_tensor_ir.stride = \"(?{div=8},1)\"}", "", ""));
+  EXPECT_EQ(plain, Fp(graph("{nv_tensor_ir.stride = \"( ? { div = 8 } , 1 )\"}", "", "")));
+  EXPECT_EQ(plain, Fp(graph("{nv_tensor_ir.stride = \"(?{div=8},1)\", nv_tensor_ir.iter_space_ids = array<i32: 0>, "
+                            "nv_tensor_ir.iter_space_map = affine_map<(d0, d1) -> (d0, d1)>, nv_tensor_ir.cost = 2 : i32, "
+                            "nv_tensor_ir.iter_space_dim_domains = #nv_tensor_ir<iter_space_dim_domains[undef, def]>}",
+                            "{nv_tensor_ir.iter_space_id = 0 : i32, layout = #nv_tensor_ir.tensor_source<0, 0, \"(8,?):(?,1)\">}",
+                            "")));
+  EXPECT_NE(plain, Fp(graph("{nv_tensor_ir.stride = \"(?,1)\"}", "", "")));
+  EXPECT_NE(plain, Fp(graph("{nv_tensor_ir.stride = \"(?{div=16},1)\"}", "", "")));
+  EXPECT_NE(plain, Fp(graph("{nv_tensor_ir.stride = \"(?{div=8},1)\", nv_tensor_ir.alignment = 64}", "", "")));
+  const std::string tiled = Fp(graph("{nv_tensor_ir.stride = \"(?{div=8},1)\"}", "", "attributes {tile_size = array<i32: 64>}"));
+  EXPECT_NE(plain, tiled);
+  EXPECT_NE(tiled, Fp(graph("{nv_tensor_ir.stride = \"(?{div=8},1)\"}", "", "attributes {tile_size = array<i32: 128>}")));
+}
+
+TEST_F(FingerprintTest, MeanIsAvg) {
+  const std::string r = "tir.graph @g(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {\n"
+                        "  %s = reduce(%x)<dimensions = [1], reduction_mode = <MODE>> : tensor<4x8xf32> -> tensor<4x1xf32>\n"
+                        "  results %s : tensor<4x1xf32>\n}\n";
+  auto with = [&](const std::string &mode) { return std::string(r).replace(r.find("MODE"), 4, mode); };
+  EXPECT_EQ(Fp(with("mean")), Fp(with("avg")));
+  EXPECT_NE(Fp(with("avg")), Fp(with("add")));
+  EXPECT_NE(Fp(with("mul_no_zeros")), Fp(with("mul")));
+}
+
 TEST_F(FingerprintTest, SurvivesProtoRoundTrip) {
   auto loaded = LoadGraphText(kBase, ctx_.get());
   ASSERT_TRUE(loaded.ok());

@@ -196,6 +196,45 @@ tir.graph @rs(%x: tensor<8x64xf32>) -> tensor<16x1xf32> {
   EXPECT_THAT(p.kernels[0].reason, HasSubstr("reshape remaps"));
 }
 
+TEST_F(PartitionTest, AReductionOrMatmulReadDirectlyAndTransposedIsWrittenOutFirst) {
+  // The "diamond": one kernel cannot index a reduction's (or a matmul's)
+  // result under two maps, so it becomes its own kernel and the pointwise
+  // kernel reads it from memory both ways.
+  Partition r = Check(R"mlir(
+tir.graph @diamond(%in: tensor<32x32xf32> {tir.stride = "(1,32)"}) -> (tensor<32x32xf32> {tir.stride = "(1,32)"}) {
+  %r = reduce(%in)<dimensions = [1], reduction_mode = <add>> : tensor<32x32xf32> -> tensor<32x1xf32>
+  %b = broadcast %r : tensor<32x1xf32> -> tensor<32x32xf32>
+  %t = transpose %b permutation = [1, 0] : tensor<32x32xf32> -> tensor<32x32xf32>
+  %a = add %b, %t : tensor<32x32xf32>
+  results %a : tensor<32x32xf32>
+}
+)mlir", 2, Arch());
+  EXPECT_EQ(r.kernels[0].space.kind, KernelKind::kReduction);
+  EXPECT_EQ(r.kernels[1].space.kind, KernelKind::kPointwise);
+  EXPECT_THAT(r.kernels[0].reason, HasSubstr("read under two different index maps"));
+  Partition m = Check(R"mlir(
+tir.graph @mmdiamond(%in: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %m = matmul(%in, %in) : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  %t = transpose %m permutation = [1, 0] : tensor<16x16xf32> -> tensor<16x16xf32>
+  %a = add %m, %t : tensor<16x16xf32>
+  results %a : tensor<16x16xf32>
+}
+)mlir", 2, Arch());
+  EXPECT_EQ(m.kernels[0].space.kind, KernelKind::kMatmul);
+}
+
+TEST_F(PartitionTest, ADynamicReshapeOfAComputedValueReadsItFromMemory) {
+  Partition p = Check(R"mlir(
+tir.graph @rs(%x: tensor<?x3xf32>, %cols: index) -> tensor<3x?xf32> {
+  %e = exp %x : tensor<?x3xf32>
+  %r = reshape %e dynamic_dims(%cols) : tensor<?x3xf32> -> tensor<3x?xf32>
+  %n = neg %r : tensor<3x?xf32>
+  results %n : tensor<3x?xf32>
+}
+)mlir", 2, Arch(), /*run=*/false);
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("reshape with run-time extents"));
+}
+
 TEST_F(PartitionTest, ReshapeInsidePointwiseChainFuses) {
   Check(R"mlir(
 tir.graph @rs(%x: tensor<8x64xf32>) -> tensor<16x32xf32> {

@@ -161,5 +161,75 @@ TEST_F(PlanTest, EveryArchPlansEveryKind) {
   }
 }
 
+TEST_F(PlanTest, TheGraphsTileBecomesTheDefaultCandidate) {
+  // A pointwise tile of 512 points: blocks of threads x elements_per_thread.
+  PlannedGraph pw = Plan(R"mlir(
+nv_tensor_ir.graph @pw(%x: tensor<64x64xf32>) -> tensor<64x64xf32> attributes {tile_size = array<i32: 8, 64>} {
+  %y = exp %x : tensor<64x64xf32>
+  results %y : tensor<64x64xf32>
+}
+)mlir");
+  const TileCandidate *def = nullptr;
+  for (const TileCandidate &c : pw.spaces[0].kept) {
+    if (c.is_default) def = &c;
+  }
+  ASSERT_NE(def, nullptr);
+  EXPECT_EQ(def->params.at("threads") * def->params.at("elements_per_thread"), 512);
+  EXPECT_THAT(pw.plan.kernels(0).user_tile(), ::testing::HasSubstr("tile_size [8, 64] became the default candidate"));
+  EXPECT_EQ(pw.plan.kernels(0).default_candidate().params().at("threads") *
+                pw.plan.kernels(0).default_candidate().params().at("elements_per_thread"),
+            512);
+  // A reduction's tile is rows a block; reduction_tile_size the chunk of a row.
+  PlannedGraph red = Plan(R"mlir(
+nv_tensor_ir.graph @red(%x: tensor<64x1024xf32>) -> tensor<64x1xf32>
+    attributes {tile_size = array<i32: 4>, reduction_tile_size = 256 : i64} {
+  %s = reduce(%x) <dimensions = [1], reduction_mode = <add>> : tensor<64x1024xf32> -> tensor<64x1xf32>
+  results %s : tensor<64x1xf32>
+}
+)mlir");
+  const auto &rd = red.plan.kernels(0).default_candidate().params();
+  EXPECT_EQ(rd.at("rows_per_block"), 4);
+  EXPECT_EQ(rd.at("threads_per_row") * rd.at("vector_width"), 256);
+  // A matmul's is [batch..., M, N]; tile_candidates[0] counts when there is
+  // no tile_size.
+  PlannedGraph mm = Plan(R"mlir(
+nv_tensor_ir.graph @mm(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>) -> tensor<256x256xf32>
+    attributes {tile_candidates = [array<i32: 64, 128>, array<i32: 32, 32>]} {
+  %c = matmul(%a, %b) : (tensor<256x128xbf16>, tensor<128x256xbf16>) -> tensor<256x256xf32>
+  results %c : tensor<256x256xf32>
+}
+)mlir");
+  const auto &md = mm.plan.kernels(0).default_candidate().params();
+  EXPECT_EQ(md.at("block_m"), 64);
+  EXPECT_EQ(md.at("block_n"), 128);
+  EXPECT_THAT(mm.plan.kernels(0).user_tile(), ::testing::HasSubstr("tile_candidates[0] [64, 128]"));
+  EXPECT_THAT(PlanToText(mm.plan), ::testing::HasSubstr("user tile: tile_candidates[0] [64, 128] became"));
+}
+
+TEST_F(PlanTest, ATileThatCannotRunIsNotHonouredAndSaysWhy) {
+  // A 7-row M tile is not a multiple of mma.sync's 16-row shape on sm_90a.
+  PlannedGraph mm = Plan(R"mlir(
+nv_tensor_ir.graph @mm(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xf32>
+    attributes {tile_size = array<i32: 7, 64>} {
+  %c = matmul(%a, %b) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xf32>
+  results %c : tensor<64x64xf32>
+}
+)mlir");
+  EXPECT_THAT(mm.plan.kernels(0).user_tile(),
+              ::testing::HasSubstr("tile_size [7, 64] is not honoured: tile not a multiple of the mma.sync shape"));
+  EXPECT_NE(mm.plan.kernels(0).default_candidate().params().at("block_m"), 7);
+  // The graph without the tile has the same default.
+  PlannedGraph plain = Plan(R"mlir(
+tir.graph @mm(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xf32> {
+  %c = matmul(%a, %b) : (tensor<64x64xbf16>, tensor<64x64xbf16>) -> tensor<64x64xf32>
+  results %c : tensor<64x64xf32>
+}
+)mlir");
+  const auto &a = mm.plan.kernels(0).default_candidate().params(), &b = plain.plan.kernels(0).default_candidate().params();
+  using Params = std::map<std::string, int64_t>;
+  EXPECT_EQ(Params(a.begin(), a.end()), Params(b.begin(), b.end()));
+  EXPECT_TRUE(plain.plan.kernels(0).user_tile().empty());
+}
+
 }  // namespace
 }  // namespace tir::planning

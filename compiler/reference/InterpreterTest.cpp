@@ -305,6 +305,103 @@ TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
   EXPECT_EQ(graphs, 6);
 }
 
+TEST_F(InterpreterTest, AvgAndMulNoZerosAsTensorIrDefinesThem) {
+  Tensor x = T(F32, {2, 4}, {1, 0, -2, 3, 0, -0.0, 0, 0});
+  const std::string args = "%x: tensor<2x4xf32>";
+  auto reduce = [&](const std::string &mode) {
+    return One(args, "reduce(%x)<dimensions = [1], reduction_mode = <" + mode + ">> : tensor<2x4xf32> -> tensor<2x1xf32>",
+               "tensor<2x1xf32>", {x});
+  };
+  EXPECT_THAT(reduce("avg"), ElementsAre(0.5, 0));
+  EXPECT_THAT(reduce("mean"), ElementsAre(0.5, 0)) << "mean is avg's alias";
+  // Zeros (+0 and -0) are skipped; a row of zeros is the empty product, 1.
+  EXPECT_THAT(reduce("mul_no_zeros"), ElementsAre(-6, 1));
+  EXPECT_THAT(reduce("mul"), ElementsAre(0, 0));
+  Tensor n = T(F32, {1, 3}, {2, NAN, 0});
+  std::vector<double> nan = One("%x: tensor<1x3xf32>",
+                                "reduce(%x)<dimensions = [1], reduction_mode = <mul_no_zeros>> : tensor<1x3xf32> -> "
+                                "tensor<1x1xf32>",
+                                "tensor<1x1xf32>", {n});
+  ASSERT_EQ(nan.size(), 1u);
+  EXPECT_TRUE(std::isnan(nan[0])) << "NaN is not a zero";
+  // Integers: avg truncates toward zero; mul_no_zeros skips exact zeros.
+  Tensor i = I(tir::v1::DTYPE_SI32, {2, 3}, {-7, 0, 2, 0, 0, 5});
+  EXPECT_THAT(One("%x: tensor<2x3xsi32>",
+                  "reduce(%x)<dimensions = [1], reduction_mode = <avg>> : tensor<2x3xsi32> -> tensor<2x1xsi32>",
+                  "tensor<2x1xsi32>", {i}),
+              ElementsAre(-1, 1));
+  EXPECT_THAT(One("%x: tensor<2x3xsi32>",
+                  "reduce(%x)<dimensions = [1], reduction_mode = <mul_no_zeros>> : tensor<2x3xsi32> -> tensor<2x1xsi32>",
+                  "tensor<2x1xsi32>", {i}),
+              ElementsAre(-14, 5));
+}
+
+TEST_F(InterpreterTest, Float8ConversionsRoundToNearestEvenAndSaturate) {
+  Tensor x = T(F32, {10}, {1.0625, 1.1875, 500, -1e6, INFINITY, NAN, 0.001, 57000, 61440, 240});
+  auto to = [&](const std::string &f8) {
+    return One("%x: tensor<10xf32>", "convert %x : tensor<10xf32> -> tensor<10x" + f8 + ">", "tensor<10x" + f8 + ">", {x});
+  };
+  std::vector<double> e4 = to("f8E4M3FN"), e5 = to("f8E5M2");
+  ASSERT_EQ(e4.size(), 10u);
+  ASSERT_EQ(e5.size(), 10u);
+  // E4M3: 3 mantissa bits; 1.0625 is a tie between 1 and 1.125 (even: 1),
+  // 1.1875 between 1.125 and 1.25 (even: 1.25); past 448 (and infinity)
+  // saturates to 448; NaN stays NaN; 0.001 is the subnormal 2^-9 * 1.
+  EXPECT_EQ(e4[0], 1.0);
+  EXPECT_EQ(e4[1], 1.25);
+  EXPECT_EQ(e4[2], 448);
+  EXPECT_EQ(e4[3], -448);
+  EXPECT_EQ(e4[4], 448);
+  EXPECT_TRUE(std::isnan(e4[5]));
+  EXPECT_EQ(e4[6], std::ldexp(1.0, -9));
+  EXPECT_EQ(e4[9], 240);
+  // E5M2: largest finite 57344; 61440 would round to infinity: saturates.
+  EXPECT_EQ(e5[7], 57344);
+  EXPECT_EQ(e5[8], 57344);
+  EXPECT_EQ(e5[4], 57344);
+  EXPECT_EQ(e5[3], -57344);
+  EXPECT_TRUE(std::isnan(e5[5]));
+  EXPECT_EQ(e5[0], 1.0);  // 2 mantissa bits: 1.0625 rounds to 1
+  // And back to wider floats exactly.
+  Tensor f8 = T(tir::v1::DTYPE_F8E4M3FN, {3}, {0.875, -448, 0.015625});
+  EXPECT_THAT(One("%x: tensor<3xf8E4M3FN>", "convert %x : tensor<3xf8E4M3FN> -> tensor<3xbf16>", "tensor<3xbf16>", {f8}),
+              ElementsAre(0.875, -448, 0.015625));
+}
+
+TEST_F(InterpreterTest, ConvertToI1IsNonZeroAndNaNIsTrue) {
+  Tensor x = T(F32, {6}, {0.5, 0, -0.0, NAN, -3, INFINITY});
+  EXPECT_THAT(One("%x: tensor<6xf32>", "convert %x : tensor<6xf32> -> tensor<6xi1>", "tensor<6xi1>", {x}),
+              ElementsAre(1, 0, 0, 1, 1, 1));
+  Tensor h = T(tir::v1::DTYPE_BF16, {3}, {0.25, 0, NAN});
+  EXPECT_THAT(One("%x: tensor<3xbf16>", "convert %x : tensor<3xbf16> -> tensor<3xi1>", "tensor<3xi1>", {h}),
+              ElementsAre(1, 0, 1));
+}
+
+TEST_F(InterpreterTest, ReduceUdBodiesAreBitExactOnSignlessIntegers) {
+  // A ui32 tensor reduced with signless i32 ops: minui sees 0xffffffff as
+  // the largest value (a signed min would pick it first).
+  Tensor u = I(tir::v1::DTYPE_UI32, {1, 3}, {7, static_cast<int64_t>(0xffffffffu), 3});
+  EXPECT_THAT(One("%x: tensor<1x3xui32>",
+                  "reduce_ud(%x)<dimensions = [1], identity = [4294967295 : ui32]> (%a: i32, %v: i32) {\n"
+                  "    %m = arith.minui %a, %v : i32\n    tir.yield %m : i32\n  } : tensor<1x3xui32> -> tensor<1x1xui32>",
+                  "tensor<1x1xui32>", {u}),
+              ElementsAre(3));
+  EXPECT_THAT(One("%x: tensor<1x3xui32>",
+                  "reduce_ud(%x)<dimensions = [1], identity = [0 : ui32]> (%a: i32, %v: i32) {\n"
+                  "    %m = arith.maxsi %a, %v : i32\n    tir.yield %m : i32\n  } : tensor<1x3xui32> -> tensor<1x1xui32>",
+                  "tensor<1x1xui32>", {u}),
+              ElementsAre(7)) << "maxsi reads 0xffffffff as -1";
+  // si8 wraps at its width; division by zero is 0 (tir's definition).
+  Tensor s = I(tir::v1::DTYPE_SI8, {1, 3}, {100, 100, 0});
+  EXPECT_THAT(One("%x: tensor<1x3xsi8>",
+                  "reduce_ud(%x)<dimensions = [1], identity = [0 : si8]> (%a: i8, %v: i8) {\n"
+                  "    %s = arith.addi %a, %v : i8\n    %d = arith.divsi %s, %v : i8\n"
+                  "    %t = arith.addi %s, %d : i8\n    tir.yield %t : i8\n  } : tensor<1x3xsi8> -> tensor<1x1xsi8>",
+                  "tensor<1x1xsi8>", {s}),
+              ElementsAre(-55));  // 0+100 -> 100 + 100/100 = 101; 101+100 wraps to -55 (+ -55/100 = 0);
+                                  // -55+0 = -55 (+ -55/0, which is 0)
+}
+
 TEST(SampleInputs, ReshapeSizesKeepTheElementCountAndRegroup) {
   auto ctx = makeTirContext();
   auto loaded = LoadGraphText(R"mlir(

@@ -50,10 +50,7 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     }
   }
   TIR_ASSIGN_OR_RETURN(p->expected, reference::Evaluate(kernel, p->inputs));
-  for (size_t o = 0; o < p->expected.size(); ++o) {  // a stride-0 output dim stores index 0 only
-    p->expected[o] = reference::AsStored(
-        p->expected[o], codegen::LayoutStrides(p->expected[o].shape, codegen::ContractOf(kernel.getResultAttrDict(o))));
-  }
+  p->expected = codegen::AsStoredOutputs(kernel, std::move(p->expected));  // a stride-0 output dim stores index 0 only
   return p;
 }
 

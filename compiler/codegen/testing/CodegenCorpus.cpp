@@ -175,6 +175,100 @@ tir.graph @g(%x: tensor<12x8xf16>, %w: tensor<8x10xf16>, %s: tensor<12x1xf32>) -
   %ob = convert %o : tensor<12x10xf32> -> tensor<12x10xbf16>
   results %o, %ob : tensor<12x10xf32>, tensor<12x10xbf16>
 })mlir"},
+      // TensorIR's own textual forms and constructs (written as TensorIR
+      // writes them).
+      {"tensorir_avg_mul_no_zeros", R"mlir(
+nv_tensor_ir.graph @g(%x: tensor<6x20xf32>, %z: tensor<6x20xsi32>) -> (tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xsi32>, tensor<6x1xsi32>) attributes {tile_size = array<i32: 2>} {
+  %a = reduce(%x) <dimensions = [1], reduction_mode = <avg>> : tensor<6x20xf32> -> tensor<6x1xf32>
+  %m = reduce(%x) <dimensions = [1], reduction_mode = <mean>> : tensor<6x20xf32> -> tensor<6x1xf32>
+  %zero = constant dense<0.0> : tensor<6x20xf32>
+  %half = cmp %x ogt %zero : tensor<6x20xf32>
+  %sparse = binary_select %half, %x, %zero : tensor<6x20xf32>
+  %p = reduce(%sparse) <dimensions = [1], reduction_mode = <mul_no_zeros>> : tensor<6x20xf32> -> tensor<6x1xf32>
+  %q = reduce(%z) <dimensions = [1], reduction_mode = <mul_no_zeros>> : tensor<6x20xsi32> -> tensor<6x1xsi32>
+  %r = reduce(%z) <dimensions = [1], reduction_mode = <avg>> : tensor<6x20xsi32> -> tensor<6x1xsi32>
+  results %a, %m, %p, %q, %r : tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x1xsi32>, tensor<6x1xsi32>
+})mlir"},
+      {"tensorir_reduce_ud_upstream_arith", R"mlir(
+nv_tensor_ir.graph @g(%x: tensor<4x24xf32>, %u: tensor<4x24xui32>, %s: tensor<4x24xsi16>) -> (tensor<4x1xf32>, tensor<4x1xui32>, tensor<4x1xsi16>) {
+  %mx = reduce_ud(%x) <dimensions = [1], identity = [0xFF800000 : f32]> (%acc: f32, %val: f32) {
+    %0 = arith.maximumf %acc, %val : f32
+    %c = arith.constant 0.5 : f32
+    %1 = arith.minimumf %0, %c : f32
+    %2 = arith.cmpf ogt, %acc, %1 : f32
+    %3 = arith.select %2, %acc, %1 : f32
+    nv_tensor_ir.yield %3 : f32
+  } : tensor<4x24xf32> -> tensor<4x1xf32>
+  %um = reduce_ud(%u) <dimensions = [1], identity = [4294967295 : ui32]> (%acc: i32, %val: i32) {
+    %0 = arith.minui %acc, %val : i32
+    %1 = arith.xori %0, %val : i32
+    %2 = arith.andi %1, %acc : i32
+    %3 = arith.cmpi ult, %2, %0 : i32
+    %4 = arith.select %3, %2, %0 : i32
+    nv_tensor_ir.yield %4 : i32
+  } : tensor<4x24xui32> -> tensor<4x1xui32>
+  %sm = reduce_ud(%s) <dimensions = [1], identity = [-32768 : si16]> (%acc: i16, %val: i16) {
+    %0 = arith.maxsi %acc, %val : i16
+    %d = arith.divsi %val, %0 : i16
+    %r = arith.remsi %val, %acc : i16
+    %1 = arith.addi %0, %d : i16
+    %2 = arith.subi %1, %r : i16
+    %3 = arith.maxsi %2, %0 : i16
+    nv_tensor_ir.yield %3 : i16
+  } : tensor<4x24xsi16> -> tensor<4x1xsi16>
+  results %mx, %um, %sm : tensor<4x1xf32>, tensor<4x1xui32>, tensor<4x1xsi16>
+})mlir"},
+      {"tensorir_f8_and_i1_conversions", R"mlir(
+nv_tensor_ir.graph @g(%x: tensor<8x16xf32>, %d: tensor<8x16xf64>, %e: tensor<8x16xf8E5M2>) -> (tensor<8x16xf8E4M3FN>, tensor<8x16xf8E5M2>, tensor<8x16xbf16>, tensor<8x16xi1>, tensor<8x16xf32>) {
+  %big = constant dense<300.0> : tensor<8x16xf32>
+  %s = mul %x, %big : tensor<8x16xf32>
+  %a = convert %s : tensor<8x16xf32> -> tensor<8x16xf8E4M3FN>
+  %b = convert %d : tensor<8x16xf64> -> tensor<8x16xf8E5M2>
+  %c = convert %e : tensor<8x16xf8E5M2> -> tensor<8x16xbf16>
+  %half = constant dense<0.5> : tensor<8x16xf32>
+  %h = mul %x, %half : tensor<8x16xf32>
+  %i = convert %h : tensor<8x16xf32> -> tensor<8x16xi1>
+  %back = convert %a : tensor<8x16xf8E4M3FN> -> tensor<8x16xf32>
+  results %a, %b, %c, %i, %back : tensor<8x16xf8E4M3FN>, tensor<8x16xf8E5M2>, tensor<8x16xbf16>, tensor<8x16xi1>, tensor<8x16xf32>
+})mlir"},
+      {"tensorir_stride_zero_alignment_and_hints", R"mlir(
+nv_tensor_ir.graph @g(%row: tensor<6x16xf32> {nv_tensor_ir.stride = "(0,1)", nv_tensor_ir.alignment = 64},
+                      %col: tensor<6x16xf32> {nv_tensor_ir.stride = "(1,0)"},
+                      %dyn: tensor<6x?xf32> {nv_tensor_ir.stride = "(? { div = 8 }, 1)", nv_tensor_ir.alignment = 128})
+    -> (tensor<6x?xf32> {nv_tensor_ir.stride = "(?{div=4},1)", nv_tensor_ir.alignment = 64},
+        tensor<6x16xf32> {nv_tensor_ir.stride = "(0,1)"}) {
+  %s = add %row, %col : tensor<6x16xf32>
+  %t = relu_fwd %dyn : tensor<6x?xf32>
+  results %t, %s : tensor<6x?xf32>, tensor<6x16xf32>
+})mlir"},
+      {"tensorir_analysis_attributes", R"mlir(
+#src = #nv_tensor_ir.tensor_source<0, 0, "(8,16):(16,1)">
+nv_tensor_ir.graph @g(%x: tensor<8x16xf16> {nv_tensor_ir.iter_space_dim_domains = #nv_tensor_ir<iter_space_dim_domains[undef, undef]>, nv_tensor_ir.iter_space_ids = array<i32: 0>, nv_tensor_ir.iter_space_map = affine_map<(d0, d1) -> (d0, d1)>, nv_tensor_ir.cost = 2 : i32})
+    -> tensor<8x16xf32> attributes {tile_candidates = [array<i32: 64>, array<i32: 128>]} {
+  %f = convert %x {nv_tensor_ir.iter_space_id = 0 : i32, layout = #src,
+                   nv_tensor_ir.iter_space_dim_domains = #nv_tensor_ir<iter_space_dim_domains[def, def]>} : tensor<8x16xf16> -> tensor<8x16xf32>
+  %t = transpose %f permutation = [1, 0] {layout = #nv_tensor_ir.composite_source<#src>} : tensor<8x16xf32> -> tensor<16x8xf32>
+  %u = transpose %t permutation = [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>
+  %e = exp %u : tensor<8x16xf32>
+  results %e attributes {iteration_space = #nv_tensor_ir.tensor_source<0, 0, "(128):(1)">} : tensor<8x16xf32>
+})mlir"},
+      {"diamond_reduce_broadcast_transpose", R"mlir(
+nv_tensor_ir.graph @g(%in: tensor<16x16xf32> {nv_tensor_ir.stride = "(1,16)"}) -> (tensor<16x16xf32> {nv_tensor_ir.stride = "(1,16)"}) {
+  %r = reduce(%in) <dimensions = [1], reduction_mode = <add>> : tensor<16x16xf32> -> tensor<16x1xf32>
+  %b = broadcast %r : tensor<16x1xf32> -> tensor<16x16xf32>
+  %t = transpose %b permutation = [1, 0] : tensor<16x16xf32> -> tensor<16x16xf32>
+  %a = add %b, %t : tensor<16x16xf32>
+  results %a : tensor<16x16xf32>
+})mlir"},
+      {"dynamic_reshape_of_computed_values", R"mlir(
+nv_tensor_ir.graph @g(%x: tensor<?x3xf32>, %cols: index, %y: tensor<?x32x4xf32>, %z: tensor<?x128xf32>) -> (tensor<3x?xf32>, tensor<?x128xf32>) {
+  %e = exp %x : tensor<?x3xf32>
+  %r = reshape %e dynamic_dims(%cols) : tensor<?x3xf32> -> tensor<3x?xf32>
+  %n = neg %y : tensor<?x32x4xf32>
+  %m = reshape %n : tensor<?x32x4xf32> -> tensor<?x128xf32>
+  %s = add %m, %z : tensor<?x128xf32>
+  results %r, %s : tensor<3x?xf32>, tensor<?x128xf32>
+})mlir"},
       {"two_matmuls", R"mlir(
 tir.graph @g(%a: tensor<8x6xf32>, %b: tensor<6x10xf32>, %c: tensor<10x4xf32>) -> tensor<8x4xf32> {
   %ab = matmul(%a, %b) : (tensor<8x6xf32>, tensor<6x10xf32>) -> tensor<8x10xf32>

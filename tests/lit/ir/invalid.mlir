@@ -138,3 +138,64 @@ tir.graph @foreignOp(%a: f32) -> f32 {
   %r = arith.addf %a, %a : f32
   results %r : f32
 }
+
+// -----
+
+// Tests that a malformed tile_size names the attribute and what it holds.
+// expected-error @below {{expects tile_size to be an array<i32: ...> of positive extents, got array<i32: 0, 4>}}
+tir.graph @badTile(%a: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {tile_size = array<i32: 0, 4>} {
+  results %a : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that tile_candidates must be a list of tiles.
+// expected-error @below {{expects tile_candidates[1] to be an array<i32: ...> of positive extents, got "32"}}
+tir.graph @badCandidates(%a: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {tile_candidates = [array<i32: 16>, "32"]} {
+  results %a : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that reduction_tile_size must be a positive power of two.
+// expected-error @below {{expects reduction_tile_size to be a positive power of two, got 96 : i64}}
+tir.graph @badReductionTile(%a: tensor<4x4xf32>) -> tensor<4x4xf32> attributes {reduction_tile_size = 96} {
+  results %a : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that reduce with the customize mode (which names reduce_ud's
+// user-defined combiner) is refused with the way to write it.
+tir.graph @customize(%a: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  // expected-error @below {{reduction_mode = <customize> names a user-defined combiner, which reduce has none of; write the reduction as reduce_ud with a body}}
+  %r = reduce(%a)<dimensions = [1], reduction_mode = <customize>> : tensor<4x8xf32> -> tensor<4x1xf32>
+  results %r : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that an unknown stride hint is refused.
+// expected-error @below {{expected a hint div=N or iN inside '{}'}}
+tir.graph @badHint(%a: tensor<?x4xf32> {tir.stride = "(?{max=8},1)"}) {
+  results
+}
+
+// -----
+
+// Tests that hints go on dynamic strides only.
+// expected-error @below {{expected ',' or ')'}}
+tir.graph @hintOnStatic(%a: tensor<4x4xf32> {tir.stride = "(4{div=4},1)"}) {
+  results
+}
+
+// -----
+
+// Tests that a reduce_ud body's signless integers must have the tensor's width.
+tir.graph @udWidth(%a: tensor<4x8xui32>) -> tensor<4x1xui32> {
+  // expected-error @below {{expects body argument 0 to have type 'ui32' (or i32), got 'i16'}}
+  %r = reduce_ud(%a)<dimensions = [1], identity = [0 : ui32]> (%acc: i16, %v: i16) {
+    tir.yield %acc : i16
+  } : tensor<4x8xui32> -> tensor<4x1xui32>
+  results %r : tensor<4x1xui32>
+}
