@@ -871,17 +871,24 @@ void Coordinator::Requeue(Lease lease, bool count_attempt) {
   queue_.push_back(std::move(lease.work));
 }
 
-absl::StatusOr<tir::v1::DrainResponse> Coordinator::Drain(const tir::v1::DrainRequest &request) {
-  absl::MutexLock l(&mu_);
-  tir::v1::DrainResponse out;
-  for (const std::string &id : request.returned_lease_ids()) {
+uint32_t Coordinator::RequeueReturned(const std::string &worker,
+                                      const google::protobuf::RepeatedPtrField<std::string> &ids) {
+  uint32_t n = 0;
+  for (const std::string &id : ids) {
     auto it = leases_.find(id);
-    if (it == leases_.end() || it->second.worker != request.name()) continue;
+    if (it == leases_.end() || it->second.worker != worker) continue;
     Lease lease = std::move(it->second);
     leases_.erase(it);
     Requeue(std::move(lease), false);
-    out.set_requeued(out.requeued() + 1);
+    ++n;
   }
+  return n;
+}
+
+absl::StatusOr<tir::v1::DrainResponse> Coordinator::Drain(const tir::v1::DrainRequest &request) {
+  absl::MutexLock l(&mu_);
+  tir::v1::DrainResponse out;
+  out.set_requeued(RequeueReturned(request.name(), request.returned_lease_ids()));
   // Anything else it still held is lost with it.
   for (auto it = leases_.begin(); it != leases_.end();) {
     if (it->second.worker == request.name()) {
@@ -903,14 +910,7 @@ absl::StatusOr<tir::v1::ReturnWorkResponse> Coordinator::ReturnWork(const tir::v
     return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
   }
   tir::v1::ReturnWorkResponse out;
-  for (const std::string &id : request.lease_ids()) {
-    auto it = leases_.find(id);
-    if (it == leases_.end() || it->second.worker != request.name()) continue;
-    Lease lease = std::move(it->second);
-    leases_.erase(it);
-    Requeue(std::move(lease), false);
-    out.set_requeued(out.requeued() + 1);
-  }
+  out.set_requeued(RequeueReturned(request.name(), request.lease_ids()));
   if (out.requeued() > 0) {
     std::fprintf(stderr, "tir-coordinator: %s gave back %u lease(s): %s\n", request.name().c_str(), out.requeued(),
                  request.reason().c_str());

@@ -172,6 +172,10 @@ class Coordinator {
   void RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Requeue(Lease lease, bool count_attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Re-queues the leases `ids` that `worker` holds and gives back unfinished
+  // (no attempt counted); returns how many.
+  uint32_t RequeueReturned(const std::string &worker, const google::protobuf::RepeatedPtrField<std::string> &ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<tir::v1::KernelBundle> DefaultBundle(const std::string &key, const Parsed &parsed,
                                                       const std::string &arch,
                                                       const std::vector<tuning::KernelWork> &plan);

@@ -105,36 +105,32 @@ grpc::Status TestCoordinator::ReportResult(grpc::ServerContext *, const tir::v1:
   return grpc::Status::OK;
 }
 
+uint32_t TestCoordinator::Requeue(const google::protobuf::RepeatedPtrField<std::string> &leases, bool record) {
+  uint32_t n = 0;
+  for (const std::string &lease : leases) {
+    auto it = outstanding_.find(lease);
+    if (it == outstanding_.end()) continue;
+    if (record) state_.requeued[lease] = it->second;
+    queue_.push_front(it->second);
+    outstanding_.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 grpc::Status TestCoordinator::Drain(grpc::ServerContext *, const tir::v1::DrainRequest *req,
                                     tir::v1::DrainResponse *resp) {
   absl::MutexLock l(&mu_);
   state_.drains.push_back(*req);
-  for (const std::string &lease : req->returned_lease_ids()) {
-    auto it = outstanding_.find(lease);
-    if (it == outstanding_.end()) continue;
-    state_.requeued[lease] = it->second;
-    queue_.push_front(it->second);
-    outstanding_.erase(it);
-    resp->set_requeued(resp->requeued() + 1);
-  }
+  resp->set_requeued(Requeue(req->returned_lease_ids(), true));
   return grpc::Status::OK;
 }
-
-}  // namespace tir::worker::testing
-
-namespace tir::worker::testing {
 
 grpc::Status TestCoordinator::ReturnWork(grpc::ServerContext *, const tir::v1::ReturnWorkRequest *req,
                                          tir::v1::ReturnWorkResponse *resp) {
   absl::MutexLock l(&mu_);
   state_.returns.push_back(*req);
-  for (const std::string &lease : req->lease_ids()) {
-    auto it = outstanding_.find(lease);
-    if (it == outstanding_.end()) continue;
-    queue_.push_front(it->second);
-    outstanding_.erase(it);
-    resp->set_requeued(resp->requeued() + 1);
-  }
+  resp->set_requeued(Requeue(req->lease_ids(), false));
   return grpc::Status::OK;
 }
 

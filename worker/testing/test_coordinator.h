@@ -64,6 +64,11 @@ class TestCoordinator final : public tir::v1::WorkerService::Service {
                           tir::v1::ReturnWorkResponse *) override;
 
  private:
+  // Puts outstanding `leases` back at the queue's front; `record`: in
+  // State::requeued (drains). Returns how many.
+  uint32_t Requeue(const google::protobuf::RepeatedPtrField<std::string> &leases, bool record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_);
   std::deque<tir::v1::WorkItem> queue_ ABSL_GUARDED_BY(mu_);
