@@ -306,7 +306,15 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
       v *= domain[d.dim()];
     }
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
-    grid[g] = static_cast<unsigned>(std::max<int64_t>(1, (v + div - 1) / div));
+    const int64_t blocks = std::max<int64_t>(1, (v + div - 1) / div);
+    // CUDA's grid limits (x up to 2^31 - 1, y and z up to 65535).
+    const int64_t limit = g == 0 ? (int64_t{1} << 31) - 1 : 65535;
+    if (blocks > limit) {
+      return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                       absl::StrCat("the launch needs ", blocks, " blocks along grid ", std::string(1, "xyz"[g]), ", above the limit of ",
+                                    limit, "; a larger tile covers the domain"));
+    }
+    grid[g] = static_cast<unsigned>(blocks);
   }
   return grid;
 }

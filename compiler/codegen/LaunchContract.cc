@@ -39,18 +39,26 @@ LayoutContract ContractOf(const tir::v1::TensorType &type) {
 }
 
 std::vector<int64_t> LayoutStrides(const std::vector<int64_t> &shape, const LayoutContract &contract) {
-  std::vector<int64_t> out(shape.size(), 1);
-  int64_t running = 1;
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-    const bool declared = contract.spec && static_cast<size_t>(d) < contract.spec->strides.size();
-    const int64_t s = declared ? contract.spec->strides[d] : mlir::ShapedType::kDynamic;
-    if (!mlir::ShapedType::isDynamic(s)) {
-      out[d] = s;
-    } else {
-      const int64_t div = declared ? std::max<int64_t>(1, contract.spec->divisors[d]) : 1;
-      out[d] = (running + div - 1) / div * div;
+  const size_t rank = shape.size();
+  auto declared = [&](size_t d) {
+    return contract.spec && d < contract.spec->strides.size() ? contract.spec->strides[d] : mlir::ShapedType::kDynamic;
+  };
+  // Static strides as declared; the run-time ones after everything the
+  // static ones span, innermost first (row-major among themselves), each
+  // rounded up to its divisor.
+  std::vector<int64_t> out(rank, 1);
+  int64_t running = 1;  // one past the largest offset the static dims reach
+  for (size_t d = 0; d < rank; ++d) {
+    if (!mlir::ShapedType::isDynamic(declared(d))) {
+      out[d] = declared(d);
+      running += declared(d) * std::max<int64_t>(shape[d] - 1, 0);
     }
-    running = std::max<int64_t>(running, out[d] * std::max<int64_t>(shape[d], 1));
+  }
+  for (size_t k = rank; k-- > 0;) {
+    if (!mlir::ShapedType::isDynamic(declared(k))) continue;
+    const int64_t div = contract.spec && k < contract.spec->divisors.size() ? std::max<int64_t>(1, contract.spec->divisors[k]) : 1;
+    out[k] = (running + div - 1) / div * div;
+    running = out[k] * std::max<int64_t>(shape[k], 1);
   }
   return out;
 }

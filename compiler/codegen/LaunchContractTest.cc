@@ -23,6 +23,10 @@ TEST(LaunchContractTest, LaysDynamicStridesOutPaddedToTheirDivisors) {
   EXPECT_THAT(LayoutStrides({5, 6}, Declared(0, "")), ElementsAre(6, 1));
   EXPECT_THAT(LayoutStrides({4, 8}, Declared(0, "(0,1)")), ElementsAre(0, 1));
   EXPECT_THAT(LayoutStrides({3, 5, 7}, Declared(0, "(?{div=4},?{div=16},1)")), ElementsAre(80, 16, 1));  // 7 -> 16 (div 16) -> 16 x 5 = 80 (div 4)
+  // Run-time strides start past every offset the static ones reach (no
+  // element of the layout aliases another).
+  EXPECT_THAT(LayoutStrides({8, 8, 8}, Declared(0, "(1,8,?)")), ElementsAre(1, 8, 64));
+  EXPECT_THAT(LayoutStrides({2, 3, 4}, Declared(0, "(1,?,2)")), ElementsAre(1, 8, 2));
 }
 
 TEST(LaunchContractTest, ALaunchThatBreaksADeclarationIsRefused) {

@@ -307,6 +307,7 @@ bool WithinLimits(const TileCandidate &c, const target::ArchInfo &arch, std::str
   if (c.registers_per_thread > arch.max_registers_per_thread) return fail("registers per thread above the limit");
   if (int64_t{c.registers_per_thread} * c.threads > arch.registers_per_sm) return fail("registers per block above the SM's file");
   if (c.blocks <= 0) return fail("no blocks");
+  if (c.blocks > (int64_t{1} << 31) - 1) return fail("more blocks than a grid holds");
   return true;
 }
 

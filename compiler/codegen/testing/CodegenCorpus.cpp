@@ -269,6 +269,18 @@ nv_tensor_ir.graph @g(%x: tensor<?x3xf32>, %cols: index, %y: tensor<?x32x4xf32>,
   %s = add %m, %z : tensor<?x128xf32>
   results %r, %s : tensor<3x?xf32>, tensor<?x128xf32>
 })mlir"},
+      {"tensorir_dynamic_add_of_aliasing_transposed_input", R"mlir(
+nv_tensor_ir.graph @g(%a: tensor<?x8x16xf32>, %b: tensor<16x8x?xf32> {nv_tensor_ir.stride = "(1,8,128)"}) -> tensor<?x8x16xf32> {
+  %t = transpose %b permutation = [2, 1, 0] : tensor<16x8x?xf32> -> tensor<?x8x16xf32>
+  %c = add %a, %t : tensor<?x8x16xf32>
+  results %c : tensor<?x8x16xf32>
+})mlir"},
+      {"tensorir_static_and_dynamic_strides_mixed", R"mlir(
+nv_tensor_ir.graph @g(%in: tensor<2x?x4x?xf32> {nv_tensor_ir.stride = "(1,?,2,?)"}, %c: tensor<8x8x?xf32> {nv_tensor_ir.stride = "(1,8,?)"}) -> (tensor<?x4x?x2xf32>, tensor<8x8x?xf32>) {
+  %t = transpose %in permutation = [3, 2, 1, 0] : tensor<2x?x4x?xf32> -> tensor<?x4x?x2xf32>
+  %e = exp %c : tensor<8x8x?xf32>
+  results %t, %e : tensor<?x4x?x2xf32>, tensor<8x8x?xf32>
+})mlir"},
       {"two_matmuls", R"mlir(
 tir.graph @g(%a: tensor<8x6xf32>, %b: tensor<6x10xf32>, %c: tensor<10x4xf32>) -> tensor<8x4xf32> {
   %ab = matmul(%a, %b) : (tensor<8x6xf32>, tensor<6x10xf32>) -> tensor<8x10xf32>
