@@ -1,5 +1,7 @@
 #include "client/emit_command.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -31,7 +33,62 @@ absl::Status Write(const std::filesystem::path &path, const std::string &data) {
   return absl::OkStatus();
 }
 
+// The kernel graph in MLIR's generic form, which keeps every attribute the
+// partitioner set (iteration domain, access maps) exactly.
+std::string PrintGraphText(GraphOp kernel) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  kernel->print(os, mlir::OpPrintingFlags().printGenericOpForm());
+  os << "\n";
+  return os.str();
+}
+
+absl::StatusOr<std::string> Read(const std::filesystem::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "cannot read " + path.string());
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 }  // namespace
+
+absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
+                                         const tir::v1::LaunchRule &launch, const codegen::HostKernel &built,
+                                         bool &allPassed) {
+  // Dynamic extents are verified at 8.
+  TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 8));
+  std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
+  TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
+  want = codegen::AsStoredOutputs(kernel, std::move(want));  // a stride-0 output dim stores index 0 only
+  TIR_ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostLaunch> run,
+                       codegen::HostLaunch::Prepare(kernel, field_names, launch, inputs));
+  run->Poison(0);
+  codegen::LaneStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status ran = run->Run(built, 0, &stats);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string report;
+  const bool lanes = built.form() == codegen::HostForm::kLanes;
+  if (lanes) {
+    const unsigned *g = run->grid();
+    absl::StrAppendFormat(&report, "  lane by lane on the CPU: grid (%u,%u,%u) x %d threads, %d lane events in %.2f s\n",
+                          g[0], g[1], g[2], launch.block_size() ? launch.block(0) : 1, stats.events, seconds);
+  }
+  if (!ran.ok()) {
+    allPassed = false;
+    absl::StrAppendFormat(&report, "  %s: %s\n", ReasonOf(ran), ran.message());
+    return report;
+  }
+  std::vector<reference::Tensor> got = run->Outputs(0);
+  for (size_t o = 0; o < want.size(); ++o) {
+    const double err = reference::RelativeL2Error(got[o], want[o]);
+    const double bound = reference::RelativeL2Bound(want[o].dtype);
+    const bool ok = err <= bound;
+    allPassed &= ok;
+    absl::StrAppendFormat(&report, "  output %d %s: relative L2 error %.3g (bound %.0e) %s\n", o,
+                          want[o].ShapeString(), err, bound, ok ? "ok" : "WRONG");
+  }
+  return report;
+}
 
 namespace {
 
@@ -47,7 +104,7 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "cannot create " + dir.string());
-  TIR_RETURN_IF_ERROR(Write(dir / "tir_runtime.h", codegen::RuntimeHeader()));
+  for (const auto &[header, text] : codegen::RuntimeHeaders()) TIR_RETURN_IF_ERROR(Write(dir / header, text));
   std::string report = absl::StrFormat("@%s for %s: %d kernel(s) in %s\n", name, arch.name,
                                        planned.partition.kernels.size(), dir.string());
   nvrtc::CompileCache cache(options.compile_cache_dir);
@@ -69,6 +126,8 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     TIR_ASSIGN_OR_RETURN(codegen::EmittedKernel emitted, codegen::EmitKernel(kernel, space[pick].params));
     const std::string stem = absl::StrCat(name, "_k", k);
     TIR_RETURN_IF_ERROR(Write(dir / (stem + ".cu"), emitted.source));
+    // The kernel graph: what `tirctl verify` checks the kernel against.
+    TIR_RETURN_IF_ERROR(Write(dir / (stem + ".mlir"), PrintGraphText(kernel)));
     std::string launch;
     google::protobuf::util::JsonPrintOptions json;
     json.add_whitespace = true;
@@ -102,7 +161,7 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     absl::StrAppend(&layout, "],\n  \"domain\": [");
     auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
     for (size_t d = 0; d < domain.size(); ++d) absl::StrAppend(&layout, d ? ", " : "", domain[d]);
-    absl::StrAppend(&layout, "],\n  \"kind\": \"", KernelKindName(planned.partition.kernels[k].space.kind),
+    absl::StrAppend(&layout, "],\n  \"arch\": \"", arch.name, "\",\n  \"kind\": \"", KernelKindName(planned.partition.kernels[k].space.kind),
                     "\",\n  \"launch\": ", launch, "}\n");
     TIR_RETURN_IF_ERROR(Write(dir / (stem + ".launch.json"), layout));
     std::string params;
@@ -112,34 +171,26 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     if (arch.is_gpu) {
       nvrtc::CompileOptions copts;
       copts.arch = arch.name;
-      copts.headers = {{"tir_runtime.h", codegen::RuntimeHeader()}};
+      copts.headers = codegen::RuntimeHeaders();
       bool hit = false;
       TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel cubin, cache.Compile(emitted.source, copts, &hit));
       TIR_RETURN_IF_ERROR(Write(dir / (stem + "." + arch.name + ".cubin"), cubin.cubin));
       absl::StrAppendFormat(&report, "  %s.%s.cubin: %d bytes, %d registers, %d spill bytes, %s\n", stem, arch.name,
                             cubin.cubin.size(), cubin.registers, cubin.spill_bytes,
                             hit ? "from the compile cache" : absl::StrFormat("compiled in %.0f ms", cubin.seconds * 1e3));
-      continue;
     }
+    codegen::HostBuildOptions build;
+    build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;
+    if (arch.is_gpu && !options.verify) continue;
     TIR_ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostKernel> built,
-                         codegen::BuildHostKernel(emitted, (dir / ".build").string()));
-    std::filesystem::copy_file(built->path(), dir / (stem + ".host.so"), std::filesystem::copy_options::overwrite_existing, ec);
-    absl::StrAppendFormat(&report, "  %s.host.so\n", stem);
-    if (!options.verify) continue;
-    // Dynamic extents are verified at 8.
-    TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 8));
-    std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
-    TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
-    want = codegen::AsStoredOutputs(kernel, std::move(want));  // a stride-0 output dim stores index 0 only
-    TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, codegen::RunOnHost(kernel, emitted, *built, inputs));
-    for (size_t o = 0; o < want.size(); ++o) {
-      const double err = reference::RelativeL2Error(got[o], want[o]);
-      const double bound = reference::RelativeL2Bound(want[o].dtype);
-      const bool ok = err <= bound;
-      allPassed &= ok;
-      absl::StrAppendFormat(&report, "  output %d %s: relative L2 error %.3g (bound %.0e) %s\n", o,
-                            want[o].ShapeString(), err, bound, ok ? "ok" : "WRONG");
+                         codegen::BuildHostKernel(emitted, (dir / ".build").string(), build));
+    if (!arch.is_gpu) {
+      std::filesystem::copy_file(built->path(), dir / (stem + ".host.so"), std::filesystem::copy_options::overwrite_existing, ec);
+      absl::StrAppendFormat(&report, "  %s.host.so\n", stem);
     }
+    if (!options.verify) continue;
+    TIR_ASSIGN_OR_RETURN(std::string lines, VerifyKernel(kernel, emitted.field_names, emitted.launch, *built, allPassed));
+    report += lines;
   }
   return report;
 }
@@ -148,10 +199,6 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
 
 absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options) {
   TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(options.arch));
-  if (options.verify && arch.is_gpu) {
-    return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
-                     "--verify runs kernels here on the CPU; use --arch host (GPU kernels are verified by workers)");
-  }
   auto context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(LoadedGraphs loaded, LoadGraphsText(text, context.get()));
   std::string report;
@@ -171,6 +218,71 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
   if (!allPassed) {
     return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", report + "verification failed");
   }
+  return report;
+}
+
+absl::StatusOr<std::string> VerifyCommand(const std::string &dir_name, const VerifyOptions &options) {
+  const std::filesystem::path dir(dir_name);
+  std::error_code ec;
+  std::vector<std::string> stems;
+  for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = ".launch.json";
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      stems.push_back(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  if (ec) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "cannot list " + dir.string() + ": " + ec.message());
+  if (stems.empty()) {
+    return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND",
+                     dir.string() + " holds no .launch.json: it is not a directory `tirctl emit -o` wrote");
+  }
+  std::sort(stems.begin(), stems.end());
+  // The runtime headers as they are in the directory (edited or not).
+  codegen::HostBuildOptions build;
+  for (const auto &[header, text] : codegen::RuntimeHeaders()) {
+    auto on_disk = Read(dir / header);
+    build.headers.emplace_back(header, on_disk.ok() ? *on_disk : text);
+  }
+  auto context = makeTirContext();
+  std::string report;
+  bool allPassed = true;
+  for (const std::string &stem : stems) {
+    TIR_ASSIGN_OR_RETURN(std::string source, Read(dir / (stem + ".cu")));
+    TIR_ASSIGN_OR_RETURN(std::string graph_text, Read(dir / (stem + ".mlir")));
+    TIR_ASSIGN_OR_RETURN(std::string layout, Read(dir / (stem + ".launch.json")));
+    // tirctl emit writes the launch rule last: "launch": {...}}.
+    const size_t at = layout.find("\"launch\":");
+    const size_t end = layout.rfind('}');
+    tir::v1::LaunchRule launch;
+    if (at == std::string::npos || end == std::string::npos || end <= at ||
+        !google::protobuf::util::JsonStringToMessage(layout.substr(at + 9, end - at - 9), &launch).ok()) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
+                       (dir / (stem + ".launch.json")).string() + " has no readable \"launch\" rule");
+    }
+    std::string arch_name = options.arch;
+    if (arch_name.empty()) {
+      const size_t a = layout.find("\"arch\": \"");
+      arch_name = a == std::string::npos ? "host" : layout.substr(a + 9, layout.find('"', a + 9) - a - 9);
+    }
+    TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(arch_name));
+    build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;
+    TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphText(graph_text, context.get(), stem + ".mlir"));
+    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(loaded.graph));
+    absl::StrAppendFormat(&report, "%s (%s, %s):\n", stem, arch.name,
+                          arch.is_gpu ? "the GPU form, emulated lane by lane" : "the plain host form");
+    codegen::EmittedKernel emitted;
+    emitted.source = source;
+    auto built = codegen::BuildHostKernel(emitted, (dir / ".build").string(), build);
+    if (!built.ok()) {
+      allPassed = false;
+      absl::StrAppendFormat(&report, "  %s: %s\n", ReasonOf(built.status()), built.status().message());
+      continue;
+    }
+    TIR_ASSIGN_OR_RETURN(std::string lines, VerifyKernel(loaded.graph, fields, launch, **built, allPassed));
+    report += lines;
+  }
+  if (!allPassed) return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", report + "verification failed");
   return report;
 }
 

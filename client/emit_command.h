@@ -8,8 +8,11 @@
 #define TIR_CLIENT_EMIT_COMMAND_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "compiler/codegen/HostBuild.h"
+#include "compiler/ir/TirDialect.h"
 
 namespace tir::client {
 
@@ -25,7 +28,29 @@ struct EmitOptions {
 
 // Returns the report printed on stdout; errors carry a reason
 // (INVALID_GRAPH, UNKNOWN_ARCH, NVRTC_COMPILE_FAILED, KERNEL_WRONG, ...).
+// With --verify for a GPU arch, the kernel NVRTC compiled (the same source,
+// candidate and launch rule) runs lane by lane on the CPU (tir_lanes.h); for
+// --arch host, the plain host form runs.
 absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options);
+
+// `tirctl verify DIR [--arch A]`: re-runs every kernel `tirctl emit -o DIR`
+// wrote, from its .cu, .mlir (the kernel graph) and .launch.json as they are
+// on disk now, with the runtime headers found in DIR, against the reference
+// interpreter; the report is emit --verify's. The arch defaults to the one
+// the kernel was emitted for: a GPU arch runs the GPU form emulated lane by
+// lane, host the plain host form. Errors: NOT_FOUND, HOST_COMPILE_FAILED
+// (per kernel, in the report), KERNEL_WRONG with the report.
+struct VerifyOptions {
+  std::string arch;  // "" = the arch in each .launch.json
+};
+absl::StatusOr<std::string> VerifyCommand(const std::string &dir, const VerifyOptions &options);
+
+// Runs `built` once on sampled inputs (dynamic extents 8) against the
+// reference and returns one line per output (or the emulator's error);
+// clears `allPassed` when it is wrong.
+absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
+                                         const tir::v1::LaunchRule &launch, const codegen::HostKernel &built,
+                                         bool &allPassed);
 
 }  // namespace tir::client
 

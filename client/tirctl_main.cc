@@ -37,9 +37,14 @@ verbs:
   plan FILE [--arch A]     partition a graph into kernels and rank each kernel's tile
                            candidates (default arch sm_90a)
   emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify]
-                           write each kernel's CUDA C++, launch rule and binary (cubin, or a
-                           host shared object for --arch host); --verify (host) checks every
-                           kernel against the reference interpreter
+                           write each kernel's CUDA C++, kernel graph, launch rule and binary
+                           (cubin, or a host shared object for --arch host); --verify checks
+                           every kernel against the reference interpreter: for a GPU arch the
+                           GPU kernel runs lane by lane on the CPU (block size, warps, shared
+                           memory race check), for host the plain host form runs
+  verify DIR [--arch A]    re-run the kernels `emit -o DIR` wrote, from the files as they are
+                           now (edit a .cu or the runtime headers there and check it); the
+                           arch defaults to the one each kernel was emitted for
   get KEY                  a stored bundle's kernels and tuning (metadata)
   ls [--arch A]            stored bundles
   rm KEY                   delete a stored bundle
@@ -178,6 +183,10 @@ int main(int argc, char **argv) {
     tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"), Resolve(dashO),
                                      flags.count("--verify") > 0, tir::client::DefaultCacheDir() + "/nvrtc"};
     return Print(tir::client::EmitCommand(text, options));
+  }
+  if (verb == "verify") {
+    if (positional.size() != 2) return Usage("verify takes one DIR");
+    return Print(tir::client::VerifyCommand(positional[1], tir::client::VerifyOptions{arch}));
   }
   if (verb == "plan") {
     if (positional.size() != 2) return Usage("plan takes one FILE");

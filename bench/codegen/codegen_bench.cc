@@ -56,7 +56,7 @@ int main() {
   tir::planning::AnalyticCostModel model;
   tir::nvrtc::CompileOptions options;
   options.arch = "sm_90a";
-  options.headers = {{"tir_runtime.h", tir::codegen::RuntimeHeader()}};
+  options.headers = tir::codegen::RuntimeHeaders();
   // Baseline: the fixed cost of any NVRTC compile.
   std::vector<double> base;
   for (int i = 0; i < 5; ++i) {

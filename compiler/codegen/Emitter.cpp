@@ -17,11 +17,21 @@
 
 namespace tir::codegen {
 
-const std::string &RuntimeHeader() {
-  static const auto *text = new std::string(
+const std::string &RuntimeHeader() { return RuntimeHeaders()[0].second; }
+
+const std::vector<std::pair<std::string, std::string>> &RuntimeHeaders() {
+  static const auto *headers = new std::vector<std::pair<std::string, std::string>>{
+      {"tir_runtime.h",
 #include "compiler/codegen/runtime_header.inc"
-  );
-  return *text;
+      },
+      {"tir_tiles.h",
+#include "compiler/codegen/tiles_header.inc"
+      },
+      {"tir_lanes.h",
+#include "compiler/codegen/lanes_header.inc"
+      },
+  };
+  return *headers;
 }
 
 namespace {
@@ -134,7 +144,29 @@ class Emitter {
                               "#include \"tir_runtime.h\"\n\n", constants_, "struct tir_args {\n");
     for (const std::string &f : fields_) absl::StrAppend(&out.source, "  ", f, ";\n");
     absl::StrAppend(&out.source, "};\n\nTIR_KERNEL void tir_kernel(tir_args a) {\n", body, "}\n\n",
-                    "#if !TIR_DEVICE\n"
+                    "#if TIR_EMULATE\n"
+                    "// Emulated GPU form: every block of the grid with the block size of\n"
+                    "// the launch, lane by lane (tir_lanes.h). Returns the number of errors;\n"
+                    "// the first is written to `error`.\n"
+                    "extern \"C\" int tir_lanes_call(void **fields, const unsigned *grid, const unsigned *block,\n"
+                    "                                unsigned long dynamic_smem, char *error, unsigned long error_bytes,\n"
+                    "                                unsigned long long *stats) {\n"
+                    "  tir_args a;\n");
+    for (size_t i = 0; i < field_names_.size(); ++i) {
+      absl::StrAppend(&out.source, "  std::memcpy(&a.", field_names_[i], ", fields[", i, "], sizeof(a.", field_names_[i], "));\n");
+    }
+    absl::StrAppend(&out.source,
+                    "  gridDim.x = grid[0]; gridDim.y = grid[1]; gridDim.z = grid[2];\n"
+                    "  blockDim.x = block[0]; blockDim.y = block[1]; blockDim.z = block[2];\n"
+                    "  const tir_lanes::Result r = tir_lanes::Launch(\n"
+                    "      \"tir_kernel\", {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, dynamic_smem,\n"
+                    "      [](tir_lanes::Dim3 b) { blockIdx.x = b.x; blockIdx.y = b.y; blockIdx.z = b.z; },\n"
+                    "      [&a] { tir_kernel(a); });\n"
+                    "  std::snprintf(error, error_bytes, \"%s\", r.first_error.c_str());\n"
+                    "  stats[0] = r.events; stats[1] = r.lanes;\n"
+                    "  return (int)r.errors;\n"
+                    "}\n"
+                    "#elif !TIR_DEVICE\n"
                     "// Host backend: runs every block of the grid on the calling thread.\n"
                     "// `fields[i]` points at the value of the i-th field of tir_args.\n"
                     "extern \"C\" void tir_host_call(void **fields, unsigned gx, unsigned gy, unsigned gz) {\n"
@@ -182,6 +214,10 @@ class Emitter {
     }
     auto results = llvm::cast<ResultsOp>(block.getTerminator());
     for (auto [i, v] : llvm::enumerate(results.getValues())) {
+      if (!v.getType().isa<mlir::RankedTensorType>()) {
+        return Unsupported("UNSUPPORTED_OP", absl::StrCat("result ", i, " is a scalar; kernels write tensors (return a "
+                                                          "tensor of one element instead)"));
+      }
       TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(v.getType()));
       Field(absl::StrCat(t.storage, " *out", i), absl::StrCat("out", i));
     }
@@ -840,16 +876,16 @@ class Emitter {
     std::vector<int> par, red;
     for (int d = 0; d < rank_; ++d) (reduced_.count(d) ? red : par).push_back(d);
     std::string code = absl::StrCat(
-        "  const int tpr = TIR_DEVICE ? ", tpr, " : 1;\n  const int rpb = ", rpb, ";\n",
-        "  TIR_SHARED double scratch_f[", tpr * rpb, "];\n  TIR_SHARED tir_i64 scratch_i[", tpr * rpb, "];\n",
+        "  const int tpr = TIR_LANES ? ", tpr, " : 1;\n  const int rpb = ", rpb, ";\n",
+        "  TIR_SHARED_ARRAY(double, scratch_f, ", tpr * rpb, ");\n  TIR_SHARED_ARRAY(tir_i64, scratch_i, ", tpr * rpb, ");\n",
         "  tir_i64 rows = 1;\n");
     for (int d : par) absl::StrAppend(&code, "  rows *= a.dim[", d, "];\n");
     absl::StrAppend(&code, "  tir_i64 len = 1;\n");
     for (int d : red) absl::StrAppend(&code, "  len *= a.dim[", d, "];\n");
     // A block owns rpb row slots: on a GPU each group of tpr threads takes one
     // (the loop runs once), on the host the block's one thread takes them all.
-    absl::StrAppend(&code, "  for (int slot = TIR_DEVICE ? (int)(threadIdx.x / tpr) : 0; slot < rpb;",
-                    " slot += TIR_DEVICE ? rpb : 1) {\n",
+    absl::StrAppend(&code, "  for (int slot = TIR_LANES ? (int)(threadIdx.x / tpr) : 0; slot < rpb;",
+                    " slot += TIR_LANES ? rpb : 1) {\n",
                     "  const tir_i64 row = (tir_i64)blockIdx.x * rpb + slot;\n",
                     "  const int lane = threadIdx.x % tpr;\n  const bool active = row < rows;\n",
                     "  const tir_i64 row_c = active ? row : 0;\n");
@@ -1191,19 +1227,23 @@ class Emitter {
         // with the launcher's opt-in), stage after stage, each in the swizzled
         // layout of tir_swz: A tiles block_m x block_k, B tiles block_k x
         // block_n.
-        "#if TIR_DEVICE\n  extern __shared__ __align__(16) unsigned char tir_smem[];\n#else\n",
-        "  TIR_SHARED unsigned char tir_smem[", smemBytes, "] __attribute__((aligned(16)));\n#endif\n",
-        "  tir_u16 *As = reinterpret_cast<tir_u16 *>(tir_smem);\n",
-        "  tir_u16 *Bs = reinterpret_cast<tir_u16 *>(tir_smem + ", aBytes, ");\n");
-    auto at_a = [&](const std::string &st, const std::string &r, const std::string &c) {
-      return absl::StrCat("As[(", st, ") * ", bm * bk, " + tir_swz<", bk, ">(", r, ", ", c, ")]");
+        "  TIR_DYNAMIC_SHARED(tir_smem, ", smemBytes, ");\n",
+        "  tir_sptr<tir_u16> As = tir_sptr_cast<tir_u16>(tir_smem);\n",
+        "  tir_sptr<tir_u16> Bs = tir_sptr_cast<tir_u16>(tir_smem + ", aBytes, ");\n");
+    // Element (r, c) of stage `st`'s A or B tile, and its address.
+    auto index_a = [&](const std::string &st, const std::string &r, const std::string &c) {
+      return absl::StrCat("(", st, ") * ", bm * bk, " + tir_swz<", bk, ">(", r, ", ", c, ")");
     };
-    auto at_b = [&](const std::string &st, const std::string &r, const std::string &c) {
-      return absl::StrCat("Bs[(", st, ") * ", bk * bn, " + tir_swz<", bn, ">(", r, ", ", c, ")]");
+    auto index_b = [&](const std::string &st, const std::string &r, const std::string &c) {
+      return absl::StrCat("(", st, ") * ", bk * bn, " + tir_swz<", bn, ">(", r, ", ", c, ")");
     };
+    auto at_a = [&](const std::string &st, const std::string &r, const std::string &c) { return "As[" + index_a(st, r, c) + "]"; };
+    auto at_b = [&](const std::string &st, const std::string &r, const std::string &c) { return "Bs[" + index_b(st, r, c) + "]"; };
+    auto addr_a = [&](const std::string &st, const std::string &r, const std::string &c) { return "As + (" + index_a(st, r, c) + ")"; };
+    auto addr_b = [&](const std::string &st, const std::string &r, const std::string &c) { return "Bs + (" + index_b(st, r, c) + ")"; };
     launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smemBytes));
     absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "  "));
-    absl::StrAppend(&code, "#if TIR_DEVICE\n",
+    absl::StrAppend(&code, "#if TIR_LANES\n",
                     "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n",
                     "  const int warp_m = warp / ", warpsN, ", warp_n = warp % ", warpsN, ";\n",
                     "  float acc[", wm / 16, "][", wn / 8, "][4];\n",
@@ -1211,23 +1251,20 @@ class Emitter {
                     "; ++j) for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;\n",
                     "#else\n  TIR_SHARED float acc_h[", bm * bn, "];\n",
                     "  for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0.f;\n#endif\n");
-    const std::string mmaInstr = absl::StrCat("mma.sync.aligned.m16n8k16.row.col.f32.", mmaType, ".", mmaType, ".f32");
     // One K step on the tiles of stage `st`.
     const std::string compute = absl::StrCat(
-        "#if TIR_DEVICE\n",
+        "#if TIR_LANES\n",
         "    for (int ks = 0; ks < ", bk, "; ks += 16) {\n",
         "      for (int i = 0; i < ", wm / 16, "; ++i) {\n",
         // ldmatrix.x4: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15) of the
         // warp's 16-row slice are exactly the a0..a3 fragments of mma.sync.
         "        tir_u32 a0, a1, a2, a3;\n",
-        "        tir_ldmatrix_x4(a0, a1, a2, a3, &", at_a("st", absl::StrCat("warp_m * ", wm, " + i * 16 + lane % 16"), "ks + (lane / 16) * 8"), ");\n",
+        "        tir_ldmatrix_x4(a0, a1, a2, a3, ", addr_a("st", absl::StrCat("warp_m * ", wm, " + i * 16 + lane % 16"), "ks + (lane / 16) * 8"), ");\n",
         "        for (int j = 0; j < ", wn / 8, "; ++j) {\n",
         // B is stored k-major; the transposing load gives the column fragments.
         "          tir_u32 b0, b1;\n",
-        "          tir_ldmatrix_x2_trans(b0, b1, &", at_b("st", "ks + lane % 16", absl::StrCat("warp_n * ", wn, " + j * 8")), ");\n",
-        "          asm volatile(\"", mmaInstr, " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n",
-        "                       : \"+f\"(acc[i][j][0]), \"+f\"(acc[i][j][1]), \"+f\"(acc[i][j][2]), \"+f\"(acc[i][j][3])\n",
-        "                       : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n",
+        "          tir_ldmatrix_x2_trans(b0, b1, ", addr_b("st", "ks + lane % 16", absl::StrCat("warp_n * ", wn, " + j * 8")), ");\n",
+        "          tir_mma_m16n8k16_", mmaType, "(acc[i][j], a0, a1, a2, a3, b0, b1);\n",
         "        }\n      }\n    }\n",
         "#else\n",
         "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
@@ -1255,12 +1292,12 @@ class Emitter {
             "        const int r = e / ", bk / 8, ", c = (e % ", bk / 8, ") * 8;\n",
             "        const tir_i64 gm = tm * ", bm, " + r, gk = ", k, " + c;\n",
             "        const bool ok = gm < M && gk < K;\n",
-            "        tir_cp_async16(&", at_a(st, "r", "c"), ", ok ? pa + gm * sam + gk : pa, ok ? 16 : 0);\n      }\n",
+            "        tir_cp_async16(", addr_a(st, "r", "c"), ", ok ? pa + gm * sam + gk : pa, ok ? 16 : 0);\n      }\n",
             "      for (int e = threadIdx.x; e < ", bk * bn / 8, "; e += blockDim.x) {\n",
             "        const int r = e / ", bn / 8, ", c = (e % ", bn / 8, ") * 8;\n",
             "        const tir_i64 gk = ", k, " + r, gn = tn * ", bn, " + c;\n",
             "        const bool ok = gk < K && gn < N;\n",
-            "        tir_cp_async16(&", at_b(st, "r", "c"), ", ok ? pb + gk * sbk + gn : pb, ok ? 16 : 0);\n      }\n");
+            "        tir_cp_async16(", addr_b(st, "r", "c"), ", ok ? pb + gk * sbk + gn : pb, ok ? 16 : 0);\n      }\n");
       };
       absl::StrAppend(&code, "  if (pipe) {\n", "    const tir_i64 KT = (K + ", bk - 1, ") / ", bk, ";\n",
                       "    for (int s = 0; s < ", stages - 1, "; ++s) {\n", "      if (s < KT) {\n",
@@ -1317,7 +1354,7 @@ class Emitter {
     }
     TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));
     absl::StrAppend(&epi, inner, "    }\n");
-    absl::StrAppend(&code, "#if TIR_DEVICE\n",
+    absl::StrAppend(&code, "#if TIR_LANES\n",
                     "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8, "; ++j) for (int q = 0; q < 4; ++q) {\n",
                     "    const tir_i64 i", b, " = tm * ", bm, " + warp_m * ", wm, " + i * 16 + (lane / 4) + (q >= 2 ? 8 : 0);\n",
                     "    const tir_i64 i", b + 1, " = tn * ", bn, " + warp_n * ", wn, " + j * 8 + (lane % 4) * 2 + (q & 1);\n",

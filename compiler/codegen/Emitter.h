@@ -30,6 +30,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,7 +48,11 @@ struct EmittedKernel {
   std::vector<std::string> field_names;
 };
 
-// The runtime header every kernel includes (compiler/codegen/runtime/tir_runtime.h).
+// The runtime headers every kernel includes (compiler/codegen/runtime/):
+// tir_runtime.h, the tile library tir_tiles.h it includes, and the lane
+// emulator tir_lanes.h (host builds with TIR_EMULATE only), as (name, text).
+const std::vector<std::pair<std::string, std::string>> &RuntimeHeaders();
+// tir_runtime.h alone.
 const std::string &RuntimeHeader();
 
 // Emits `kernel` (a kernel graph from tir-partition) for a candidate's

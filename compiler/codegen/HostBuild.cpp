@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -43,8 +44,34 @@ HostKernel::~HostKernel() {
   if (handle_ != nullptr) dlclose(handle_);
 }
 
-absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir) {
-  const std::string id = Hex(source);
+absl::Status HostKernel::CallLanes(void **fields, const unsigned *grid, const unsigned *block, uint64_t dynamic_smem,
+                                   LaneStats *stats) const {
+  if (lanes_ == nullptr) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "INVALID_ARGUMENT", path_ + " is not an emulated kernel");
+  }
+  std::string error(4096, '\0');
+  unsigned long long counts[2] = {0, 0};
+  const int errors = lanes_(fields, grid, block, dynamic_smem, error.data(), error.size(), counts);
+  if (stats != nullptr) {
+    stats->events += counts[0];
+    stats->threads += counts[1];
+  }
+  if (errors == 0) return absl::OkStatus();
+  error.resize(std::strlen(error.c_str()));
+  const size_t colon = error.find(':');
+  const std::string reason = colon == std::string::npos ? "KERNEL_FAULT" : error.substr(0, colon);
+  std::string message = colon == std::string::npos ? error : error.substr(colon + 2);
+  if (errors > 1) absl::StrAppend(&message, " (and ", errors - 1, " more)");
+  return MakeError(absl::StatusCode::kAborted, reason, message);
+}
+
+absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir,
+                                              const HostBuildOptions &options) {
+  const auto &headers = options.headers.empty() ? RuntimeHeaders() : options.headers;
+  const bool lanes = options.form == HostForm::kLanes;
+  std::string key = absl::StrCat(lanes ? "lanes\n" : "plain\n", source);
+  for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
+  const std::string id = Hex(key);
   const std::filesystem::path dir = std::filesystem::path(work_dir) / id;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -52,13 +79,13 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   const std::string src = (dir / "kernel.cc").string(), so = (dir / "kernel.so").string(),
                     log = (dir / "compile.log").string();
   if (std::filesystem::exists(so)) return so;
-  std::ofstream(dir / "tir_runtime.h") << RuntimeHeader();
+  for (const auto &[name, text] : headers) std::ofstream(dir / name) << text;
   std::ofstream(src) << source;
   const char *cxx = std::getenv("TIR_HOST_CXX");
   // A private temporary name per call, so concurrent compiles of one source
   // never hand out a half-written object.
   const std::string tmp = absl::StrCat(so, ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  const std::string cmd = absl::StrCat(cxx && *cxx ? cxx : "c++", " -std=c++17 -O1 -fPIC -shared -w -I", dir.string(),
+  const std::string cmd = absl::StrCat(cxx && *cxx ? cxx : "c++", " -std=c++17 -O1 -fPIC -shared -w ", lanes ? "-DTIR_EMULATE=1 " : "", "-I", dir.string(),
                                        " -o ", tmp, " ", src, " > ", log, ".", ::getpid(), " 2>&1 && mv ", tmp, " ", so);
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream in(absl::StrCat(log, ".", ::getpid()));
@@ -74,15 +101,17 @@ absl::StatusOr<std::unique_ptr<HostKernel>> LoadHostKernel(const std::string &so
   void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("dlopen ", so, ": ", dlerror()));
   auto call = reinterpret_cast<HostKernel::CallFn>(dlsym(handle, "tir_host_call"));
-  if (call == nullptr) {
+  auto lanes = reinterpret_cast<HostKernel::LanesFn>(dlsym(handle, "tir_lanes_call"));
+  if (call == nullptr && lanes == nullptr) {
     dlclose(handle);
-    return MakeError(absl::StatusCode::kInternal, "INTERNAL", so + " has no tir_host_call");
+    return MakeError(absl::StatusCode::kInternal, "INTERNAL", so + " has neither tir_host_call nor tir_lanes_call");
   }
-  return std::make_unique<HostKernel>(handle, call, so);
+  return std::make_unique<HostKernel>(handle, call, lanes, so);
 }
 
-absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir) {
-  TIR_ASSIGN_OR_RETURN(std::string so, CompileHostObject(kernel.source, work_dir));
+absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir,
+                                                             const HostBuildOptions &options) {
+  TIR_ASSIGN_OR_RETURN(std::string so, CompileHostObject(kernel.source, work_dir, options));
   return LoadHostKernel(so);
 }
 
@@ -321,6 +350,12 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
 
 absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
   TIR_ASSIGN_OR_RETURN(grid_, LaunchGrid(launch, domain_));
+  for (int d = 0; d < 3; ++d) {
+    const int64_t b = d < launch.block_size() ? launch.block(d) : 1;
+    if (b < 1 || b > 1024) return Invalid(absl::StrCat("launch rule asks for ", b, " threads along block dim ", d));
+    block_[d] = static_cast<unsigned>(b);
+  }
+  dynamic_smem_ = launch.dynamic_shared_memory_bytes();
   return absl::OkStatus();
 }
 
@@ -341,7 +376,13 @@ void HostLaunch::Poison(int s) {
   for (size_t b : sets_[s].out_buffer) std::fill(sets_[s].buffers[b].begin(), sets_[s].buffers[b].end(), 0xff);
 }
 
-void HostLaunch::Run(const HostKernel &kernel, int s) { kernel.Call(sets_[s].fields.data(), grid_[0], grid_[1], grid_[2]); }
+absl::Status HostLaunch::Run(const HostKernel &kernel, int s, LaneStats *stats) {
+  if (kernel.form() == HostForm::kLanes) {
+    return kernel.CallLanes(sets_[s].fields.data(), grid_.data(), block_.data(), dynamic_smem_, stats);
+  }
+  kernel.Call(sets_[s].fields.data(), grid_[0], grid_[1], grid_[2]);
+  return absl::OkStatus();
+}
 
 std::vector<reference::Tensor> HostLaunch::Outputs(int s) const {
   std::vector<reference::Tensor> out;
@@ -354,11 +395,12 @@ std::vector<reference::Tensor> HostLaunch::Outputs(int s) const {
 
 absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const EmittedKernel &emitted,
                                                          const HostKernel &built,
-                                                         const std::vector<reference::Tensor> &inputs) {
+                                                         const std::vector<reference::Tensor> &inputs,
+                                                         LaneStats *stats) {
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostLaunch> launch,
                        HostLaunch::Prepare(kernel, emitted.field_names, emitted.launch, inputs));
   launch->Poison(0);
-  launch->Run(built, 0);
+  TIR_RETURN_IF_ERROR(launch->Run(built, 0, stats));
   return launch->Outputs(0);
 }
 

@@ -1,5 +1,9 @@
 // The host backend: a generated kernel built by the system C++ compiler into
-// a shared object, loaded with dlopen and run on the CPU.
+// a shared object, loaded with dlopen and run on the CPU, in one of two
+// forms (tir_runtime.h): the plain host form (a block is one thread; what
+// the host target tunes and times) or the GPU form emulated lane by lane
+// (tir_lanes.h: the block size of the launch, warp collectives, cp.async
+// groups, a shared-memory race check; what verifies GPU kernels on a CPU).
 
 #ifndef TIR_COMPILER_CODEGEN_HOSTBUILD_H_
 #define TIR_COMPILER_CODEGEN_HOSTBUILD_H_
@@ -17,34 +21,64 @@
 
 namespace tir::codegen {
 
+enum class HostForm {
+  kPlain,  // a block is one thread
+  kLanes,  // the GPU form, lane by lane (-DTIR_EMULATE=1)
+};
+
+// What one emulated launch did.
+struct LaneStats {
+  uint64_t events = 0;  // lane events: shared accesses, collective and barrier arrivals
+  uint64_t threads = 0; // thread executions (blocks x threads per block)
+};
+
 class HostKernel {
  public:
   using CallFn = void (*)(void **fields, unsigned gx, unsigned gy, unsigned gz);
-  HostKernel(void *handle, CallFn call, std::string path) : handle_(handle), call_(call), path_(std::move(path)) {}
+  using LanesFn = int (*)(void **fields, const unsigned *grid, const unsigned *block, unsigned long dynamic_smem,
+                          char *error, unsigned long error_bytes, unsigned long long *stats);
+  HostKernel(void *handle, CallFn call, LanesFn lanes, std::string path)
+      : handle_(handle), call_(call), lanes_(lanes), path_(std::move(path)) {}
   ~HostKernel();
   HostKernel(const HostKernel &) = delete;
   HostKernel &operator=(const HostKernel &) = delete;
 
+  HostForm form() const { return lanes_ ? HostForm::kLanes : HostForm::kPlain; }
   void Call(void **fields, unsigned gx, unsigned gy, unsigned gz) const { call_(fields, gx, gy, gz); }
+  // The lane-exact launch: errors carry the emulator's reason
+  // (SHARED_MEMORY_RACE, UNCOMPLETED_ASYNC_COPY, WARP_DIVERGENCE,
+  // BARRIER_DIVERGENCE, SHARED_OUT_OF_BOUNDS, MISALIGNED_ADDRESS,
+  // INVALID_LAUNCH) and its report.
+  absl::Status CallLanes(void **fields, const unsigned *grid, const unsigned *block, uint64_t dynamic_smem,
+                         LaneStats *stats = nullptr) const;
   const std::string &path() const { return path_; }
 
  private:
   void *handle_;
   CallFn call_;
+  LanesFn lanes_;
   std::string path_;
+};
+
+struct HostBuildOptions {
+  HostForm form = HostForm::kPlain;
+  // The runtime headers (name, text); empty for RuntimeHeaders().
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 // Compiles a generated kernel source with the system C++ compiler (`c++`, or
 // $TIR_HOST_CXX) into a shared object under `work_dir` (one directory per
-// source hash; an existing object is reused) and returns its path. Errors:
-// HOST_COMPILE_FAILED with the compiler's output.
-absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir);
+// source, form and headers; an existing object is reused) and returns its
+// path. Errors: HOST_COMPILE_FAILED with the compiler's output.
+absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir,
+                                              const HostBuildOptions &options = {});
 
 // Loads a shared object from CompileHostObject. Errors: INTERNAL (dlopen).
 absl::StatusOr<std::unique_ptr<HostKernel>> LoadHostKernel(const std::string &path);
 
 // CompileHostObject + LoadHostKernel.
-absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir);
+absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel &kernel, const std::string &work_dir,
+                                                             const HostBuildOptions &options = {});
 
 // The arguments of one kernel laid out for host calls, in `copies` separate
 // sets (inputs with the graph's strides, outputs, sizes and strides), so that
@@ -83,8 +117,10 @@ class HostLaunch {
   int64_t bytes_per_set() const { return bytes_per_set_; }
   // Sets every output byte of set `s` to 0xff, so an unwritten element shows.
   void Poison(int s);
-  // Runs `kernel` on set `s`.
-  void Run(const HostKernel &kernel, int s);
+  // Runs `kernel` on set `s` (lane by lane for an emulated kernel, with the
+  // launch rule's block and dynamic shared memory). Errors: the emulator's
+  // (HostKernel::CallLanes).
+  absl::Status Run(const HostKernel &kernel, int s, LaneStats *stats = nullptr);
   // The outputs of set `s`, read back through their strides.
   std::vector<reference::Tensor> Outputs(int s) const;
 
@@ -119,6 +155,8 @@ class HostLaunch {
   std::vector<reference::DType> out_dtypes_;
   std::vector<int64_t> domain_;
   std::array<unsigned, 3> grid_ = {1, 1, 1};
+  std::array<unsigned, 3> block_ = {1, 1, 1};
+  uint64_t dynamic_smem_ = 0;
   int64_t bytes_per_set_ = 0;
 };
 
@@ -132,7 +170,8 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
 // Errors: INVALID_ARGUMENT for mismatched inputs.
 absl::StatusOr<std::vector<reference::Tensor>> RunOnHost(GraphOp kernel, const EmittedKernel &emitted,
                                                          const HostKernel &built,
-                                                         const std::vector<reference::Tensor> &inputs);
+                                                         const std::vector<reference::Tensor> &inputs,
+                                                         LaneStats *stats = nullptr);
 
 }  // namespace tir::codegen
 

@@ -38,7 +38,7 @@ TEST_P(NvrtcCodegenTest, KernelsCompileToCubins) {
         ASSERT_TRUE(emitted.ok()) << emitted.status();
         nvrtc::CompileOptions options;
         options.arch = arch;
-        options.headers = {{"tir_runtime.h", RuntimeHeader()}};
+        options.headers = RuntimeHeaders();
         auto cubin = nvrtc::CompileToCubin(emitted->source, options);
         ASSERT_TRUE(cubin.ok()) << cubin.status() << "\n" << emitted->source;
         EXPECT_EQ(cubin->cubin.substr(1, 3), "ELF");

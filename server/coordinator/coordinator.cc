@@ -539,7 +539,7 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
     if (info.is_gpu) {
       nvrtc::CompileOptions o;
       o.arch = arch;
-      o.headers = {{"tir_runtime.h", codegen::RuntimeHeader()}};
+      o.headers = codegen::RuntimeHeaders();
       bool hit = false;
       TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel c, compile_cache_.Compile(cw.source(), o, &hit));
       e->set_format(tir::v1::BINARY_FORMAT_CUBIN);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tirctl emit end to end: host build with --verify on graphs in both forms,
-# cubins for sm_90a and sm_80, and clear refusals.
+# cubins for sm_90a and sm_80, GPU kernels verified lane by lane, and clear
+# refusals.
 set -u
 tirctl=client/tirctl
 graphs=tests/cli/graphs
@@ -37,9 +38,12 @@ check "first emit compiles" 1 "$(grep -c 'compiled in' first.txt)"
 check "second emit hits the cache" 1 "$(grep -c 'from the compile cache' second.txt)"
 check "cached cubin is identical" "" "$(cmp "$out/c1/softmax_k0.sm_90a.cubin" "$out/c2/softmax_k0.sm_90a.cubin")"
 
-"$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a --verify >/dev/null 2>err.txt
-check "verify needs host" 1 $?
-check "verify needs host reason" 1 "$(grep -c CUDA_DRIVER_UNAVAILABLE err.txt)"
+# --verify for a GPU arch runs the GPU kernels lane by lane on the CPU.
+"$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a --verify -o "$out/lanes" > report.txt 2>&1
+check "sm_90a --verify exit" 0 $?
+check "sm_90a --verify runs lane by lane" 1 "$(grep -c -m1 'lane by lane on the CPU' report.txt)"
+check "sm_90a --verify reports no wrong output" 0 "$(grep -c WRONG report.txt)"
+check "sm_90a --verify checked outputs" 1 "$(grep -c -m1 ' ok$' report.txt)"
 "$tirctl" emit "$graphs/softmax_fits.mlir" --arch host --candidate 99999 -o "$out/x" >/dev/null 2>err.txt
 check "bad candidate" 1 $?
 "$tirctl" emit "$graphs/invalid_shape.mlir" --arch host -o "$out/y" >/dev/null 2>err.txt

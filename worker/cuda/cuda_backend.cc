@@ -49,7 +49,7 @@ std::vector<std::string> CudaBackend::RunnerFlags() const {
 absl::StatusOr<CompiledCandidate> CudaBackend::Compile(const tir::v1::CandidateWork &work, const std::string &arch) {
   nvrtc::CompileOptions options;
   options.arch = arch;
-  options.headers = {{"tir_runtime.h", codegen::RuntimeHeader()}};
+  options.headers = codegen::RuntimeHeaders();
   for (const std::string &o : work.compile_options()) {
     if (o == "-lineinfo") {
       options.line_info = true;

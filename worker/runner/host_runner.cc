@@ -63,7 +63,7 @@ absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate,
   TIR_RETURN_IF_ERROR(launch_->SetLaunch(work.launch()));
   // The verification run is also the untimed warm-up.
   launch_->Poison(0);
-  launch_->Run(*slot, 0);
+  TIR_RETURN_IF_ERROR(launch_->Run(*slot, 0));
   if (item.policy().verify()) {
     *result.mutable_verification() = Verify(launch_->Outputs(0), prepared_->expected);
     if (result.verification().verdict() == tir::v1::VERDICT_WRONG) return result;
@@ -77,7 +77,7 @@ absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate,
   for (int r = 0; runs.More(r, spent); ++r) {
     const int s = r % launch_->copies();
     const auto start = std::chrono::steady_clock::now();
-    launch_->Run(*slot, s);
+    TIR_RETURN_IF_ERROR(launch_->Run(*slot, s));
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     samples.push_back(t);
     spent += t;

@@ -1,10 +1,17 @@
-// tir's kernel runtime: included by every generated kernel, compiled either by
-// NVRTC for a GPU or by the system C++ compiler for the host backend.
+// tir's kernel runtime: included by every generated kernel, compiled by NVRTC
+// for a GPU or by the system C++ compiler for the host, in one of two forms.
 //
-// The same kernel source runs in both places. On a GPU a block has
-// blockDim.x threads; on the host a block is one thread (blockDim.x == 1), so
-// every strided loop over a block's work covers it all and block collectives
-// reduce nothing. Scalar semantics match compiler/reference/Elementwise.h:
+// The same kernel source runs in three places:
+//  - on a GPU (TIR_DEVICE): a block has blockDim.x threads;
+//  - emulated on the host (TIR_EMULATE, tir_lanes.h): the GPU form, lane by
+//    lane, with the block size of the launch, barriers, warp collectives,
+//    cp.async groups and a shared-memory race check;
+//  - the plain host form: a block is one thread (blockDim.x == 1), so every
+//    strided loop over a block's work covers it all and block collectives
+//    reduce nothing.
+// TIR_LANES is 1 in the first two: kernels take their GPU paths under
+// `#if TIR_LANES`. The tile library (tir_tiles.h) gives each GPU piece its
+// device, emulated and plain-host implementation. Scalar semantics match compiler/reference/Elementwise.h:
 // bf16/f16 compute in f32 and round (to nearest even) on every op; integers
 // wrap; div/rem/mod by integer zero give 0; max/min propagate NaN.
 
@@ -27,6 +34,8 @@ typedef int tir_i32;
 #define TIR_INF __int_as_float(0x7f800000)
 #define TIR_NAN __int_as_float(0x7fc00000)
 #define TIR_SYNC() __syncthreads()
+#define TIR_EMULATE 0
+#define TIR_LANES 1
 #else
 #include <cmath>
 #include <cstdint>
@@ -45,13 +54,25 @@ typedef int16_t tir_i16;
 typedef int32_t tir_i32;
 #define TIR_INF INFINITY
 #define TIR_NAN NAN
-#define TIR_SYNC() ((void)0)
+#ifndef TIR_EMULATE
+#define TIR_EMULATE 0
+#endif
 struct tir_dim3 { unsigned x, y, z; };
 // Set by the host launcher around each block.
-static thread_local tir_dim3 threadIdx = {0, 0, 0};
 static thread_local tir_dim3 blockIdx = {0, 0, 0};
 static thread_local tir_dim3 blockDim = {1, 1, 1};
 static thread_local tir_dim3 gridDim = {1, 1, 1};
+#if TIR_EMULATE
+#include "tir_lanes.h"
+// Each emulated thread has its own index; barriers park it.
+#define threadIdx (::tir_lanes::Current().tid)
+#define TIR_SYNC() ::tir_lanes::Barrier()
+#define TIR_LANES 1
+#else
+static thread_local tir_dim3 threadIdx = {0, 0, 0};
+#define TIR_SYNC() ((void)0)
+#define TIR_LANES 0
+#endif
 using std::sqrt; using std::exp; using std::log; using std::sin; using std::cos; using std::tan;
 using std::erf; using std::tanh; using std::atan2; using std::pow; using std::floor; using std::ceil;
 using std::fabs; using std::fmod; using std::log1p; using std::isnan; using std::isinf;
@@ -394,87 +415,6 @@ TIR_FN void tir_store_run(T *p, tir_i64 stride, const T *in) {
   for (int v = 0; v < N; ++v) p[v * stride] = in[v];
 }
 
-// ---- asynchronous copies to shared memory (sm_80+) ---------------------------
-
-// Copies `bytes` (0 or 16) bytes from global `src` to shared `dst` and
-// zero-fills the rest of the 16; completes at tir_cp_async_wait. On the host
-// it is a plain copy.
-TIR_FN void tir_cp_async16(void *dst, const void *src, int bytes) {
-#if TIR_DEVICE
-  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
-#else
-  std::memcpy(dst, src, bytes);
-  std::memset((char *)dst + bytes, 0, 16 - bytes);
-#endif
-}
-TIR_FN void tir_cp_async_commit() {
-#if TIR_DEVICE
-  asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-// Waits until at most N committed groups are still in flight.
-template <int N> TIR_FN void tir_cp_async_wait() {
-#if TIR_DEVICE
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-#endif
-}
-
-// ---- swizzled shared-memory tiles --------------------------------------------
-
-// Offset of element (r, c) in a shared tile of 16-bit elements with C columns
-// (a power of two, at least 16). Rows are cut into 16-byte chunks and each
-// chunk index is XORed with the row's position among the eight consecutive
-// rows that share a set of banks, so the eight rows an ldmatrix (or a
-// column of fragment loads) touches sit in eight distinct bank groups; chunks
-// stay whole, so 16-byte cp.async copies and ldmatrix rows stay aligned. A
-// bijection within each row, with no padding.
-template <int C> TIR_FN int tir_swz(int r, int c) {
-  constexpr int chunks = C / 8;
-  constexpr int rows_per_line = chunks >= 8 ? 1 : 8 / chunks;
-  constexpr int mask = chunks >= 8 ? 7 : chunks - 1;
-  return r * C + ((((c >> 3) ^ ((r / rows_per_line) & mask))) << 3) + (c & 7);
-}
-
-#if TIR_DEVICE
-// Four 8x8 b16 matrices from shared memory; lane l gives the address of row
-// l % 8 of matrix l / 8 (16 contiguous bytes each).
-TIR_FN void tir_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const void *p) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(s));
-}
-// Two 8x8 b16 matrices, transposed on the way (lanes 0-15 give the rows).
-TIR_FN void tir_ldmatrix_x2_trans(unsigned &r0, unsigned &r1, const void *p) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(s));
-}
-#endif
-
-// ---- block collectives -----------------------------------------------------
-
-// Reduces `v` over each group of `group` consecutive threads of the block
-// (group is a power of two <= blockDim.x); every thread of a group gets the
-// result. `scratch` holds blockDim.x values. On the host a block is one
-// thread, so the value is returned as is.
-template <typename T, typename Op>
-TIR_FN T tir_group_reduce(T v, int group, T *scratch, Op op) {
-#if TIR_DEVICE
-  const int t = threadIdx.x;
-  scratch[t] = v;
-  __syncthreads();
-  for (int s = group / 2; s > 0; s /= 2) {
-    if ((t % group) < s) scratch[t] = op(scratch[t], scratch[t + s]);
-    __syncthreads();
-  }
-  T r = scratch[t - t % group];
-  __syncthreads();
-  return r;
-#else
-  (void)group; (void)scratch;
-  return v;
-#endif
-}
+#include "tir_tiles.h"
 
 #endif  // TIR_RUNTIME_H_

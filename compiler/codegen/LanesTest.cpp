@@ -1,0 +1,280 @@
+// The tile library's emulated implementation, piece by piece, against the
+// data movement the PTX ISA documents (ldmatrix, mma.sync.m16n8k16, shfl.bfly,
+// cp.async groups), and the emulator's checks: barriers, the shared-memory
+// race check, poisoned and uncompleted reads, divergent warp collectives.
+// Built with -DTIR_EMULATE=1, as `tirctl emit --verify` builds GPU kernels.
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "compiler/codegen/runtime/tir_runtime.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+tir_lanes::Result Launch(unsigned threads, std::function<void()> body, unsigned blocks = 1, size_t dynamic = 0) {
+  blockDim = {threads, 1, 1};
+  gridDim = {blocks, 1, 1};
+  return tir_lanes::Launch("test_kernel", {blocks, 1, 1}, {threads, 1, 1}, dynamic,
+                           [](tir_lanes::Dim3 b) { blockIdx = {b.x, b.y, b.z}; }, std::move(body));
+}
+
+TEST(Lanes, EveryThreadHasItsOwnIndexAndBarriersOrderTheBlock) {
+  std::vector<int> seen(256, -1);
+  std::vector<int> after(256, -1);
+  auto r = Launch(256, [&] {
+    TIR_SHARED_ARRAY(int, flags, 256);
+    const int t = threadIdx.x;
+    seen[t] = t;
+    flags[t] = t * 2;
+    TIR_SYNC();
+    after[t] = flags[(t + 1) % 256];  // written by another thread before the barrier
+  });
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  for (int t = 0; t < 256; ++t) {
+    EXPECT_EQ(seen[t], t);
+    EXPECT_EQ(after[t], ((t + 1) % 256) * 2);
+  }
+  EXPECT_EQ(r.lanes, 256u);
+}
+
+TEST(Lanes, SharedMemoryStartsPoisonedInEveryBlock) {
+  std::vector<unsigned> first(2, 0);
+  auto r = Launch(
+      32,
+      [&] {
+        TIR_SHARED_ARRAY(unsigned, s, 32);
+        if (threadIdx.x == 0) {
+          first[blockIdx.x] = s[5];
+          s[5] = 7;
+        }
+      },
+      2);
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_EQ(first[0], 0xffffffffu);
+  EXPECT_EQ(first[1], 0xffffffffu);  // block 1 does not see block 0's write
+}
+
+TEST(Lanes, ShflXorReadsTheButterflyPartner) {
+  std::vector<long long> got(64);
+  auto r = Launch(64, [&] {
+    const long long mine = 1000 + threadIdx.x;
+    got[threadIdx.x] = tir_shfl_xor(mine, 5);
+  });
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(got[t], 1000 + ((t & ~31) | ((t % 32) ^ 5))) << t;
+}
+
+TEST(Lanes, GroupReduceSumsEachGroupForEveryGroupSize) {
+  for (int group : {1, 2, 8, 32, 64, 256}) {
+    std::vector<double> got(256);
+    auto r = Launch(256, [&] {
+      TIR_SHARED_ARRAY(double, scratch, 256);
+      const double v = threadIdx.x;
+      got[threadIdx.x] = tir_group_reduce(v, group, scratch, [](double x, double y) { return x + y; });
+    });
+    EXPECT_EQ(r.errors, 0) << r.first_error;
+    for (int t = 0; t < 256; ++t) {
+      const int first = t - t % group;
+      EXPECT_EQ(got[t], group * first + group * (group - 1) / 2.0) << "group " << group << " thread " << t;
+    }
+  }
+}
+
+// Shared matrix m (0..3) of 8x8 b16 elements; element (r, c) = m*64 + r*8 + c.
+void FillMatrices(tir_sptr<tir_u16> s) {
+  for (int e = threadIdx.x; e < 4 * 64; e += blockDim.x) s[e] = static_cast<tir_u16>(e);
+}
+
+TEST(Lanes, LdmatrixGivesEachLaneItsRowAndColumnPair) {
+  for (int count : {1, 2, 4}) {
+    for (bool trans : {false, true}) {
+      std::vector<tir_u32> got(32 * 4, 0);
+      auto r = Launch(32, [&] {
+        TIR_SHARED_ARRAY(tir_u16, s, 256);
+        FillMatrices(s);
+        TIR_SYNC();
+        const int l = threadIdx.x;
+        // Lane 8m + i gives row i of matrix m (rows of other lanes unused).
+        tir_sptr<tir_u16> row = s + ((l / 8) % count) * 64 + (l % 8) * 8;
+        tir_u32 *out = &got[l * 4];
+        if (count == 1) trans ? tir_ldmatrix_x1_trans(out[0], row) : tir_ldmatrix_x1(out[0], row);
+        if (count == 2) trans ? tir_ldmatrix_x2_trans(out[0], out[1], row) : tir_ldmatrix_x2(out[0], out[1], row);
+        if (count == 4) {
+          trans ? tir_ldmatrix_x4_trans(out[0], out[1], out[2], out[3], row)
+                : tir_ldmatrix_x4(out[0], out[1], out[2], out[3], row);
+        }
+      });
+      ASSERT_EQ(r.errors, 0) << r.first_error;
+      // Written out from the ISA's figure: lane 5 holds row 1, columns 2-3
+      // (elements 10, 11); with .trans, column 1 of rows 2-3 (17, 25).
+      EXPECT_EQ(got[5 * 4], trans ? (17u | (25u << 16)) : (10u | (11u << 16)));
+      for (int l = 0; l < 32; ++l) {
+        for (int m = 0; m < count; ++m) {
+          // PTX ISA, ldmatrix: thread l holds (row l/4, cols 2(l%4), 2(l%4)+1); .trans swaps row and column.
+          const int row = trans ? 2 * (l % 4) : l / 4, col = trans ? l / 4 : 2 * (l % 4);
+          const tir_u16 lo = static_cast<tir_u16>(m * 64 + row * 8 + col);
+          const tir_u16 hi = static_cast<tir_u16>(trans ? m * 64 + (row + 1) * 8 + col : lo + 1);
+          EXPECT_EQ(got[l * 4 + m], tir_u32(lo) | (tir_u32(hi) << 16))
+              << "x" << count << (trans ? ".trans" : "") << " lane " << l << " matrix " << m;
+        }
+      }
+    }
+  }
+}
+
+// A 16x16 A and 16x8 B in bf16, fragments loaded by the PTX ISA's table, one
+// mma: every lane's D entries equal the matmul at their (row, col).
+TEST(Lanes, MmaM16n8k16MatchesTheMatmulAtEachLanesFragment) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-4, 4);
+  float A[16][16], Bm[16][8], C[16][8];
+  for (auto &row : A) for (float &x : row) x = small(rng) * 0.5f;
+  for (auto &row : Bm) for (float &x : row) x = small(rng) * 0.25f;
+  for (auto &row : C) for (float &x : row) x = small(rng);
+  auto bf = [](float x) { return tir_to_bf16(x).bits; };
+  std::vector<float> d(32 * 4);
+  for (bool f16 : {false, true}) {
+    auto h = [&](float x) { return f16 ? tir_to_f16(x).bits : bf(x); };
+    auto r = Launch(32, [&] {
+      const int l = threadIdx.x, g = l / 4, t = l % 4;
+      auto pack = [&](float lo, float hi) { return tir_u32(h(lo)) | (tir_u32(h(hi)) << 16); };
+      float acc[4] = {C[g][2 * t], C[g][2 * t + 1], C[g + 8][2 * t], C[g + 8][2 * t + 1]};
+      const tir_u32 a0 = pack(A[g][2 * t], A[g][2 * t + 1]), a1 = pack(A[g + 8][2 * t], A[g + 8][2 * t + 1]);
+      const tir_u32 a2 = pack(A[g][2 * t + 8], A[g][2 * t + 9]), a3 = pack(A[g + 8][2 * t + 8], A[g + 8][2 * t + 9]);
+      const tir_u32 b0 = pack(Bm[2 * t][g], Bm[2 * t + 1][g]), b1 = pack(Bm[2 * t + 8][g], Bm[2 * t + 9][g]);
+      if (f16) {
+        tir_mma_m16n8k16_f16(acc, a0, a1, a2, a3, b0, b1);
+      } else {
+        tir_mma_m16n8k16_bf16(acc, a0, a1, a2, a3, b0, b1);
+      }
+      for (int q = 0; q < 4; ++q) d[l * 4 + q] = acc[q];
+    });
+    ASSERT_EQ(r.errors, 0) << r.first_error;
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      const int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+      for (int q = 0; q < 4; ++q) {
+        float want = C[rows[q]][cols[q]];
+        for (int k = 0; k < 16; ++k) want += A[rows[q]][k] * Bm[k][cols[q]];
+        EXPECT_EQ(d[l * 4 + q], want) << (f16 ? "f16" : "bf16") << " lane " << l << " d" << q;
+      }
+    }
+  }
+}
+
+// cp.async lands at the wait that covers its group; other threads see it
+// after a barrier.
+TEST(Lanes, CpAsyncLandsAtItsWaitGroup) {
+  alignas(16) static tir_u16 global[2][8];
+  for (int i = 0; i < 8; ++i) global[0][i] = i, global[1][i] = 100 + i;
+  std::vector<tir_u16> seen(32);
+  auto r = Launch(32, [&] {
+    TIR_SHARED_ARRAY(tir_u16, s, 16);
+    if (threadIdx.x < 2) {
+      tir_cp_async16(s + threadIdx.x * 8, global[threadIdx.x], 16);
+      tir_cp_async_commit();
+    }
+    tir_cp_async_wait<0>();
+    TIR_SYNC();
+    seen[threadIdx.x] = s[(threadIdx.x % 2) * 8 + 3];
+  });
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(seen[t], (t % 2) * 100 + 3);
+}
+
+TEST(Lanes, AReadBeforeTheCoveringWaitIsReportedAndSeesPoison) {
+  alignas(16) static tir_u16 global[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  tir_u16 seen = 0;
+  auto r = Launch(32, [&] {
+    TIR_SHARED_ARRAY(tir_u16, s, 8);
+    if (threadIdx.x == 0) {
+      tir_cp_async16(s, global, 16);
+      tir_cp_async_commit();
+      tir_cp_async16(s, global, 16);  // a second group to the same bytes
+      tir_cp_async_commit();
+      tir_cp_async_wait<1>();  // the first group lands
+      tir_cp_async_wait<1>();
+      seen = s[2];             // the second has not: poison
+    }
+  });
+  EXPECT_THAT(r.first_error, HasSubstr("UNCOMPLETED_ASYNC_COPY"));
+  EXPECT_THAT(r.first_error, HasSubstr("thread (0,0,0)"));
+  EXPECT_EQ(seen, 0xffff);
+}
+
+TEST(Lanes, PlantedRaceIsReportedWithBothThreadsAndTheOffset) {
+  auto r = Launch(64, [&] {
+    TIR_SHARED_ARRAY(float, s, 64);
+    if (threadIdx.x == 2) s[1] = 1.0f;
+    // No barrier: thread 3 reads what thread 2 wrote (threads run in index order).
+    if (threadIdx.x == 3) {
+      const float v = s[1];
+      (void)v;
+    }
+  });
+  ASSERT_EQ(r.errors, 1);
+  EXPECT_EQ(r.first_error,
+            "SHARED_MEMORY_RACE: kernel test_kernel block (0,0,0): thread (3,0,0) reads shared byte 4 that thread "
+            "(2,0,0) wrote with no barrier between");
+}
+
+TEST(Lanes, AWriteAfterAnotherThreadsReadWithoutABarrierIsARace) {
+  auto r = Launch(32, [&] {
+    TIR_SHARED_ARRAY(int, s, 32);
+    s[threadIdx.x] = 1;
+    TIR_SYNC();
+    if (threadIdx.x == 0) {
+      const int v = s[5];
+      (void)v;
+    }
+    if (threadIdx.x == 9) s[5] = 2;  // thread 0 may still be reading it
+  });
+  EXPECT_THAT(r.first_error, HasSubstr("SHARED_MEMORY_RACE"));
+  EXPECT_THAT(r.first_error, HasSubstr("thread (9,0,0) writes shared byte 20 that thread (0,0,0) read"));
+}
+
+TEST(Lanes, CorrectKernelWithBarriersIsClean) {
+  auto r = Launch(128, [&] {
+    TIR_SHARED_ARRAY(int, s, 128);
+    for (int round = 0; round < 4; ++round) {
+      s[threadIdx.x] = round;
+      TIR_SYNC();
+      const int v = s[127 - threadIdx.x];
+      TIR_SYNC();
+      s[threadIdx.x] = v;
+      TIR_SYNC();
+    }
+  });
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+}
+
+TEST(Lanes, AWarpCollectiveSomeLanesOfTheMaskSkipIsDivergence) {
+  auto r = Launch(32, [&] {
+    float v = threadIdx.x;
+    if (threadIdx.x < 16) v = tir_shfl_xor(v, 1);  // full mask, half the warp
+    (void)v;
+  });
+  EXPECT_THAT(r.first_error, HasSubstr("WARP_DIVERGENCE"));
+  EXPECT_THAT(r.first_error, HasSubstr("which is exited"));
+}
+
+TEST(Lanes, OutOfBoundsSharedAccessStopsTheLaunch) {
+  auto r = Launch(32, [&] {
+    TIR_SHARED_ARRAY(int, s, 8);
+    s[threadIdx.x * 1024] = 1;
+  });
+  EXPECT_THAT(r.first_error, HasSubstr("SHARED_OUT_OF_BOUNDS"));
+}
+
+TEST(Lanes, DynamicSharedMemoryBeyondTheLaunchIsRefused) {
+  auto r = Launch(
+      32, [&] { TIR_DYNAMIC_SHARED(smem, 4096); (void)smem; }, 1, 1024);
+  EXPECT_THAT(r.first_error, HasSubstr("uses 4096 bytes of dynamic shared memory, the launch gives 1024"));
+}
+
+}  // namespace

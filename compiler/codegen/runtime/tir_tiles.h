@@ -1,0 +1,277 @@
+// tir's tile library: the GPU pieces of a kernel that are more than scalar
+// glue, each with its device implementation (the PTX), its emulated one
+// (tir_lanes.h: the same data movement, lane by lane) and, where the plain
+// host form uses it, a one-thread-per-block one. Included by tir_runtime.h.
+//
+//   tir_sptr<T>, TIR_SHARED_ARRAY, TIR_DYNAMIC_SHARED   shared-memory tiles
+//   tir_swz<C>(r, c)                                    swizzled tile offsets
+//   tir_cp_async16 / _commit / _wait<N>                 the cp.async pipeline
+//   tir_ldmatrix_x1/x2/x4[_trans]                       ldmatrix
+//   tir_mma_m16n8k16_bf16 / _f16                        warp MMA fragments
+//   tir_shfl_xor, tir_warp_reduce, tir_group_reduce     warp and block reductions
+
+#ifndef TIR_TILES_H_
+#define TIR_TILES_H_
+
+// ---- shared memory -----------------------------------------------------------
+
+// A pointer into shared memory. On a GPU and in the plain host form it is a
+// plain pointer; emulated, every element access goes through the race check.
+#if TIR_EMULATE
+template <typename T>
+struct tir_sref {
+  T *p;
+  operator T() const {
+    ::tir_lanes::Touch(p, sizeof(T), false);
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+  }
+  tir_sref &operator=(const T &v) {
+    ::tir_lanes::Touch(p, sizeof(T), true);
+    std::memcpy(p, &v, sizeof(T));
+    return *this;
+  }
+  tir_sref &operator=(const tir_sref &o) { return *this = static_cast<T>(o); }
+};
+template <typename T>
+struct tir_sptr {
+  T *p = nullptr;
+  tir_sptr() = default;
+  explicit tir_sptr(T *q) : p(q) {}
+  tir_sref<T> operator[](tir_i64 i) const { return tir_sref<T>{p + i}; }
+  tir_sptr operator+(tir_i64 i) const { return tir_sptr(p + i); }
+};
+template <typename T, typename U>
+static inline tir_sptr<T> tir_sptr_cast(tir_sptr<U> p) {
+  return tir_sptr<T>(reinterpret_cast<T *>(p.p));
+}
+template <typename T> static inline T *tir_sraw(tir_sptr<T> p) { return p.p; }
+// A static shared array of the block, and the dynamic shared memory the
+// launch gives (`bytes` of it used).
+#define TIR_SHARED_ARRAY(T, name, n) tir_sptr<T> name((T *)::tir_lanes::Shared(#name, sizeof(T) * (n)))
+#define TIR_DYNAMIC_SHARED(name, bytes) \
+  tir_sptr<unsigned char> name((unsigned char *)::tir_lanes::DynamicShared(bytes))
+#else
+template <typename T> using tir_sptr = T *;
+template <typename T, typename U> TIR_FN T *tir_sptr_cast(U *p) { return reinterpret_cast<T *>(p); }
+template <typename T> TIR_FN T *tir_sraw(T *p) { return p; }
+#if TIR_DEVICE
+#define TIR_SHARED_ARRAY(T, name, n) __shared__ __align__(16) T name[n]
+#define TIR_DYNAMIC_SHARED(name, bytes) extern __shared__ __align__(16) unsigned char name[]
+#else
+#define TIR_SHARED_ARRAY(T, name, n) static thread_local T name[n] __attribute__((aligned(16)))
+#define TIR_DYNAMIC_SHARED(name, bytes) static thread_local unsigned char name[bytes] __attribute__((aligned(16)))
+#endif
+#endif
+
+// ---- swizzled shared-memory tiles --------------------------------------------
+
+// Offset of element (r, c) in a shared tile of 16-bit elements with C columns
+// (a power of two, at least 16). Rows are cut into 16-byte chunks and each
+// chunk index is XORed with the row's position among the eight consecutive
+// rows that share a set of banks, so the eight rows an ldmatrix (or a
+// column of fragment loads) touches sit in eight distinct bank groups; chunks
+// stay whole, so 16-byte cp.async copies and ldmatrix rows stay aligned. A
+// bijection within each row, with no padding.
+template <int C> TIR_FN int tir_swz(int r, int c) {
+  constexpr int chunks = C / 8;
+  constexpr int rows_per_line = chunks >= 8 ? 1 : 8 / chunks;
+  constexpr int mask = chunks >= 8 ? 7 : chunks - 1;
+  return r * C + ((((c >> 3) ^ ((r / rows_per_line) & mask))) << 3) + (c & 7);
+}
+
+// ---- the cp.async pipeline (sm_80+) ------------------------------------------
+
+// Copies `bytes` (0 or 16) bytes from global `src` to shared `dst` and
+// zero-fills the rest of the 16. It lands at the tir_cp_async_wait that
+// covers the commit group it joined; the plain host form copies at once.
+template <typename T>
+TIR_FN void tir_cp_async16(tir_sptr<T> dst, const void *src, int bytes) {
+#if TIR_DEVICE
+  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+#elif TIR_EMULATE
+  ::tir_lanes::CpAsync16(tir_sraw(dst), src, bytes);
+#else
+  std::memcpy(dst, src, bytes);
+  std::memset((char *)dst + bytes, 0, 16 - bytes);
+#endif
+}
+// Closes the thread's current group of copies.
+TIR_FN void tir_cp_async_commit() {
+#if TIR_DEVICE
+  asm volatile("cp.async.commit_group;\n" ::);
+#elif TIR_EMULATE
+  ::tir_lanes::CpAsyncCommit();
+#endif
+}
+// Waits until at most N of the thread's committed groups are in flight.
+// Other threads see the copies only after a barrier that follows.
+template <int N> TIR_FN void tir_cp_async_wait() {
+#if TIR_DEVICE
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#elif TIR_EMULATE
+  ::tir_lanes::CpAsyncWait(N);
+#endif
+}
+
+#if TIR_LANES
+// ---- warps -------------------------------------------------------------------
+
+// The lanes of the calling thread's warp that the block has (all 32 unless
+// the block ends inside the warp).
+TIR_FN unsigned tir_warp_mask() {
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned n = blockDim.x * blockDim.y * blockDim.z - (t / 32) * 32;
+  return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
+}
+
+// The value of lane (lane ^ offset) of the warp (shfl.sync.bfly).
+template <typename T> TIR_FN T tir_shfl_xor(T v, int offset) {
+#if TIR_DEVICE
+  return __shfl_xor_sync(tir_warp_mask(), v, offset);
+#else
+  ::tir_lanes::Lane &l = ::tir_lanes::Current();
+  static_assert(sizeof(T) <= 8, "shfl moves up to 8 bytes");
+  l.in[0] = 0;
+  std::memcpy(&l.in[0], &v, sizeof(T));
+  ::tir_lanes::Collective(::tir_lanes::kShflXor, offset, tir_warp_mask());
+  T r;
+  std::memcpy(&r, &l.out[0], sizeof(T));
+  return r;
+#endif
+}
+
+// ---- ldmatrix: 8x8 b16 matrices from shared memory -------------------------
+
+// Lanes 8m..8m+7 give the addresses of rows 0-7 of matrix m (16 contiguous,
+// 16-byte aligned bytes each); every lane receives, per matrix, one register
+// holding elements (lane/4, 2(lane%4)) and (lane/4, 2(lane%4)+1), low half
+// first, or with .trans (2(lane%4), lane/4) and (2(lane%4)+1, lane/4).
+#if TIR_DEVICE
+#define TIR_LDMATRIX_ASM(n, trans, regs, ...)                                              \
+  asm volatile("ldmatrix.sync.aligned.m8n8.x" #n trans ".shared.b16 " regs ", [%" #n "];\n" \
+               : __VA_ARGS__                                                               \
+               : "r"((unsigned)__cvta_generic_to_shared(p)))
+TIR_FN void tir_ldmatrix_x1(tir_u32 &r0, tir_sptr<tir_u16> p) { TIR_LDMATRIX_ASM(1, "", "{%0}", "=r"(r0)); }
+TIR_FN void tir_ldmatrix_x2(tir_u32 &r0, tir_u32 &r1, tir_sptr<tir_u16> p) {
+  TIR_LDMATRIX_ASM(2, "", "{%0,%1}", "=r"(r0), "=r"(r1));
+}
+TIR_FN void tir_ldmatrix_x4(tir_u32 &r0, tir_u32 &r1, tir_u32 &r2, tir_u32 &r3, tir_sptr<tir_u16> p) {
+  TIR_LDMATRIX_ASM(4, "", "{%0,%1,%2,%3}", "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3));
+}
+TIR_FN void tir_ldmatrix_x1_trans(tir_u32 &r0, tir_sptr<tir_u16> p) { TIR_LDMATRIX_ASM(1, ".trans", "{%0}", "=r"(r0)); }
+TIR_FN void tir_ldmatrix_x2_trans(tir_u32 &r0, tir_u32 &r1, tir_sptr<tir_u16> p) {
+  TIR_LDMATRIX_ASM(2, ".trans", "{%0,%1}", "=r"(r0), "=r"(r1));
+}
+TIR_FN void tir_ldmatrix_x4_trans(tir_u32 &r0, tir_u32 &r1, tir_u32 &r2, tir_u32 &r3, tir_sptr<tir_u16> p) {
+  TIR_LDMATRIX_ASM(4, ".trans", "{%0,%1,%2,%3}", "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3));
+}
+#undef TIR_LDMATRIX_ASM
+#else
+static inline void tir_ldmatrix_n(int n, bool trans, tir_u32 *r, tir_sptr<tir_u16> p) {
+  ::tir_lanes::Lane &l = ::tir_lanes::Current();
+  l.addr = reinterpret_cast<const unsigned char *>(tir_sraw(p));
+  ::tir_lanes::Collective(::tir_lanes::kLdmatrix, n | (trans ? 8 : 0), tir_warp_mask());
+  for (int k = 0; k < n; ++k) r[k] = static_cast<tir_u32>(l.out[k]);
+}
+static inline void tir_ldmatrix_x1(tir_u32 &r0, tir_sptr<tir_u16> p) { tir_ldmatrix_n(1, false, &r0, p); }
+static inline void tir_ldmatrix_x2(tir_u32 &r0, tir_u32 &r1, tir_sptr<tir_u16> p) {
+  tir_u32 r[2];
+  tir_ldmatrix_n(2, false, r, p);
+  r0 = r[0], r1 = r[1];
+}
+static inline void tir_ldmatrix_x4(tir_u32 &r0, tir_u32 &r1, tir_u32 &r2, tir_u32 &r3, tir_sptr<tir_u16> p) {
+  tir_u32 r[4];
+  tir_ldmatrix_n(4, false, r, p);
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+static inline void tir_ldmatrix_x1_trans(tir_u32 &r0, tir_sptr<tir_u16> p) { tir_ldmatrix_n(1, true, &r0, p); }
+static inline void tir_ldmatrix_x2_trans(tir_u32 &r0, tir_u32 &r1, tir_sptr<tir_u16> p) {
+  tir_u32 r[2];
+  tir_ldmatrix_n(2, true, r, p);
+  r0 = r[0], r1 = r[1];
+}
+static inline void tir_ldmatrix_x4_trans(tir_u32 &r0, tir_u32 &r1, tir_u32 &r2, tir_u32 &r3, tir_sptr<tir_u16> p) {
+  tir_u32 r[4];
+  tir_ldmatrix_n(4, true, r, p);
+  r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+#endif
+
+// ---- warp MMA: m16n8k16, f32 accumulate ------------------------------------
+
+// d += A * B for the warp's 16x16 A (row-major fragments a0..a3) and 16x8 B
+// (column fragments b0, b1), with d the lane's four f32 accumulators: with
+// g = lane/4 and t = lane%4, a0..a3 hold A(g, 2t..2t+1), A(g+8, 2t..),
+// A(g, 2t+8..), A(g+8, 2t+8..); b0, b1 hold B(2t..2t+1, g), B(2t+8.., g);
+// d holds D(g, 2t), D(g, 2t+1), D(g+8, 2t), D(g+8, 2t+1) (PTX ISA, mma.m16n8k16).
+#if TIR_DEVICE
+#define TIR_MMA(type)                                                                                         \
+  TIR_FN void tir_mma_m16n8k16_##type(float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,   \
+                                      tir_u32 b1) {                                                           \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." #type "." #type                                     \
+                 ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                               \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                             \
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));                                     \
+  }
+TIR_MMA(bf16)
+TIR_MMA(f16)
+#undef TIR_MMA
+#else
+static inline void tir_mma_m16n8k16(int kind, float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,
+                                    tir_u32 b1) {
+  ::tir_lanes::Lane &l = ::tir_lanes::Current();
+  const tir_u32 in[6] = {a0, a1, a2, a3, b0, b1};
+  for (int i = 0; i < 6; ++i) l.in[i] = in[i];
+  for (int q = 0; q < 4; ++q) l.in[6 + q] = ::tir_lanes::Bits(d[q]);
+  ::tir_lanes::Collective(kind, 0, tir_warp_mask());
+  for (int q = 0; q < 4; ++q) d[q] = ::tir_lanes::F32(l.out[q]);
+}
+static inline void tir_mma_m16n8k16_bf16(float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,
+                                         tir_u32 b1) {
+  tir_mma_m16n8k16(::tir_lanes::kMmaBf16, d, a0, a1, a2, a3, b0, b1);
+}
+static inline void tir_mma_m16n8k16_f16(float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,
+                                        tir_u32 b1) {
+  tir_mma_m16n8k16(::tir_lanes::kMmaF16, d, a0, a1, a2, a3, b0, b1);
+}
+#endif
+
+// Reduces `v` over each group of `width` (a power of two <= 32) consecutive
+// lanes of the warp by butterfly shuffles; every lane gets its group's result.
+template <typename T, typename Op> TIR_FN T tir_warp_reduce(T v, int width, Op op) {
+  for (int offset = width / 2; offset > 0; offset /= 2) v = op(v, tir_shfl_xor(v, offset));
+  return v;
+}
+#endif  // TIR_LANES
+
+// ---- block reductions ------------------------------------------------------
+
+// Reduces `v` over each group of `group` consecutive threads of the block
+// (group is a power of two <= blockDim.x, the block a multiple of it); every
+// thread of a group gets the result. Within a warp the lanes reduce by
+// shuffles; a group of several warps then goes through `scratch` (one value
+// per warp of the block) between two barriers. The plain host form has one
+// thread per block: the value is returned as is.
+template <typename T, typename Op>
+TIR_FN T tir_group_reduce(T v, int group, tir_sptr<T> scratch, Op op) {
+#if TIR_LANES
+  v = tir_warp_reduce(v, group < 32 ? group : 32, op);
+  if (group <= 32) return v;
+  const int t = threadIdx.x;
+  if (t % 32 == 0) scratch[t / 32] = v;
+  TIR_SYNC();
+  const int first = (t - t % group) / 32;
+  T r = scratch[first];
+  for (int w = 1; w < group / 32; ++w) r = op(r, scratch[first + w]);
+  TIR_SYNC();
+  return r;
+#else
+  (void)group; (void)scratch; (void)op;
+  return v;
+#endif
+}
+
+#endif  // TIR_TILES_H_

@@ -1,0 +1,77 @@
+#!/bin/bash
+# tirctl verify end to end, as a performance engineer uses it: emit GPU
+# kernels, verify them lane by lane from the files on disk, then edit the
+# generated .cu (drop a barrier, change lane arithmetic, miscount a wait) or
+# the tile library beside it, and see verify catch each edit.
+set -u
+tirctl=client/tirctl
+graphs=tests/cli/graphs
+out="${TEST_TMPDIR:-$(mktemp -d)}/verify"
+fail=0
+check() {
+  if [[ "$2" != "$3" ]]; then echo "FAIL: $1: expected '$2', got '$3'"; fail=1; else echo "ok: $1"; fi
+}
+
+mm="$out/mm"
+"$tirctl" emit "$graphs/matmul_bf16_pipelined.mlir" --arch sm_90a -o "$mm" > emit.txt 2>&1
+check "emit exit" 0 $?
+check "emit wrote the kernel graph" 1 "$(ls "$mm" | grep -c '^mm_k0.mlir$')"
+cu="$mm/mm_k0.cu"
+check "the kernel takes the mma path" 1 "$(grep -c -m1 'tir_mma_m16n8k16_bf16' "$cu")"
+check "the kernel has the cp.async pipeline" 1 "$(grep -c -m1 'tir_cp_async_wait<' "$cu")"
+cp "$cu" "$out/mm_k0.orig"
+
+"$tirctl" verify "$mm" > report.txt 2>&1
+check "verify of the emitted kernel exit" 0 $?
+check "verify runs lane by lane" 1 "$(grep -c 'the GPU form, emulated lane by lane' report.txt)"
+check "verify reports the output ok" 1 "$(grep -c ' ok$' report.txt)"
+
+# The barrier after the pipeline's wait removed: a race.
+perl -0pi -e 's/(tir_cp_async_wait<\d+>\(\);\n)\s*TIR_SYNC\(\);\n/$1/' "$cu"
+"$tirctl" verify "$mm" > report.txt 2>&1
+check "dropped barrier fails" 1 $?
+check "dropped barrier is a race" 1 "$(grep -c 'SHARED_MEMORY_RACE' report.txt)"
+check "the race names two threads" 1 "$(grep -c 'thread ([0-9]*,0,0) reads shared byte [0-9]* that thread ([0-9]*,0,0) wrote' report.txt)"
+cp "$out/mm_k0.orig" "$cu"
+
+# A wrong ldmatrix lane address: a wrong result.
+sed -i '0,/lane % 16,/s//lane % 8,/' "$cu"
+"$tirctl" verify "$mm" > report.txt 2>&1
+check "wrong lane address fails" 1 $?
+check "wrong lane address is a wrong result" 1 "$(grep -c ' WRONG$' report.txt)"
+cp "$out/mm_k0.orig" "$cu"
+
+# cp.async.wait_group one too high: data read before it lands.
+perl -0pi -e 's/tir_cp_async_wait<(\d+)>\(\);\n(\s*)TIR_SYNC/"tir_cp_async_wait<".($1+1).">();\n$2TIR_SYNC"/e' "$cu"
+"$tirctl" verify "$mm" > report.txt 2>&1
+check "wait one too high fails" 1 $?
+check "wait one too high is an uncompleted copy" 1 "$(grep -c 'UNCOMPLETED_ASYNC_COPY' report.txt)"
+cp "$out/mm_k0.orig" "$cu"
+
+# The plain host form of the same files.
+"$tirctl" verify "$mm" --arch host > report.txt 2>&1
+check "verify --arch host exit" 0 $?
+check "verify --arch host runs the plain form" 1 "$(grep -c 'the plain host form' report.txt)"
+
+# A reduction with several warps per row; the tile library's barrier between
+# the warps' partials removed in the directory's tir_tiles.h.
+sm="$out/softmax"
+"$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a -o "$sm" > emit.txt 2>&1
+check "softmax emit exit" 0 $?
+"$tirctl" verify "$sm" > report.txt 2>&1
+check "softmax verify exit" 0 $?
+perl -0pi -e 's/(if \(t % 32 == 0\) scratch\[t \/ 32\] = v;\n)\s*TIR_SYNC\(\);\n/$1/' "$sm/tir_tiles.h"
+"$tirctl" verify "$sm" > report.txt 2>&1
+check "edited tile library fails" 1 $?
+check "edited tile library is a race" 1 "$(grep -c -m1 'SHARED_MEMORY_RACE' report.txt)"
+
+# A kernel that no longer compiles is reported, not a crash.
+echo "this is not C++" >> "$cu"
+"$tirctl" verify "$mm" > report.txt 2>&1
+check "broken source fails" 1 $?
+check "broken source is a compile error" 1 "$(grep -c -m1 'HOST_COMPILE_FAILED' report.txt)"
+
+"$tirctl" verify "$out/nowhere" > report.txt 2>&1
+check "missing directory fails" 1 $?
+check "missing directory reason" 1 "$(grep -c 'NOT_FOUND' report.txt)"
+exit $fail
