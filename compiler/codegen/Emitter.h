@@ -24,6 +24,11 @@
 //    prologue ops evaluated per (m, k) / (k, n), then runs the epilogue.
 //    (This is the portable loop form; the mma.sync/cp.async form is a
 //    separate path for the same candidate parameters.)
+//
+// The emitter is one class (KernelEmitter.h) split by concern into
+// EmitTypes, EmitArguments, EmitScalars, EmitPointwise, EmitReduction,
+// EmitMatmul, EmitLaunch and EmitSource; the GPU pieces it instantiates are
+// the tile library's (runtime/tir_tiles.h).
 
 #ifndef TIR_COMPILER_CODEGEN_EMITTER_H_
 #define TIR_COMPILER_CODEGEN_EMITTER_H_

@@ -84,7 +84,8 @@ template <int C> TIR_FN int tir_swz(int r, int c) {
 // ---- the cp.async pipeline (sm_80+) ------------------------------------------
 
 // Copies `bytes` (0 or 16) bytes from global `src` to shared `dst` and
-// zero-fills the rest of the 16. It lands at the tir_cp_async_wait that
+// zero-fills the rest of the 16 (PTX ISA, "Data Movement and Conversion
+// Instructions: cp.async"). It lands at the tir_cp_async_wait that
 // covers the commit group it joined; the plain host form copies at once.
 template <typename T>
 TIR_FN void tir_cp_async16(tir_sptr<T> dst, const void *src, int bytes) {
@@ -106,7 +107,8 @@ TIR_FN void tir_cp_async_commit() {
   ::tir_lanes::CpAsyncCommit();
 #endif
 }
-// Waits until at most N of the thread's committed groups are in flight.
+// Waits until at most N of the thread's committed groups are in flight
+// (PTX ISA, "cp.async.wait_group").
 // Other threads see the copies only after a barrier that follows.
 template <int N> TIR_FN void tir_cp_async_wait() {
 #if TIR_DEVICE
@@ -127,7 +129,8 @@ TIR_FN unsigned tir_warp_mask() {
   return n >= 32 ? 0xffffffffu : ((1u << n) - 1u);
 }
 
-// The value of lane (lane ^ offset) of the warp (shfl.sync.bfly).
+// The value of lane (lane ^ offset) of the warp (PTX ISA, "shfl.sync",
+// mode .bfly).
 template <typename T> TIR_FN T tir_shfl_xor(T v, int offset) {
 #if TIR_DEVICE
   return __shfl_xor_sync(tir_warp_mask(), v, offset);
@@ -148,7 +151,8 @@ template <typename T> TIR_FN T tir_shfl_xor(T v, int offset) {
 // Lanes 8m..8m+7 give the addresses of rows 0-7 of matrix m (16 contiguous,
 // 16-byte aligned bytes each); every lane receives, per matrix, one register
 // holding elements (lane/4, 2(lane%4)) and (lane/4, 2(lane%4)+1), low half
-// first, or with .trans (2(lane%4), lane/4) and (2(lane%4)+1, lane/4).
+// first, or with .trans (2(lane%4), lane/4) and (2(lane%4)+1, lane/4)
+// (PTX ISA, "Warp-level matrix load instruction: ldmatrix").
 #if TIR_DEVICE
 #define TIR_LDMATRIX_ASM(n, trans, regs, ...)                                              \
   asm volatile("ldmatrix.sync.aligned.m8n8.x" #n trans ".shared.b16 " regs ", [%" #n "];\n" \
@@ -206,7 +210,8 @@ static inline void tir_ldmatrix_x4_trans(tir_u32 &r0, tir_u32 &r1, tir_u32 &r2, 
 // (column fragments b0, b1), with d the lane's four f32 accumulators: with
 // g = lane/4 and t = lane%4, a0..a3 hold A(g, 2t..2t+1), A(g+8, 2t..),
 // A(g, 2t+8..), A(g+8, 2t+8..); b0, b1 hold B(2t..2t+1, g), B(2t+8.., g);
-// d holds D(g, 2t), D(g, 2t+1), D(g+8, 2t), D(g+8, 2t+1) (PTX ISA, mma.m16n8k16).
+// d holds D(g, 2t), D(g, 2t+1), D(g+8, 2t), D(g+8, 2t+1) (PTX ISA, "Matrix
+// Fragments for mma.m16n8k16 with floating point type").
 #if TIR_DEVICE
 #define TIR_MMA(type)                                                                                         \
   TIR_FN void tir_mma_m16n8k16_##type(float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,   \

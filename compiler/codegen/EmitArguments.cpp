@@ -1,0 +1,64 @@
+// The argument layout: tir_args fields (pointers, extents, sizes and strides) and candidate parameters.
+
+#include "compiler/codegen/KernelEmitter.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+
+namespace tir::codegen::detail {
+
+// The names of tir_args' fields, in order (what Run's DeclareArgs gives).
+absl::StatusOr<std::vector<std::string>> KernelEmitter::FieldNames() {
+  rank_ = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").size();
+  TIR_RETURN_IF_ERROR(DeclareArgs());
+  return field_names_;
+}
+
+int64_t KernelEmitter::Param(const char *name, int64_t fallback) const {
+  auto it = params_.find(name);
+  return it == params_.end() ? fallback : it->second;
+}
+
+void KernelEmitter::Field(const std::string &decl, const std::string &name) {
+  fields_.push_back(decl);
+  field_names_.push_back(name);
+}
+
+absl::Status KernelEmitter::DeclareArgs() {
+  mlir::Block &block = kernel_.getBodyBlock();
+  for (mlir::BlockArgument arg : block.getArguments()) {
+    TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(arg.getType()));
+    const std::string name = absl::StrCat("in", arg.getArgNumber());
+    if (arg.getType().isa<mlir::RankedTensorType>()) {
+      Field(absl::StrCat("const ", t.storage, " *", name), name);
+    } else {
+      Field(absl::StrCat(t.storage, " ", name), name);
+    }
+  }
+  auto results = llvm::cast<ResultsOp>(block.getTerminator());
+  for (auto [i, v] : llvm::enumerate(results.getValues())) {
+    if (!v.getType().isa<mlir::RankedTensorType>()) {
+      return Unsupported("UNSUPPORTED_OP", absl::StrCat("result ", i, " is a scalar; kernels write tensors (return a "
+                                                        "tensor of one element instead)"));
+    }
+    TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(v.getType()));
+    Field(absl::StrCat(t.storage, " *out", i), absl::StrCat("out", i));
+  }
+  Field(absl::StrCat("tir_i64 dim[", rank_, "]"), "dim");
+  for (mlir::BlockArgument arg : block.getArguments()) {
+    if (auto r = arg.getType().dyn_cast<mlir::RankedTensorType>()) {
+      Field(absl::StrCat("tir_i64 in", arg.getArgNumber(), "_size[", std::max<int64_t>(1, r.getRank()), "]"),
+            absl::StrCat("in", arg.getArgNumber(), "_size"));
+      Field(absl::StrCat("tir_i64 in", arg.getArgNumber(), "_stride[", std::max<int64_t>(1, r.getRank()), "]"),
+            absl::StrCat("in", arg.getArgNumber(), "_stride"));
+    }
+  }
+  for (auto [i, v] : llvm::enumerate(results.getValues())) {
+    auto r = v.getType().cast<mlir::RankedTensorType>();
+    Field(absl::StrCat("tir_i64 out", i, "_stride[", std::max<int64_t>(1, r.getRank()), "]"),
+          absl::StrCat("out", i, "_stride"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tir::codegen::detail

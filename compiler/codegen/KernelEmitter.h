@@ -1,0 +1,150 @@
+// The emitter of one kernel graph for one candidate (Emitter.h's EmitKernel),
+// one class whose parts live in files of their own:
+//   EmitTypes.cpp       C types of dtypes, literals
+//   EmitArguments.cpp   argument layout and candidate parameters
+//   EmitScalars.cpp     scalar lowering: index maps, reads, ops, constants, stores
+//   EmitPointwise.cpp   pointwise kernels
+//   EmitReduction.cpp   reduction kernels
+//   EmitMatmul.cpp      matmul kernels (mma.sync tiles and the loop form)
+//   EmitLaunch.cpp      launch rules
+//   EmitSource.cpp      the translation unit and its host shims
+// The GPU pieces they instantiate are in the tile library
+// (runtime/tir_tiles.h); this code writes the glue.
+
+#ifndef TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
+#define TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/EmitTypes.h"
+#include "compiler/planning/AccessMaps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace tir::codegen::detail {
+
+class KernelEmitter {
+ public:
+  KernelEmitter(GraphOp kernel, const std::map<std::string, int64_t> &params) : kernel_(kernel), params_(params) {}
+  // The names of tir_args' fields, in order (what Run's DeclareArgs gives).
+  absl::StatusOr<std::vector<std::string>> FieldNames();
+  absl::StatusOr<EmittedKernel> Run();
+ private:
+  int64_t Param(const char *name, int64_t fallback) const;
+  void Field(const std::string &decl, const std::string &name);
+  absl::Status DeclareArgs();
+  // C expression of an affine expression over the domain index variables.
+  std::string Expr(mlir::AffineExpr e);
+  // Offset of element `map(idx)` in a buffer with the given stride array.
+  std::string Offset(mlir::AffineMap map, const std::string &strides);
+  // Whether `vec` elements of `type` make one access tir_chunk provides.
+  static bool RunFits(mlir::Type type, int64_t vec);
+  // The result of `map` that is exactly domain dim `d` when no other result
+  // depends on d (a run along d then walks that dim alone); else -1.
+  int RunDim(mlir::AffineMap map, int d);
+  // Whether the graph's declarations prove that a run of `vec` elements of a
+  // tensor with attributes `attrs` read at `map` (run dim `j`) is one aligned
+  // access: unit stride along the run, every other stride a multiple of vec
+  // (static, or a `?{div=N}` hint), and the base pointer's declared alignment
+  // a multiple of the run's bytes. Then no run-time check is emitted; the
+  // launcher checks the declarations instead (a launch that breaks them is
+  // refused: LAYOUT_CONTRACT_VIOLATED).
+  static bool ProvenRun(mlir::DictionaryAttr attrs, mlir::Type type, mlir::AffineMap map, int j, int64_t vec);
+  // Whether a map reads any of the domain's reduced dims.
+  bool UsesReduced(mlir::AffineMap map);
+  // The operand value of `use` as a compute-typed expression.
+  absl::StatusOr<std::string> Operand(mlir::OpOperand &use, std::string &code, const std::string &indent);
+  // A reshape with run-time extents reads its input through the row-major
+  // linear index of the output element, worked out in the kernel: output
+  // extents are static or the reshape's dynamic_dims, input extents static or
+  // the input's sizes. Only kernel inputs can be read this way (a computed
+  // value has no storage to index).
+  absl::Status DynamicReshape(ReshapeOp rs, std::string &code, const std::string &indent);
+  // Picks the input of a concatenation whose range holds `at`: input k ends
+  // (exclusively) at ends[k]; only the chosen input is read.
+  static std::string ConcatSelect(const std::string &at, const std::vector<std::string> &inputs, const std::vector<std::string> &ends);
+  // A concatenation along a dimension with run-time extents: each input's
+  // offset is the sum of the extents before it, read from the inputs' sizes.
+  // The access maps carry only the static part of an offset, so the dynamic
+  // part is subtracted here; inputs must be kernel inputs (the partitioner
+  // makes them so).
+  absl::Status DynamicConcat(ConcatenateOp cat, std::string &code, const std::string &indent);
+  // Emits `op` (pointwise-like) as `const T vN = ...;` into `code`.
+  absl::Status EmitOp(mlir::Operation *op, std::string &code, const std::string &indent);
+  absl::StatusOr<std::string> Value(mlir::Operation *op, const std::vector<std::string> &in, const TypeInfo &out);
+  absl::StatusOr<std::string> ConstantValue(ConstantOp c);
+  // Stores every kernel output whose producer is in `domain` (`rowDomain`:
+  // maps that use reduced dims) into `code`.
+  absl::Status StoreOutputs(std::string &code, const std::string &indent, int filter);
+  // Output `i` declares a stride of 0 on a dim of extent above 1: that dim
+  // holds one element, and only the value at index 0 of it is stored
+  // ("if (...) "), so no two threads write one address. (A stride given at
+  // launch is never 0: the launcher refuses that.)
+  std::string StoreGuard(unsigned i, mlir::AffineMap map);
+  std::string Delinearize(const std::string &lin, const std::vector<int> &dims, const std::string &indent);
+  absl::StatusOr<std::string> Pointwise();
+  // The grid extent multiplies in every domain extent (the launcher evaluates
+  // them from the actual shapes; tir.iteration_domain records which).
+  void AddDomainDims(tir::v1::LaunchExtent *g, bool onlyParallel = false);
+  absl::StatusOr<std::string> Reduction();
+  std::vector<mlir::Operation *> Ordered(const std::set<mlir::Operation *> &ops);
+  std::string InnerIndices(const std::vector<int> &red);
+  // One pass over each row computing reduction `r`.
+  absl::Status ReductionPass(ReduceOp r, const std::set<mlir::Operation *> &rowOps, const std::vector<int> &red, std::string &code);
+  // The row-domain ops `roots` depend on, in graph order.
+  std::vector<mlir::Operation *> Slice(mlir::ValueRange roots, const std::set<mlir::Operation *> &rowOps);
+  // A reduce_ud: the region's scalar ops (compiler/ir/ReduceBody.h) run once
+  // per element, in order, on typed scalars: integers as tir_u64 bit patterns
+  // of their width, floats in their compute type rounded after every op, as
+  // the reference interpreter evaluates them.
+  absl::Status UserReductionPass(ReduceUdOp ud, const std::set<mlir::Operation *> &rowOps, const std::vector<int> &red, std::string &code);
+  // The C type of a body scalar of type `t`.
+  absl::StatusOr<std::string> BodyCType(mlir::Type t);
+  // The C expression of body op `op` on `a` (its operands' expressions).
+  absl::StatusOr<std::string> BodyOpExpr(mlir::Operation &op, const std::vector<std::string> &a);
+  // Prologue ops of a matmul kernel (maps that read K), in graph order.
+  std::set<mlir::Operation *> MatmulPrologue();
+  // The tensor-core form for bf16/f16 operands. Each K step stages a
+  // block_m x block_k tile of A and a block_k x block_n tile of B in shared
+  // memory (prologue ops applied, out-of-range elements zero), then:
+  //  - on a GPU, each warp owns a (block_m / warps_m) x (block_n / warps_n)
+  //    sub-tile and issues mma.sync.m16n8k16 (f32 accumulate) on fragments read
+  //    from shared memory;
+  //  - on the host, the one thread multiplies the same shared tiles in loops.
+  // The epilogue runs per output element on the f32 accumulator.
+  absl::StatusOr<std::string> MatmulTiled(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t warpsM, int64_t warpsN, const std::string &mmaType);
+  // The output tile (tm, tn) of this block. With group_m > 1, consecutive
+  // blocks walk a column of group_m tile rows before moving to the next
+  // column, so the B tiles they share are still in L2 (a bijection over the
+  // grid; the last group may be shorter).
+  std::string TileCoords();
+  // grid = (ceil(N / block_n), ceil(M / block_m), batch), block = threads.
+  void AddMatmulLaunch(int64_t bm, int64_t bn, int64_t threads, int b);
+  absl::StatusOr<std::string> Matmul();
+  GraphOp kernel_;
+  std::map<std::string, int64_t> params_;
+  planning::AccessMaps maps_;
+  std::string kind_;
+  int rank_ = 0;
+  std::set<int64_t> reduced_;
+  std::vector<std::string> fields_, field_names_;
+  std::map<const void *, std::string> values_;
+  // SSA value -> C expression or variable
+  std::string constants_;
+  int constants_count_ = 0;
+  // Inside a pointwise run: operands read from a preloaded run array, and
+  // outputs written to one (by result number).
+  llvm::DenseMap<mlir::OpOperand *, std::string> run_reads_;
+  std::map<unsigned, std::string> run_writes_;
+  // Array name of each dense constant already written to constants_.
+  llvm::DenseMap<mlir::Operation *, std::string> constant_names_;
+  int next_ = 0;
+  tir::v1::LaunchRule launch_;
+};
+
+}  // namespace tir::codegen::detail
+
+#endif  // TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
