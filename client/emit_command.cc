@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -49,6 +50,44 @@ absl::StatusOr<std::string> Read(const std::filesystem::path &path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// Verification computes every iteration point in the reference interpreter
+// and, lane by lane, runs every thread of every block as a fiber: past these
+// limits it would run for hours, so it is refused at once with the figures.
+absl::Status CheckVerificationWork(GraphOp kernel, const tir::v1::LaunchRule &launch, bool lanes) {
+  auto limit = [](const char *env, double fallback) {
+    const char *v = std::getenv(env);
+    return v && *v ? std::atof(v) : fallback;
+  };
+  auto domainAttr = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+  std::vector<int64_t> domain;
+  double points = 1;
+  for (int64_t e : domainAttr) {
+    domain.push_back(e < 0 ? 8 : e);  // dynamic extents are verified at 8
+    points *= domain.back();
+  }
+  const double maxPoints = limit("TIR_VERIFY_MAX_POINTS", double(int64_t{1} << 32));
+  if (points > maxPoints) {
+    return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                     absl::StrFormat("verifying this kernel means %.3g iteration points in the reference "
+                                     "interpreter, past the limit of %.3g (TIR_VERIFY_MAX_POINTS); verify the "
+                                     "graph at a smaller shape",
+                                     points, maxPoints));
+  }
+  if (!lanes) return absl::OkStatus();
+  TIR_ASSIGN_OR_RETURN(auto grid, codegen::LaunchGrid(launch, domain));
+  double threads = double(grid[0]) * grid[1] * grid[2];
+  for (int d = 0; d < launch.block_size(); ++d) threads *= launch.block(d);
+  const double maxThreads = limit("TIR_EMULATE_MAX_THREADS", double(1 << 24));
+  if (threads > maxThreads) {
+    return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                     absl::StrFormat("emulating this kernel lane by lane means %.3g thread executions, past the "
+                                     "limit of %.3g (TIR_EMULATE_MAX_THREADS); verify the graph at a smaller "
+                                     "shape, or its host form with --arch host",
+                                     threads, maxThreads));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
@@ -56,6 +95,8 @@ absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::
                                          bool &allPassed) {
   // Dynamic extents are verified at 8.
   TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 8));
+  const bool lanes = built.form() == codegen::HostForm::kLanes;
+  TIR_RETURN_IF_ERROR(CheckVerificationWork(kernel, launch, lanes));
   std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
   TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
   want = codegen::AsStoredOutputs(kernel, std::move(want));  // a stride-0 output dim stores index 0 only
@@ -67,7 +108,6 @@ absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::
   const absl::Status ran = run->Run(built, 0, &stats);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string report;
-  const bool lanes = built.form() == codegen::HostForm::kLanes;
   if (lanes) {
     const unsigned *g = run->grid();
     absl::StrAppendFormat(&report, "  lane by lane on the CPU: grid (%u,%u,%u) x %d threads, %d lane events in %.2f s\n",

@@ -71,6 +71,13 @@ echo "this is not C++" >> "$cu"
 check "broken source fails" 1 $?
 check "broken source is a compile error" 1 "$(grep -c -m1 'HOST_COMPILE_FAILED' report.txt)"
 
+# Verification that would run for hours is refused at once, with the figures.
+start=$(date +%s)
+"$tirctl" emit "$graphs/matmul_4096.mlir" --arch sm_90a --verify -o "$out/big" > report.txt 2>&1
+check "huge verification fails" 1 $?
+check "huge verification reason" 1 "$(grep -c 'LIMIT_EXCEEDED: verifying this kernel means 6.87e+10 iteration points' report.txt)"
+check "huge verification is refused quickly" 1 "$(( $(date +%s) - start < 60 ))"
+
 "$tirctl" verify "$out/nowhere" > report.txt 2>&1
 check "missing directory fails" 1 $?
 check "missing directory reason" 1 "$(grep -c 'NOT_FOUND' report.txt)"

@@ -41,6 +41,52 @@
 
 namespace tir_lanes {
 
+// ---- fibers -----------------------------------------------------------------
+// A fiber is a stack and a saved stack pointer. On x86-64 a switch saves the
+// callee-saved registers on the current stack, stores its pointer and loads
+// the other's (no system call, unlike swapcontext, which also saves the
+// signal mask); elsewhere ucontext does it.
+#if defined(__x86_64__)
+extern "C" void tir_lanes_switch(void **from, void *to);
+asm(".pushsection .text\n"
+    ".weak tir_lanes_switch\n"
+    ".hidden tir_lanes_switch\n"
+    ".type tir_lanes_switch,@function\n"
+    "tir_lanes_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n"
+    "  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n"
+    ".size tir_lanes_switch, .-tir_lanes_switch\n"
+    ".popsection\n");
+struct Context {
+  void *sp = nullptr;
+};
+// A context that starts `entry` (which never returns) on the stack [base, base + bytes).
+inline void MakeContext(Context &c, void *base, size_t bytes, void (*entry)(), Context *) {
+  uintptr_t top = (reinterpret_cast<uintptr_t>(base) + bytes) & ~uintptr_t(15);
+  void **sp = reinterpret_cast<void **>(top);
+  *--sp = nullptr;                             // entry's (unused) return address
+  *--sp = reinterpret_cast<void *>(entry);     // where the first switch returns to
+  for (int r = 0; r < 6; ++r) *--sp = nullptr;  // rbp rbx r12 r13 r14 r15
+  c.sp = sp;
+}
+inline void SwitchTo(Context &from, Context &to) { tir_lanes_switch(&from.sp, to.sp); }
+#else
+struct Context {
+  ucontext_t uc;
+};
+inline void MakeContext(Context &c, void *base, size_t bytes, void (*entry)(), Context *link) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = base;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = &link->uc;
+  makecontext(&c.uc, entry, 0);
+}
+inline void SwitchTo(Context &from, Context &to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
 struct Dim3 {
   unsigned x, y, z;
 };
@@ -68,7 +114,7 @@ struct AsyncCopy {
 };
 
 struct Lane {
-  ucontext_t ctx;
+  Context ctx;
   void *stack = nullptr;
   Dim3 tid = {0, 0, 0};
   int id = 0;  // linear thread index in the block
@@ -99,7 +145,7 @@ constexpr size_t kArenaBytes = 256 * 1024 + 64 * 1024;  // Hopper's 227 KiB and 
 struct Block {
   std::vector<Lane> lanes;
   int threads = 0;
-  ucontext_t sched;
+  Context sched;
   Lane *cur = nullptr;
   std::vector<unsigned char> arena;
   std::vector<Shadow> shadow;
@@ -145,7 +191,7 @@ inline void Report(const std::string &reason, const std::string &message) {
 inline void Yield(Park p) {
   Lane &l = Current();
   l.park = p;
-  swapcontext(&l.ctx, &B().sched);
+  SwitchTo(l.ctx, B().sched);
 }
 
 // Reports `message` and stops the launch: the current lane never resumes.
@@ -444,10 +490,12 @@ inline void Execute(const std::vector<Lane *> &members) {
   for (Lane *l : members) l->park = Park::kRunnable;
 }
 
+// A fiber's first frame: runs the kernel, then parks for good.
 inline void Entry() {
   Block &b = B();
   b.body();
-  b.cur->park = Park::kDone;  // uc_link returns to the scheduler
+  b.cur->park = Park::kDone;
+  for (;;) SwitchTo(b.cur->ctx, b.sched);
 }
 
 inline const char *ParkName(Park p) {
@@ -617,11 +665,7 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
             result.first_error = "INVALID_LAUNCH: no memory for the emulator's thread stacks";
             return result;
           }
-          getcontext(&l.ctx);
-          l.ctx.uc_stack.ss_sp = stack;
-          l.ctx.uc_stack.ss_size = kStackBytes;
-          l.ctx.uc_link = &b.sched;
-          makecontext(&l.ctx, Entry, 0);
+          MakeContext(l.ctx, stack, kStackBytes, Entry, &b.sched);
           l.park = Park::kRunnable;
         }
         result.lanes += b.threads;
@@ -631,7 +675,7 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
             Lane &l = b.lanes[i];
             if (l.park != Park::kRunnable) continue;
             b.cur = &l;
-            swapcontext(&b.sched, &l.ctx);
+            SwitchTo(b.sched, l.ctx);
             ran = true;
           }
           if (b.fatal) break;
