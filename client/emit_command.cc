@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
 #include "compiler/codegen/LaunchContract.h"
@@ -110,8 +111,8 @@ absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::
   std::string report;
   if (lanes) {
     const unsigned *g = run->grid();
-    absl::StrAppendFormat(&report, "  lane by lane on the CPU: grid (%u,%u,%u) x %d threads, %d lane events in %.2f s\n",
-                          g[0], g[1], g[2], launch.block_size() ? launch.block(0) : 1, stats.events, seconds);
+    absl::StrAppendFormat(&report, "  lane by lane on the CPU: grid (%u,%u,%u) x %d threads, %d lane events in %.3f ms\n",
+                          g[0], g[1], g[2], launch.block_size() ? launch.block(0) : 1, stats.events, seconds * 1e3);
   }
   if (!ran.ok()) {
     allPassed = false;
@@ -250,6 +251,15 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
                          "the graph has no outputs: there is nothing to compute");
       }
       absl::StrAppend(&report, "@", graph.getSymName().str(), ": no outputs, nothing to compute\n");
+      continue;
+    }
+    // A partitioned graph's stitching graph launches kernel graphs of the
+    // module; those are emitted on their own.
+    std::vector<std::string> launched;
+    graph.walk([&](LaunchOp l) { launched.push_back("@" + l.getCallee().str()); });
+    if (!launched.empty()) {
+      absl::StrAppend(&report, "@", graph.getSymName().str(), ": stitches kernel graphs (", absl::StrJoin(launched, ", "),
+                      "), emitted on their own\n");
       continue;
     }
     TIR_ASSIGN_OR_RETURN(std::string one, EmitGraph(graph, arch, options, allPassed));

@@ -37,14 +37,12 @@ absl::Status KernelEmitter::DeclareArgs() {
   }
   auto results = llvm::cast<ResultsOp>(block.getTerminator());
   for (auto [i, v] : llvm::enumerate(results.getValues())) {
-    if (!v.getType().isa<mlir::RankedTensorType>()) {
-      return Unsupported("UNSUPPORTED_OP", absl::StrCat("result ", i, " is a scalar; kernels write tensors (return a "
-                                                        "tensor of one element instead)"));
-    }
+    // A scalar result is one element behind its pointer.
     TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(v.getType()));
     Field(absl::StrCat(t.storage, " *out", i), absl::StrCat("out", i));
   }
-  Field(absl::StrCat("tir_i64 dim[", rank_, "]"), "dim");
+  // (One entry at least: a rank-0 domain still passes an array.)
+  Field(absl::StrCat("tir_i64 dim[", std::max(1, rank_), "]"), "dim");
   for (mlir::BlockArgument arg : block.getArguments()) {
     if (auto r = arg.getType().dyn_cast<mlir::RankedTensorType>()) {
       Field(absl::StrCat("tir_i64 in", arg.getArgNumber(), "_size[", std::max<int64_t>(1, r.getRank()), "]"),
@@ -54,8 +52,8 @@ absl::Status KernelEmitter::DeclareArgs() {
     }
   }
   for (auto [i, v] : llvm::enumerate(results.getValues())) {
-    auto r = v.getType().cast<mlir::RankedTensorType>();
-    Field(absl::StrCat("tir_i64 out", i, "_stride[", std::max<int64_t>(1, r.getRank()), "]"),
+    auto r = v.getType().dyn_cast<mlir::RankedTensorType>();
+    Field(absl::StrCat("tir_i64 out", i, "_stride[", std::max<int64_t>(1, r ? r.getRank() : 1), "]"),
           absl::StrCat("out", i, "_stride"));
   }
   return absl::OkStatus();

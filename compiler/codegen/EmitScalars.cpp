@@ -478,6 +478,16 @@ absl::StatusOr<std::string> KernelEmitter::ConstantValue(ConstantOp c) {
 absl::Status KernelEmitter::StoreOutputs(std::string &code, const std::string &indent, int filter) {
   auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
   for (mlir::OpOperand &use : results->getOpOperands()) {
+    if (!use.get().getType().isa<mlir::RankedTensorType>()) {
+      // A scalar result: thread 0 of block 0 stores it (outside a row pass).
+      if (filter == 1) continue;
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
+      TIR_ASSIGN_OR_RETURN(std::string v, Operand(use, code, indent));
+      absl::StrAppend(&code, indent,
+                      "if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) a.out",
+                      use.getOperandNumber(), "[0] = ", Sub(t.store, v), ";\n");
+      continue;
+    }
     auto it = maps_.operands.find(&use);
     if (it == maps_.operands.end()) continue;
     if (filter >= 0 && UsesReduced(it->second) != (filter == 1)) continue;

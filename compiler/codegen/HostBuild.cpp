@@ -215,7 +215,15 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
   auto launchPtr = std::unique_ptr<HostLaunch>(new HostLaunch());
   HostLaunch &h = *launchPtr;
   for (mlir::Value v : results.getValues()) {
-    auto type = v.getType().cast<mlir::RankedTensorType>();
+    auto type = v.getType().dyn_cast<mlir::RankedTensorType>();
+    if (!type) {  // a scalar result: one element
+      h.out_shapes_.push_back({});
+      h.out_dtypes_.push_back(reference::DTypeOf(v.getType()));
+      h.out_strides_.push_back({});
+      h.out_scalar_.push_back(true);
+      continue;
+    }
+    h.out_scalar_.push_back(false);
     std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
     for (size_t j = 0; j < shape.size(); ++j) {
       if (!mlir::ShapedType::isDynamic(shape[j])) continue;
@@ -266,8 +274,9 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
       };
       if (name == "dim") {
         set.arrays.push_back(domain);
+        if (set.arrays.back().empty()) set.arrays.back().push_back(1);  // as the kernel declares it
         set.fields.push_back(set.arrays.back().data());
-        note(-1, 8 * domain.size());
+        note(-1, 8 * set.arrays.back().size());
       } else if (name.rfind("out", 0) == 0) {
         TIR_ASSIGN_OR_RETURN(size_t i, index(name, 3, h.out_shapes_.size()));
         if (name.find("_stride") != std::string::npos) {
@@ -389,6 +398,7 @@ std::vector<reference::Tensor> HostLaunch::Outputs(int s) const {
   for (size_t i = 0; i < out_shapes_.size(); ++i) {
     out.push_back(reference::FromBuffer(out_dtypes_[i], out_shapes_[i], out_strides_[i],
                                         sets_[s].buffers[sets_[s].out_buffer[i]].data()));
+    out.back().scalar = out_scalar_[i];
   }
   return out;
 }

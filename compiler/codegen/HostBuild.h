@@ -153,6 +153,7 @@ class HostLaunch {
   std::vector<Set> sets_;
   std::vector<std::vector<int64_t>> out_shapes_, out_strides_;
   std::vector<reference::DType> out_dtypes_;
+  std::vector<bool> out_scalar_;
   std::vector<int64_t> domain_;
   std::array<unsigned, 3> grid_ = {1, 1, 1};
   std::array<unsigned, 3> block_ = {1, 1, 1};

@@ -38,6 +38,15 @@ check "first emit compiles" 1 "$(grep -c 'compiled in' first.txt)"
 check "second emit hits the cache" 1 "$(grep -c 'from the compile cache' second.txt)"
 check "cached cubin is identical" "" "$(cmp "$out/c1/softmax_k0.sm_90a.cubin" "$out/c2/softmax_k0.sm_90a.cubin")"
 
+# Every op of tests/graphs/every_op.mlir (scalar results and stitched
+# kernel graphs included), in both forms.
+for a in host sm_90a; do
+  "$tirctl" emit tests/graphs/every_op.mlir --arch $a --verify -o "$out/every-$a" > report.txt 2>&1
+  check "every_op $a --verify exit" 0 $?
+  check "every_op $a --verify reports no wrong output" 0 "$(grep -c ' WRONG$' report.txt)"
+  check "every_op $a --verify checked every output" 20 "$(grep -c ' ok$' report.txt)"
+done
+
 # --verify for a GPU arch runs the GPU kernels lane by lane on the CPU.
 "$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a --verify -o "$out/lanes" > report.txt 2>&1
 check "sm_90a --verify exit" 0 $?
