@@ -100,6 +100,10 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     arrays.reserve(k.arguments_size());
     scalars.reserve(k.arguments_size());
     std::vector<void *> fields;
+    std::vector<std::vector<uint8_t>> workspaces;
+    workspaces.reserve(k.arguments_size());
+    std::vector<void *> workspacePointers;
+    workspacePointers.reserve(k.arguments_size());
     auto valueOf = [&](const tir::v1::KernelArgument &a) -> absl::StatusOr<int64_t> {
       if (a.tensor().kind() == tir::v1::TensorRef::ITERATION_DOMAIN) {
         if (a.dim() >= domain.size()) return Precondition("argument reads a missing domain dim");
@@ -113,7 +117,13 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     for (int i = 0; i < k.arguments_size(); ++i) {
       const tir::v1::KernelArgument &a = k.arguments(i);
       auto it = tensors.find({a.tensor().kind(), a.tensor().index()});
-      if (a.kind() == tir::v1::KernelArgument::POINTER) {
+      if (a.kind() == tir::v1::KernelArgument::WORKSPACE) {
+        absl::StatusOr<int64_t> bytes = codegen::LaunchWorkspaceBytes(k.launch(), domain);
+        if (!bytes.ok()) return Precondition(std::string(bytes.status().message()));
+        workspaces.emplace_back(std::max<int64_t>(8, *bytes), 0);
+        workspacePointers.push_back(workspaces.back().data());
+        fields.push_back(&workspacePointers.back());
+      } else if (a.kind() == tir::v1::KernelArgument::POINTER) {
         if (it == tensors.end()) return Precondition("argument names a tensor the bundle lacks");
         fields.push_back(&it->second.pointer);
       } else if (a.kind() == tir::v1::KernelArgument::SCALAR) {

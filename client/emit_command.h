@@ -24,6 +24,8 @@ struct EmitOptions {
   // NVRTC compile cache directory ("" for none); tirctl uses
   // $XDG_CACHE_HOME/tir/nvrtc (else ~/.cache/tir/nvrtc).
   std::string compile_cache_dir;
+  // CompileOptions.precision: "" / "ieee", or "tf32".
+  std::string precision;
 };
 
 // Returns the report printed on stdout; errors carry a reason
@@ -50,7 +52,7 @@ absl::StatusOr<std::string> VerifyCommand(const std::string &dir, const VerifyOp
 // clears `allPassed` when it is wrong.
 absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
                                          const tir::v1::LaunchRule &launch, const codegen::HostKernel &built,
-                                         bool &allPassed);
+                                         bool &allPassed, bool tf32_operands = false);
 
 }  // namespace tir::client
 

@@ -102,6 +102,7 @@ std::string DescribeBundle(const tir::v1::KernelBundle &b) {
 absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o) {
   tir::v1::CompileOptions options;
   options.set_target_arch(o.arch);
+  options.set_precision(o.precision);
   options.set_mode(o.heuristic_now ? tir::v1::COMPILE_MODE_HEURISTIC_NOW : tir::v1::COMPILE_MODE_WAIT);
   options.mutable_budget()->set_max_candidates_per_kernel(o.max_candidates_per_kernel);
   const absl::Time start = absl::Now();
@@ -148,8 +149,25 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got,
                          RunHostBundle(b, inputs, absl::StrCat(o.cache_dir, "/verify")));
     bool ok = got.size() == want.size();
+    // The longest reduction in the graph sets the accumulation bound.
+    int64_t length = 1;
+    loaded.graph.walk([&](mlir::Operation *op) {
+      if (op->getNumOperands() == 0 || !llvm::isa<ReduceOp, ReduceUdOp, MatmulOp>(op)) return;
+      auto in = op->getOperand(0).getType().dyn_cast<mlir::RankedTensorType>();
+      if (!in || in.getRank() == 0) return;
+      int64_t n = 1;
+      if (llvm::isa<MatmulOp>(op)) {
+        n = in.isDynamicDim(in.getRank() - 1) ? 1 : in.getDimSize(in.getRank() - 1);
+      } else if (auto dims = op->getAttrOfType<mlir::DenseI32ArrayAttr>("dimensions")) {
+        for (int64_t d : dims.asArrayRef()) {
+          if (d >= 0 && d < in.getRank() && !in.isDynamicDim(d)) n *= in.getDimSize(d);
+        }
+      }
+      length = std::max(length, n);
+    });
     for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
-      const double err = reference::RelativeL2Error(got[i], want[i]), bound = reference::RelativeL2Bound(want[i].dtype);
+      const double err = reference::RelativeL2Error(got[i], want[i]),
+                   bound = reference::RelativeL2Bound(want[i].dtype, length);
       absl::StrAppendFormat(&verified, "  verified output %d: relative L2 error %.3g (bound %.3g)%s\n", i, err, bound,
                             err <= bound ? "" : "  WRONG");
       ok &= err <= bound;

@@ -28,6 +28,8 @@ struct CompileCommandOptions {
   // Host bundles: run the returned bundle here from its own records on
   // seeded inputs and compare every output with the reference interpreter.
   bool verify = false;
+  // CompileOptions.precision: "" / "ieee", or "tf32".
+  std::string precision;
 };
 
 // Submits `text`, waits (unless heuristic-now), writes the bundle and

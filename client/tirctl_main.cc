@@ -34,8 +34,11 @@ verbs:
                            the store under $XDG_CACHE_HOME/tir (else ~/.cache/tir); the
                            bundle (tir.v1.KernelBundle) goes to -o, else the cache dir;
                            --verify (host) runs the bundle here against the reference
-  plan FILE [--arch A]     partition a graph into kernels and rank each kernel's tile
-                           candidates (default arch sm_90a)
+  plan FILE [--arch A] [--precision ieee|tf32] [--explain]
+                           partition a graph into kernels and rank each kernel's tile
+                           candidates (default arch sm_90a); --explain fits the cost
+                           model's corrections to the trials in the local store, shows
+                           the fit and its error on held-out trials, and ranks with it
   emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify]
                            write each kernel's CUDA C++, kernel graph, launch rule and binary
                            (cubin, or a host shared object for --arch host); --verify checks
@@ -68,6 +71,9 @@ flags:
   --timeout=SECONDS        how long compile waits (default 3600)
   --wait                   wait for the tuned bundle (default)
   --heuristic-now          return the default candidates at once; tuning goes on behind
+  --precision=ieee|tf32    compile, emit, plan: f32 matmuls as written (ieee, the default) or
+                           with operands rounded to tf32 on tensor cores (sm_80 and later);
+                           part of the cache key
 
 exit codes: 0 ok, 1 failure (the reason is printed on stderr), 2 usage error
 )";
@@ -116,8 +122,8 @@ int Print(const absl::StatusOr<std::string> &out) {
 
 int main(int argc, char **argv) {
   static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--tls-ca", "--backend", "--budget",
-                                                    "--timeout", "--candidate", "--output"};
-  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now"};
+                                                    "--timeout", "--candidate", "--output", "--precision"};
+  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain"};
   std::vector<std::string> positional;
   std::map<std::string, std::string> flags;
   std::string dashO;
@@ -182,6 +188,7 @@ int main(int argc, char **argv) {
     if (!ReadInput(positional[1], text)) return 1;
     tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"), Resolve(dashO),
                                      flags.count("--verify") > 0, tir::client::DefaultCacheDir() + "/nvrtc"};
+    options.precision = flag("--precision");
     return Print(tir::client::EmitCommand(text, options));
   }
   if (verb == "verify") {
@@ -192,7 +199,13 @@ int main(int argc, char **argv) {
     if (positional.size() != 2) return Usage("plan takes one FILE");
     std::string text;
     if (!ReadInput(positional[1], text)) return 1;
-    return Print(tir::client::PlanCommand(text, arch.empty() ? "sm_90a" : arch, json));
+    tir::client::PlanOptions po;
+    po.arch = arch.empty() ? "sm_90a" : arch;
+    po.json = json;
+    po.precision = flag("--precision");
+    // --explain: the corrections learnt from the local store's trials.
+    if (flags.count("--explain")) po.store_dir = tir::client::DefaultCacheDir() + "/store";
+    return Print(tir::client::PlanCommand(text, po));
   }
   static const std::map<std::string, size_t> kArity = {{"compile", 2}, {"get", 2}, {"ls", 1},
                                                        {"rm", 2},      {"ops", 3}, {"workers", 1}};
@@ -251,9 +264,13 @@ int main(int argc, char **argv) {
     o.progress = !json && isatty(2);
     o.timeout = absl::Seconds(timeout);
     o.verify = flags.count("--verify") > 0;
+    o.precision = flag("--precision");
     if (!json) {
       // The plan first: what is about to be tuned.
-      absl::StatusOr<std::string> plan = tir::client::PlanCommand(text, o.arch, false);
+      tir::client::PlanOptions po;
+      po.arch = o.arch;
+      po.precision = o.precision;
+      absl::StatusOr<std::string> plan = tir::client::PlanCommand(text, po);
       if (!plan.ok()) return Fail(plan.status());
       std::fputs(plan->c_str(), stdout);
       std::fflush(stdout);

@@ -93,7 +93,7 @@ std::vector<tir::v1::WorkItem> Items(const char *text, size_t per_kernel) {
 
 // A copy of `c` whose kernel body starts with `statement`.
 tir::v1::CandidateWork Sabotaged(tir::v1::CandidateWork c, const std::string &statement) {
-  const std::string head = "TIR_KERNEL void tir_kernel(tir_args a) {\n";
+  const std::string head = " tir_kernel(tir_args a) {\n";
   EXPECT_THAT(c.source(), HasSubstr(head));
   c.set_source(absl::StrReplaceAll(c.source(), {{head, head + "  " + statement + "\n"}}));
   return c;

@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   tir::v1::WorkItem item = (*built)[0].item;
   const tir::v1::CandidateWork good = item.candidates(0);
   tir::v1::CandidateWork crash = good;
-  const std::string head = "TIR_KERNEL void tir_kernel(tir_args a) {\n";
+  const std::string head = " tir_kernel(tir_args a) {\n";
   crash.set_source(absl::StrReplaceAll(good.source(), {{head, head + "  *(volatile int *)0 = 1;\n"}}));
   item.clear_candidates();
   *item.add_candidates() = good;

@@ -41,6 +41,10 @@ absl::Status KernelEmitter::DeclareArgs() {
     TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(v.getType()));
     Field(absl::StrCat(t.storage, " *out", i), absl::StrCat("out", i));
   }
+  // Two-phase reductions keep partials and tickets in a workspace.
+  if (kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue() == "reduction") {
+    Field("tir_u8 *workspace", "workspace");
+  }
   // (One entry at least: a rank-0 domain still passes an array.)
   Field(absl::StrCat("tir_i64 dim[", std::max(1, rank_), "]"), "dim");
   for (mlir::BlockArgument arg : block.getArguments()) {

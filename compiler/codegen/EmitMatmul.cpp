@@ -4,6 +4,7 @@
 #include "compiler/codegen/KernelEmitter.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/planning/TileRules.h"
 #include "compiler/support/status.h"
 
 namespace tir::codegen::detail {
@@ -42,8 +43,20 @@ absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, 
   // layout allows 16-byte copies is checked in the kernel, which otherwise
   // stages element by element.
   int64_t stages = 1;
-  auto argA = mm.getA().dyn_cast<mlir::BlockArgument>(), argB = mm.getB().dyn_cast<mlir::BlockArgument>();
-  auto mapA = maps_.operands.find(&mm->getOpOperand(0)), mapB = maps_.operands.find(&mm->getOpOperand(1));
+  // An operand converted from the mma type to f32 is copied as the 16-bit
+  // input it converts (the conversion is exact).
+  auto sourceUse = [&](int operand) -> mlir::OpOperand * {
+    mlir::Value v = mm->getOperand(operand);
+    if (planning::MmaOperandOf(v).converted) return &v.getDefiningOp()->getOpOperand(0);
+    return &mm->getOpOperand(operand);
+  };
+  mlir::OpOperand *useA = sourceUse(0), *useB = sourceUse(1);
+  std::set<mlir::Operation *> others = prologue;
+  for (mlir::OpOperand *u : {useA, useB}) {
+    if (u->getOwner() != mm.getOperation()) others.erase(u->getOwner());
+  }
+  auto argA = useA->get().dyn_cast<mlir::BlockArgument>(), argB = useB->get().dyn_cast<mlir::BlockArgument>();
+  auto mapA = maps_.operands.find(useA), mapB = maps_.operands.find(useB);
   auto tail = [&](decltype(mapA) m, int r, int c) {
     const unsigned n = m->second.getNumResults();
     if (n < 2 || m->second.getResult(n - 2) != mlir::getAffineDimExpr(r, m->second.getContext()) ||
@@ -58,7 +71,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, 
     return true;
   };
   const int64_t pipelineStages = Param("stages", 1);
-  if (pipelineStages >= 2 && prologue.empty() && argA && argB && mapA != maps_.operands.end() &&
+  if (pipelineStages >= 2 && others.empty() && argA && argB && mapA != maps_.operands.end() &&
       mapB != maps_.operands.end() && tail(mapA, b, b + 2) && tail(mapB, b + 2, b + 1)) {
     stages = pipelineStages;
   }
@@ -224,79 +237,214 @@ std::string KernelEmitter::TileCoords() {
 }
 
 absl::StatusOr<std::string> KernelEmitter::Matmul() {
-  const int64_t bm = Param("block_m", 64), bn = Param("block_n", 64), warps = Param("warps", 4);
+  const int64_t bm = Param("block_m", 64), bn = Param("block_n", 64), bk = Param("block_k", 32), warps = Param("warps", 4);
   const int64_t threads = warps * 32;
   const int b = rank_ - 3;  // batch dims; then M, N, K
   MatmulOp mm;
   for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
     if (auto m = llvm::dyn_cast<MatmulOp>(op)) mm = m;
   }
-  {
-    // bf16/f16 operands take the tensor-core form when the tile splits into
-    // whole m16n8k16 fragments per warp.
-    mlir::Type ea = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
-    mlir::Type eb = mm.getB().getType().cast<mlir::ShapedType>().getElementType();
-    const int64_t bk = Param("block_k", 32);
-    int64_t warpsM = 1;
-    while (warpsM * 2 <= warps && bm / (warpsM * 2) >= 16) warpsM *= 2;
-    const int64_t warpsN = warps / warpsM;
-    const bool shapes = bm % (16 * warpsM) == 0 && warpsN > 0 && bn % (8 * warpsN) == 0 && bk % 16 == 0 &&
-                        warpsM * warpsN == warps;
-    if (ea == eb && (ea.isBF16() || ea.isF16()) && shapes) {
-      TIR_ASSIGN_OR_RETURN(std::string tiled, MatmulTiled(mm, bm, bn, bk, warpsM, warpsN, ea.isBF16() ? "bf16" : "f16"));
-      AddMatmulLaunch(bm, bn, threads, b);
-      return tiled;
-    }
+  // bf16/f16 operands (or their exact conversions to f32) take the
+  // tensor-core form when the tile splits into whole m16n8k16 fragments per
+  // warp.
+  const planning::MmaOperand oa = planning::MmaOperandOf(mm.getA()), ob = planning::MmaOperandOf(mm.getB());
+  const planning::WarpGrid wg = planning::WarpGridOf(bm, warps);
+  const bool shapes = bm % (16 * wg.m) == 0 && wg.n > 0 && bn % (8 * wg.n) == 0 && bk % 16 == 0 && wg.m * wg.n == warps;
+  if (oa.element == ob.element && (oa.element.isBF16() || oa.element.isF16()) && shapes) {
+    TIR_ASSIGN_OR_RETURN(std::string tiled, MatmulTiled(mm, bm, bn, bk, wg.m, wg.n, oa.element.isBF16() ? "bf16" : "f16"));
+    AddMatmulLaunch(bm, bn, threads, b);
+    return tiled;
   }
+  // f32 operands on tf32 tensor cores, when the candidate says so (the
+  // graph's compile options asked for precision tf32).
+  if (Param("tf32", 0) && oa.element.isF32() && ob.element.isF32()) {
+    if (!(bm % (16 * wg.m) == 0 && bn % (8 * wg.n) == 0 && bk % 8 == 0 && wg.m * wg.n == warps)) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                       absl::StrCat("a ", bm, "x", bn, "x", bk, " tile does not split into m16n8k8 fragments over ", warps,
+                                    " warps"));
+    }
+    TIR_ASSIGN_OR_RETURN(std::string code, MatmulFfma(mm, bm, bn, bk, threads, 0, 0, wg.m, wg.n));
+    AddMatmulLaunch(bm, bn, threads, b);
+    return code;
+  }
+  const planning::FfmaTile ft = planning::FfmaTileOf(bm, bn, threads);
+  if (!ft.ok) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     absl::StrCat("a ", bm, "x", bn, " tile does not split into register tiles over ", threads, " threads"));
+  }
+  TIR_ASSIGN_OR_RETURN(std::string code, MatmulFfma(mm, bm, bn, bk, threads, ft.tm, ft.tn, 0, 0));
+  AddMatmulLaunch(bm, bn, threads, b);
+  return code;
+}
+
+// The CUDA-core form (f32, f64, integers): per K step a block_m x block_k
+// tile of A (stored k-major) and a block_k x block_n tile of B go to shared
+// memory with the prologue applied (zeros outside the problem), and each
+// thread accumulates its tm x tn register tile from them: tm + tn shared
+// reads per tm * tn multiply-adds. With stages = 2 the tiles are double
+// buffered: the next K step is staged while this one is multiplied, one
+// barrier a step. On the host the block's one thread multiplies the same
+// tiles in loops.
+//
+// With warps_m > 0 it is the tf32 form instead: the staged values are
+// rounded to tf32 (tir_to_tf32), rows padded by 8 words so a warp's fragment
+// reads hit 32 banks, and each warp owns a (block_m / warps_m) x
+// (block_n / warps_n) sub-tile multiplied with mma.sync.m16n8k8.tf32; the
+// host multiplies the same rounded tiles in loops.
+absl::StatusOr<std::string> KernelEmitter::MatmulFfma(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t threads,
+                                                      int64_t tm, int64_t tn, int64_t warpsM, int64_t warpsN) {
+  const int b = rank_ - 3;
+  const bool tf32 = warpsM > 0;
   TIR_ASSIGN_OR_RETURN(TypeInfo ct, Info(mm.getC().getType()));
   TIR_ASSIGN_OR_RETURN(TypeInfo at, Info(mm.getA().getType()));
-  const std::string acct = at.is_float ? (mm.getA().getType().cast<mlir::ShapedType>().getElementType().isF64() ? "double" : "float") : "tir_i64";
+  mlir::Type ea = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
+  const std::string acct = at.is_float ? (ea.isF64() ? "double" : "float") : "tir_i64";
+  // What a tile holds: the accumulator type, or tf32 bit patterns.
+  const std::string tilet = tf32 ? "tir_u32" : acct;
+  const int64_t accBytes = acct == "float" ? 4 : 8;
+  const int64_t stages = Param("stages", 1) >= 2 ? 2 : 1;
+  const int64_t ldA = tf32 ? bm + 8 : bm, ldB = tf32 ? bn + 8 : bn;
+  const int64_t aTile = bk * ldA, bTile = bk * ldB;
+  const int64_t smemBytes = stages * (aTile + bTile) * accBytes;
+  const int64_t colsN = tf32 ? 1 : bn / tn;
+  const int64_t wm = tf32 ? bm / warpsM : 0, wn = tf32 ? bn / warpsN : 0;
+  std::set<mlir::Operation *> prologue = MatmulPrologue();
+  launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smemBytes));
   std::string code = absl::StrCat("  tir_i64 batches = 1;\n");
   for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= a.dim[", d, "];\n");
   absl::StrAppend(&code, "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
-                  "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
-                  TileCoords(),
-                  "  (void)tiles_m; (void)tiles_n;\n",
-                  "  for (tir_i64 e = threadIdx.x; e < ", bm * bn, "; e += blockDim.x) {\n",
-                  "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",
-                  "    const tir_i64 i", b + 1, " = tn * ", bn, " + e % ", bn, ";\n",
-                  "    if (i", b, " >= M || i", b + 1, " >= N || batch >= batches) continue;\n");
-  absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "    "));
-  // Prologue ops (maps that use K) are evaluated inside the K loop.
-  std::set<mlir::Operation *> prologue;
-  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
-    auto m = maps_.results.find(&op);
-    if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<MatmulOp>(op)) prologue.insert(&op);
+                  TileCoords(), "  (void)batches;\n",
+                  "  TIR_DYNAMIC_SHARED(tir_smem, ", smemBytes, ");\n",
+                  "  tir_sptr<", tilet, "> As = tir_sptr_cast<", tilet, ">(tir_smem);\n",
+                  "  tir_sptr<", tilet, "> Bs = tir_sptr_cast<", tilet, ">(tir_smem + ", stages * aTile * accBytes, ");\n");
+  absl::StrAppend(&code, Delinearize("batch", [&] { std::vector<int> v; for (int d = 0; d < b; ++d) v.push_back(d); return v; }(), "  "));
+  if (tf32) {
+    absl::StrAppend(&code, "#if TIR_LANES\n",
+                    "  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;\n",
+                    "  const int warp_m = warp / ", warpsN, ", warp_n = warp % ", warpsN, ";\n",
+                    "  const int g = lane / 4, t = lane % 4;\n",
+                    "  float acc[", wm / 16, "][", wn / 8, "][4];\n",
+                    "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8,
+                    "; ++j) for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;\n");
+  } else {
+    absl::StrAppend(&code, "#if TIR_LANES\n",
+                    "  const int tr = threadIdx.x / ", colsN, ", tc = threadIdx.x % ", colsN, ";\n",
+                    "  ", acct, " acc[", tm, "][", tn, "];\n",
+                    "  for (int i = 0; i < ", tm, "; ++i) for (int j = 0; j < ", tn, "; ++j) acc[i][j] = 0;\n");
   }
-  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
-    if (prologue.count(&op)) continue;
-    if (&op != mm.getOperation()) {
-      TIR_RETURN_IF_ERROR(EmitOp(&op, code, "    "));
-      continue;
-    }
-    std::string init = "0";
-    if (mm.getAccumulator()) {
-      absl::StrAppend(&code, "    const tir_i64 i", b + 2, "_unused = 0; (void)i", b + 2, "_unused;\n");
-      TIR_ASSIGN_OR_RETURN(init, Operand(mm->getOpOperand(2), code, "    "));
-    }
-    absl::StrAppend(&code, "    ", acct, " acc = (", acct, ")(", init, ");\n",
-                    "    for (tir_i64 i", b + 2, " = 0; i", b + 2, " < K; ++i", b + 2, ") {\n");
+  absl::StrAppend(&code, "#else\n  TIR_SHARED ", acct, " acc_h[", bm * bn, "];\n",
+                  "  for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0;\n#endif\n",
+                  "  const tir_i64 KT = (K + ", bk - 1, ") / ", bk, ";\n");
+  // Stages A (m, k) and B (k, n) of K step `kt` into buffer `st`.
+  std::string stageCode;
+  auto stage = [&](int operand) -> absl::Status {
+    const bool isA = operand == 0;
+    const int64_t rows = isA ? bm : bk, cols = isA ? bk : bn;
+    const std::string rowVar = isA ? absl::StrCat("tm * ", bm, " + r") : "k0 + r";
+    const std::string colVar = isA ? "k0 + c" : absl::StrCat("tn * ", bn, " + c");
+    const int rowDim = isA ? b : b + 2, colDim = isA ? b + 2 : b + 1;
+    const std::string slot = isA ? absl::StrCat("As[st * ", aTile, " + c * ", ldA, " + r]")
+                                 : absl::StrCat("Bs[st * ", bTile, " + r * ", ldB, " + c]");
+    absl::StrAppend(&stageCode, "    for (int e = threadIdx.x; e < ", rows * cols, "; e += blockDim.x) {\n",
+                    "      const int r = e / ", cols, ", c = e % ", cols, ";\n",
+                    "      const tir_i64 i", rowDim, " = ", rowVar, ";\n",
+                    "      const tir_i64 i", colDim, " = ", colVar, ";\n",
+                    "      const tir_i64 i", b + (isA ? 1 : 0), " = 0;\n",
+                    "      ", acct, " val = 0;\n      if (i", b, " < M && i", b + 1, " < N && i", b + 2, " < K) {\n");
     auto saved = values_;
     std::string inner;
-    for (mlir::Operation *op2 : Ordered(prologue)) TIR_RETURN_IF_ERROR(EmitOp(op2, inner, "      "));
-    TIR_ASSIGN_OR_RETURN(std::string av, Operand(mm->getOpOperand(0), inner, "      "));
-    TIR_ASSIGN_OR_RETURN(std::string bv, Operand(mm->getOpOperand(1), inner, "      "));
+    for (mlir::Operation *op : Ordered(prologue)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));
+    TIR_ASSIGN_OR_RETURN(std::string v, Operand(mm->getOpOperand(operand), inner, "        "));
     values_ = saved;
-    absl::StrAppend(&code, inner, "      acc += (", acct, ")(", av, ") * (", acct, ")(", bv, ");\n    }\n");
-    const std::string var = absl::StrCat("v", next_++);
-    absl::StrAppend(&code, "    const ", ct.compute, " ", var, " = ", Sub(ct.round, "acc"), ";\n");
-    values_[mm.getC().getAsOpaquePointer()] = var;
+    absl::StrAppend(&stageCode, inner, "        val = (", acct, ")(", v, ");\n      }\n      ", slot, " = ",
+                    tf32 ? "tir_to_tf32(val)" : "val", ";\n    }\n");
+    return absl::OkStatus();
+  };
+  TIR_RETURN_IF_ERROR(stage(0));
+  TIR_RETURN_IF_ERROR(stage(1));
+  const std::string stageFn = absl::StrCat("  auto stage_k = [&](int st, tir_i64 kt) {\n    const tir_i64 k0 = kt * ", bk,
+                                           ";\n", stageCode, "  };\n");
+  auto a_at = [&](const std::string &k, const std::string &m) { return absl::StrCat("As[st * ", aTile, " + (", k, ") * ", ldA, " + ", m, "]"); };
+  auto b_at = [&](const std::string &k, const std::string &n) { return absl::StrCat("Bs[st * ", bTile, " + (", k, ") * ", ldB, " + ", n, "]"); };
+  std::string compute;
+  if (tf32) {
+    const std::string row = absl::StrCat("warp_m * ", wm, " + i * 16 + g"), col = absl::StrCat("warp_n * ", wn, " + j * 8 + g");
+    compute = absl::StrCat(
+        "#if TIR_LANES\n",
+        "    for (int kk = 0; kk < ", bk, "; kk += 8) {\n",
+        "      for (int i = 0; i < ", wm / 16, "; ++i) {\n",
+        "        const tir_u32 a0 = ", a_at("kk + t", row), ", a1 = ", a_at("kk + t", row + " + 8"), ";\n",
+        "        const tir_u32 a2 = ", a_at("kk + t + 4", row), ", a3 = ", a_at("kk + t + 4", row + " + 8"), ";\n",
+        "        for (int j = 0; j < ", wn / 8, "; ++j) {\n",
+        "          const tir_u32 b0 = ", b_at("kk + t", col), ", b1 = ", b_at("kk + t + 4", col), ";\n",
+        "          tir_mma_m16n8k8_tf32(acc[i][j], a0, a1, a2, a3, b0, b1);\n",
+        "        }\n      }\n    }\n",
+        "#else\n",
+        "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
+        "        const float x = tir_tf32_value(", a_at("kk", "r"), ");\n",
+        "        for (int c = 0; c < ", bn, "; ++c) acc_h[r * ", bn, " + c] += x * tir_tf32_value(", b_at("kk", "c"), ");\n",
+        "      }\n#endif\n");
+  } else {
+    compute = absl::StrCat(
+        "#if TIR_LANES\n",
+        "    for (int kk = 0; kk < ", bk, "; ++kk) {\n",
+        "      ", acct, " av[", tm, "], bv[", tn, "];\n",
+        "      for (int i = 0; i < ", tm, "; ++i) av[i] = ", a_at("kk", absl::StrCat("tr * ", tm, " + i")), ";\n",
+        "      for (int j = 0; j < ", tn, "; ++j) bv[j] = ", b_at("kk", absl::StrCat("tc + j * ", colsN)), ";\n",
+        "      for (int i = 0; i < ", tm, "; ++i) for (int j = 0; j < ", tn, "; ++j) acc[i][j] += av[i] * bv[j];\n",
+        "    }\n",
+        "#else\n",
+        "    for (int r = 0; r < ", bm, "; ++r)\n      for (int kk = 0; kk < ", bk, "; ++kk) {\n",
+        "        const ", acct, " x = ", a_at("kk", "r"), ";\n",
+        "        for (int c = 0; c < ", bn, "; ++c) acc_h[r * ", bn, " + c] += x * ", b_at("kk", "c"), ";\n",
+        "      }\n#endif\n");
   }
-  TIR_RETURN_IF_ERROR(StoreOutputs(code, "    ", -1));
-  absl::StrAppend(&code, "  }\n");
-  // The accumulator's map does not use K; make sure a dummy K index exists.
-  code = absl::StrCat("  const tir_i64 i", b + 2, "_k_unused = 0; (void)i", b + 2, "_k_unused;\n", code);
-  AddMatmulLaunch(bm, bn, threads, b);
+  absl::StrAppend(&code, stageFn);
+  if (stages == 2) {
+    absl::StrAppend(&code, "  if (KT > 0) stage_k(0, 0);\n  TIR_SYNC();\n",
+                    "  for (tir_i64 kt = 0; kt < KT; ++kt) {\n",
+                    "    if (kt + 1 < KT) stage_k((int)((kt + 1) % 2), kt + 1);\n",
+                    "    const int st = (int)(kt % 2);\n", compute, "    TIR_SYNC();\n  }\n");
+  } else {
+    absl::StrAppend(&code, "  for (tir_i64 kt = 0; kt < KT; ++kt) {\n    stage_k(0, kt);\n    TIR_SYNC();\n",
+                    "    const int st = 0;\n", compute, "    TIR_SYNC();\n  }\n");
+  }
+  // The epilogue, once per output element owned.
+  std::string epi;
+  absl::StrAppend(&epi, "    const tir_i64 i", b + 2, " = 0;\n", "    if (i", b, " < M && i", b + 1, " < N && batch < batches) {\n");
+  std::string inner;
+  std::string init = "0";
+  if (mm.getAccumulator()) {
+    TIR_ASSIGN_OR_RETURN(init, Operand(mm->getOpOperand(2), inner, "      "));
+  }
+  const std::string var = absl::StrCat("v", next_++);
+  absl::StrAppend(&inner, "      const ", ct.compute, " ", var, " = ",
+                  Sub(ct.round, "(" + ct.compute + ")(accv + (" + acct + ")(" + init + "))"), ";\n");
+  values_[mm.getC().getAsOpaquePointer()] = var;
+  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+    if (prologue.count(&op) || &op == mm.getOperation()) continue;
+    TIR_RETURN_IF_ERROR(EmitOp(&op, inner, "      "));
+  }
+  TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));
+  absl::StrAppend(&epi, inner, "    }\n");
+  if (tf32) {
+    absl::StrAppend(&code, "#if TIR_LANES\n",
+                    "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8, "; ++j) for (int q = 0; q < 4; ++q) {\n",
+                    "    const tir_i64 i", b, " = tm * ", bm, " + warp_m * ", wm, " + i * 16 + g + (q >= 2 ? 8 : 0);\n",
+                    "    const tir_i64 i", b + 1, " = tn * ", bn, " + warp_n * ", wn, " + j * 8 + t * 2 + (q & 1);\n",
+                    "    const float accv = acc[i][j][q];\n", epi, "  }\n");
+  } else {
+    absl::StrAppend(&code, "#if TIR_LANES\n",
+                    "  for (int i = 0; i < ", tm, "; ++i) for (int j = 0; j < ", tn, "; ++j) {\n",
+                    "    const tir_i64 i", b, " = tm * ", bm, " + tr * ", tm, " + i;\n",
+                    "    const tir_i64 i", b + 1, " = tn * ", bn, " + tc + j * ", colsN, ";\n",
+                    "    const ", acct, " accv = acc[i][j];\n", epi, "  }\n");
+  }
+  absl::StrAppend(&code, "#else\n",
+                  "  for (int e = 0; e < ", bm * bn, "; ++e) {\n",
+                  "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",
+                  "    const tir_i64 i", b + 1, " = tn * ", bn, " + e % ", bn, ";\n",
+                  "    const ", acct, " accv = acc_h[e];\n", epi, "  }\n#endif\n");
   return code;
 }
 

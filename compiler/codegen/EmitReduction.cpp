@@ -1,5 +1,24 @@
-// Reduction kernels: rows_per_block rows per block, threads_per_row
-// threads per row, a pass per reduction and a group reduction after it.
+// Reduction kernels. A block owns rows_per_block rows; threads_per_row
+// threads share a row. Per candidate:
+//  - strategy streaming (1): every pass over a row reads it from global
+//    memory (one pass for a plain reduction, more when the kernel reduces
+//    again or writes the row back, as softmax does);
+//  - strategy row_resident (0): the row's input elements are read once into
+//    registers (rows of static length) and every pass and the final
+//    row-domain pass (softmax's normalize) reads them there: one read, one
+//    write;
+//  - strategy split (2): `split` blocks share a row, each reducing a chunk;
+//    the block that finishes last (an integer ticket in the workspace)
+//    combines the chunks' partials in chunk order and stores the row: two
+//    phases in one launch, deterministic, no float atomics;
+//  - vector_width runs of consecutive row elements per thread, loaded as one
+//    16-byte access where contiguous and aligned;
+//  - a reduction over leading dims (the last dim kept) puts consecutive
+//    threads on consecutive kept elements (coalesced), threads_per_row of
+//    them along the reduced dims, combined through shared memory.
+// Within a row, lanes reduce by warp shuffles and then one shared-memory
+// round between warps. f32/bf16/f16 data accumulate in f32, f64 in f64,
+// integers in 64 bits.
 
 #include "compiler/codegen/KernelEmitter.h"
 
@@ -8,28 +27,108 @@
 #include "compiler/support/status.h"
 
 namespace tir::codegen::detail {
+namespace {
+
+absl::Status BadCandidate(const std::string &m) {
+  return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE", m);
+}
+
+}  // namespace
+
+std::string KernelEmitter::AccType(const TypeInfo &t, mlir::Type e) {
+  if (!t.is_float) return "tir_i64";
+  return e.isF64() ? "double" : "float";
+}
 
 absl::StatusOr<std::string> KernelEmitter::Reduction() {
   bool userDefined = false;
-  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) userDefined |= llvm::isa<ReduceUdOp>(op);
-  // A user-defined combiner is applied element by element in order, so its
-  // rows are reduced by one thread each.
-  const int64_t tpr = userDefined ? 1 : Param("threads_per_row", 128), rpb = Param("rows_per_block", 1);
+  int reduceOps = 0;
+  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+    userDefined |= llvm::isa<ReduceUdOp>(op);
+    reduceOps += llvm::isa<ReduceOp>(op);
+  }
   std::vector<int> par, red;
   for (int d = 0; d < rank_; ++d) (reduced_.count(d) ? red : par).push_back(d);
-  std::string code = absl::StrCat(
-      "  const int tpr = TIR_LANES ? ", tpr, " : 1;\n  const int rpb = ", rpb, ";\n",
-      "  TIR_SHARED_ARRAY(double, scratch_f, ", tpr * rpb, ");\n  TIR_SHARED_ARRAY(tir_i64, scratch_i, ", tpr * rpb, ");\n",
-      "  tir_i64 rows = 1;\n");
+  auto domain = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+  // Reducing leading dims with the last one kept: threads along the kept dim.
+  rs_ = ReductionLayout{};
+  rs_.column = !red.empty() && !par.empty() && par.back() == rank_ - 1;
+  rs_.strategy = Param("strategy", 1);
+  // A user-defined combiner is applied element by element in order, so its
+  // rows are reduced by one thread each.
+  rs_.tpr = userDefined ? 1 : Param("threads_per_row", rs_.column ? 1 : 128);
+  rs_.rpb = Param("rows_per_block", rs_.column ? 32 : 1);
+  rs_.vec = rs_.column || userDefined ? 1 : Param("vector_width", 1);
+  rs_.split = rs_.strategy == 2 ? Param("split", 1) : 1;
+  rs_.red = red;
+  int64_t staticLen = 1;
+  bool lenStatic = true;
+  for (int d : red) {
+    if (domain[d] < 0) lenStatic = false;
+    else staticLen *= domain[d];
+  }
+  if (rs_.tpr < 1 || rs_.rpb < 1 || rs_.vec < 1 || rs_.split < 1 || rs_.tpr * rs_.rpb > 1024 ||
+      (rs_.tpr & (rs_.tpr - 1)) != 0 || (rs_.vec & (rs_.vec - 1)) != 0) {
+    return BadCandidate(absl::StrCat("reduction tile threads_per_row=", rs_.tpr, " rows_per_block=", rs_.rpb,
+                                     " vector_width=", rs_.vec, " split=", rs_.split, " cannot be generated"));
+  }
+  // Outputs stored per element of the row (reduced values broadcast back).
+  bool rowOutputs = false;
+  auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
+  for (mlir::OpOperand &use : results->getOpOperands()) {
+    auto m = maps_.operands.find(&use);
+    if (m != maps_.operands.end() && UsesReduced(m->second)) rowOutputs = true;
+  }
+  if (rs_.split > 1 && (rs_.rpb != 1 || reduceOps != 1 || userDefined || rowOutputs || rs_.column)) {
+    return BadCandidate("split needs one reduction of whole rows, one row a block, nothing stored per element");
+  }
+  if (rs_.strategy == 0) {
+    if (!lenStatic || userDefined) return BadCandidate("row_resident needs rows of static length and no reduce_ud");
+    if (rs_.vec > 1 && domain[red.back()] % rs_.vec != 0) {
+      return BadCandidate("row_resident vector runs must divide the innermost reduced extent");
+    }
+    rs_.cache_gpu = (staticLen + rs_.tpr * rs_.vec - 1) / (rs_.tpr * rs_.vec);
+    rs_.cache_host = (staticLen + rs_.vec - 1) / rs_.vec;
+    rs_.cache = true;
+  }
+  const int64_t threads = rs_.tpr * rs_.rpb;
+  threads_ = threads;
+  // Accumulator types in use, for the scratch arrays of the block round.
+  std::set<std::string> accTypes;
+  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+    if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(r.getInput().getType()));
+      accTypes.insert(AccType(t, r.getInput().getType().cast<mlir::ShapedType>().getElementType()));
+    }
+  }
+  // Row layout: one scratch entry per warp; column layout: one per thread.
+  const int64_t scratchN = rs_.column ? threads : std::max<int64_t>(1, (threads + 31) / 32);
+  std::string code = absl::StrCat("  const int tpr = TIR_LANES ? ", rs_.tpr, " : 1;\n  const int rpb = ", rs_.rpb, ";\n");
+  for (const std::string &at : accTypes) {
+    absl::StrAppend(&code, "  TIR_SHARED_ARRAY(", at, ", scratch_", at == "tir_i64" ? "i" : at.substr(0, 1), ", ",
+                    scratchN, ");\n");
+  }
+  absl::StrAppend(&code, "  tir_i64 rows = 1;\n");
   for (int d : par) absl::StrAppend(&code, "  rows *= a.dim[", d, "];\n");
   absl::StrAppend(&code, "  tir_i64 len = 1;\n");
   for (int d : red) absl::StrAppend(&code, "  len *= a.dim[", d, "];\n");
+  if (rs_.split > 1) {
+    // Chunks are whole vector runs; the last chunk may be shorter or empty.
+    absl::StrAppend(&code, "  const tir_i64 chunk = blockIdx.x % ", rs_.split, ";\n",
+                    "  const tir_i64 per = ((len + ", rs_.split - 1, ") / ", rs_.split, " + ", rs_.vec - 1, ") / ", rs_.vec,
+                    " * ", rs_.vec, ";\n",
+                    "  const tir_i64 jb = chunk * per < len ? chunk * per : len;\n",
+                    "  const tir_i64 je = jb + per < len ? jb + per : len;\n  bool last_chunk = true;\n");
+  } else {
+    absl::StrAppend(&code, "  const tir_i64 jb = 0, je = len;\n");
+  }
   // A block owns rpb row slots: on a GPU each group of tpr threads takes one
   // (the loop runs once), on the host the block's one thread takes them all.
-  absl::StrAppend(&code, "  for (int slot = TIR_LANES ? (int)(threadIdx.x / tpr) : 0; slot < rpb;",
-                  " slot += TIR_LANES ? rpb : 1) {\n",
-                  "  const tir_i64 row = (tir_i64)blockIdx.x * rpb + slot;\n",
-                  "  const int lane = threadIdx.x % tpr;\n  const bool active = row < rows;\n",
+  const std::string slot0 = rs_.column ? "(int)(threadIdx.x % rpb)" : "(int)(threadIdx.x / tpr)";
+  const std::string lane0 = rs_.column ? "(int)(threadIdx.x / rpb)" : "(int)(threadIdx.x % tpr)";
+  absl::StrAppend(&code, "  for (int slot = TIR_LANES ? ", slot0, " : 0; slot < rpb; slot += TIR_LANES ? rpb : 1) {\n",
+                  "  const tir_i64 row = (tir_i64)blockIdx.x / ", rs_.split, " * rpb + slot;\n",
+                  "  const int lane = TIR_LANES ? ", lane0, " : 0;\n  const bool active = row < rows;\n",
                   "  const tir_i64 row_c = active ? row : 0;\n");
   absl::StrAppend(&code, Delinearize("row_c", par, "  "));
   // Reduced-domain code sees the reduced indices as 0.
@@ -42,6 +141,8 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     auto m = maps_.results.find(&op);
     if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<ReduceOp, ReduceUdOp>(op)) rowOps.insert(&op);
   }
+  rowOps_ = rowOps;
+  if (rs_.cache) TIR_RETURN_IF_ERROR(CacheRow(rowOps, code));
   for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
     if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
       TIR_RETURN_IF_ERROR(ReductionPass(r, rowOps, red, code));
@@ -54,53 +155,178 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     if (!rowOps.count(&op)) TIR_RETURN_IF_ERROR(EmitOp(&op, code, "    "));
   }
   // Outputs: row-domain ones in a final pass, reduced-domain ones once per row.
-  std::string rowPass;
-  auto saved = values_;
-  for (mlir::Operation *op : Ordered(rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, rowPass, "        "));
-  std::string stores;
-  TIR_RETURN_IF_ERROR(StoreOutputs(stores, "        ", 1));
-  if (!stores.empty()) {
-    absl::StrAppend(&code, "    if (active) for (tir_i64 j = lane; j < len; j += tpr) {\n");
-    absl::StrAppend(&code, InnerIndices(red), rowPass, stores, "    }\n");
+  if (rowOutputs) {
+    TIR_RETURN_IF_ERROR(RowLoop(code, [&](std::string &inner, const std::string &indent) -> absl::Status {
+      for (mlir::Operation *op : Ordered(rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
+      return StoreOutputs(inner, indent, 1);
+    }));
   }
-  values_ = saved;
   std::string redStores;
   TIR_RETURN_IF_ERROR(StoreOutputs(redStores, "      ", 0));
-  if (!redStores.empty()) absl::StrAppend(&code, "    if (active && lane == 0) {\n", redStores, "    }\n");
+  if (!redStores.empty()) {
+    absl::StrAppend(&code, "    if (active && lane == 0", rs_.split > 1 ? " && last_chunk" : "", ") {\n", redStores,
+                    "    }\n");
+  }
   absl::StrAppend(&code, "  }\n  }\n");
   auto *g = launch_.add_grid();
-  g->set_constant(1);
-  g->set_divisor(rpb);
+  g->set_constant(rs_.split);
+  g->set_divisor(rs_.rpb);
   AddDomainDims(g, /*onlyParallel=*/true);
   launch_.add_grid()->set_constant(1);
   launch_.add_grid()->set_constant(1);
-  launch_.add_block(tpr * rpb);
+  launch_.add_block(threads);
   launch_.add_block(1);
   launch_.add_block(1);
+  if (rs_.split > 1) {
+    // Per row: `split` 8-byte partials, then one 4-byte ticket counter.
+    auto *w = launch_.mutable_workspace_bytes();
+    w->set_constant(rs_.split * 8 + 4);
+    AddDomainDims(w, /*onlyParallel=*/true);
+  }
   return code;
 }
 
-std::string KernelEmitter::InnerIndices(const std::vector<int> &red) {
-  std::string s = "        tir_i64 rem_j = j;\n";
+std::string KernelEmitter::InnerIndices(const std::vector<int> &red, const std::string &var, const std::string &indent) {
+  std::string s = absl::StrCat(indent, "tir_i64 rem_j = ", var, ";\n");
   for (int k = static_cast<int>(red.size()) - 1; k >= 0; --k) {
     const int d = red[k];
     if (k == 0) {
-      absl::StrAppend(&s, "        const tir_i64 i", d, " = rem_j;\n");
+      absl::StrAppend(&s, indent, "const tir_i64 i", d, " = rem_j;\n");
     } else {
-      absl::StrAppend(&s, "        const tir_i64 i", d, " = rem_j % a.dim[", d, "]; rem_j /= a.dim[", d, "];\n");
+      absl::StrAppend(&s, indent, "const tir_i64 i", d, " = rem_j % a.dim[", d, "]; rem_j /= a.dim[", d, "];\n");
     }
   }
   return s;
 }
 
+// Kernel inputs read along the row whose element run of vector_width lies
+// along the innermost reduced dim (and that tir_load_run can move).
+std::vector<mlir::OpOperand *> KernelEmitter::RowReads(const std::set<mlir::Operation *> &rowOps) {
+  std::vector<mlir::OpOperand *> out;
+  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+    if (!rowOps.count(&op) && !llvm::isa<ReduceOp>(op)) continue;
+    if (llvm::isa<ConcatenateOp, DimOp, ReshapeOp>(op)) continue;
+    for (mlir::OpOperand &use : op.getOpOperands()) {
+      auto arg = use.get().dyn_cast<mlir::BlockArgument>();
+      auto map = maps_.operands.find(&use);
+      if (!arg || map == maps_.operands.end() || !use.get().getType().isa<mlir::RankedTensorType>() ||
+          !UsesReduced(map->second) || !RunFits(use.get().getType(), rs_.vec)) {
+        continue;
+      }
+      out.push_back(&use);
+    }
+  }
+  return out;
+}
+
+// Loads the row's input elements into registers once (row_resident):
+// element run e of this lane is rc<k>[e][0..vec).
+absl::Status KernelEmitter::CacheRow(const std::set<mlir::Operation *> &rowOps, std::string &code) {
+  const int last = rs_.red.back();
+  absl::StrAppend(&code, "    constexpr int rc_n = TIR_LANES ? ", rs_.cache_gpu, " : ", rs_.cache_host, ";\n");
+  std::string loads;
+  std::map<std::pair<unsigned, const void *>, std::string> named;
+  for (mlir::OpOperand *use : RowReads(rowOps)) {
+    auto arg = use->get().cast<mlir::BlockArgument>();
+    mlir::AffineMap map = maps_.operands.find(use)->second;
+    auto key = std::make_pair(arg.getArgNumber(), map.getAsOpaquePointer());
+    auto [it, fresh] = named.emplace(key, absl::StrCat("rc", named.size()));
+    rs_.cached[use] = it->second;
+    if (!fresh) continue;
+    TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use->get().getType()));
+    const std::string input = absl::StrCat("a.in", arg.getArgNumber());
+    absl::StrAppend(&code, "    ", t.storage, " ", it->second, "[rc_n][", rs_.vec, "];\n");
+    const int j = RunDim(map, last);
+    if (j >= 0) {
+      absl::StrAppend(&loads, "        tir_load_run<", rs_.vec, ">(", input, " + (", Offset(map, input + "_stride"), "), ",
+                      input, "_stride[", j, "], ", it->second, "[e]);\n");
+    } else {
+      absl::StrAppend(&loads, "        for (int v = 0; v < ", rs_.vec, "; ++v) {\n          const tir_i64 i", last,
+                      " = run_i", last, " + v;\n          ", it->second, "[e][v] = ", input, "[",
+                      Offset(map, input + "_stride"), "];\n        }\n");
+    }
+  }
+  absl::StrAppend(&code, "#pragma unroll\n    for (int e = 0; e < rc_n; ++e) {\n",
+                  "      const tir_i64 j0 = ((tir_i64)e * tpr + lane) * ", rs_.vec, ";\n",
+                  "      if (active && j0 < len) {\n", InnerIndices(rs_.red, "j0", "        "),
+                  "        const tir_i64 run_i", last, " = i", last, "; (void)run_i", last, ";\n", loads, "      }\n    }\n");
+  return absl::OkStatus();
+}
+
+// One loop over this lane's elements of the row [jb, je) with `body`
+// emitted inside (reduced indices i<d> defined). Vector runs where the
+// innermost reduced extent allows them, else element by element; with the
+// row cached, over the cache.
+absl::Status KernelEmitter::RowLoop(std::string &code,
+                                    const std::function<absl::Status(std::string &, const std::string &)> &body) {
+  const int last = rs_.red.back();
+  auto saved = values_;
+  auto runBody = [&](std::string &out, const std::string &indent) -> absl::Status {
+    std::string inner;
+    TIR_RETURN_IF_ERROR(body(inner, indent + "  "));
+    values_ = saved;
+    absl::StrAppend(&out, indent, "const tir_i64 run_i", last, " = i", last, ";\n", "#pragma unroll\n", indent,
+                    "for (int v = 0; v < ", rs_.vec, "; ++v) {\n", indent, "  const tir_i64 i", last, " = run_i", last,
+                    " + v;\n", inner, indent, "}\n");
+    return absl::OkStatus();
+  };
+  if (rs_.cache) {
+    for (const auto &[use, name] : rs_.cached) run_reads_[use] = name + "[e]";
+    std::string inner;
+    TIR_RETURN_IF_ERROR(runBody(inner, "        "));
+    run_reads_.clear();
+    absl::StrAppend(&code, "#pragma unroll\n    for (int e = 0; e < rc_n; ++e) {\n",
+                    "      const tir_i64 j0 = ((tir_i64)e * tpr + lane) * ", rs_.vec, ";\n",
+                    "      if (active && j0 < len) {\n", InnerIndices(rs_.red, "j0", "        "), inner, "      }\n    }\n");
+    return absl::OkStatus();
+  }
+  if (rs_.vec > 1) {
+    std::string loads, inner;
+    std::vector<std::pair<std::string, std::string>> candidates;  // name, its load
+    int n = 0;
+    for (mlir::OpOperand *use : RowReads(rowOps_)) {
+      mlir::AffineMap map = maps_.operands.find(use)->second;
+      const int j = RunDim(map, last);
+      if (j < 0) continue;
+      auto arg = use->get().cast<mlir::BlockArgument>();
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use->get().getType()));
+      const std::string name = absl::StrCat("row_run", n++), input = absl::StrCat("a.in", arg.getArgNumber());
+      candidates.emplace_back(name, absl::StrCat("      ", t.storage, " ", name, "[", rs_.vec, "];\n      tir_load_run<",
+                                                 rs_.vec, ">(", input, " + (", Offset(map, input + "_stride"), "), ", input,
+                                                 "_stride[", j, "], ", name, ");\n"));
+      run_reads_[use] = name;
+    }
+    TIR_RETURN_IF_ERROR(runBody(inner, "      "));
+    run_reads_.clear();
+    // Only the runs this pass reads.
+    for (const auto &[name, load] : candidates) {
+      if (inner.find(name + "[") != std::string::npos) loads += load;
+    }
+    // Runs stay inside the innermost reduced dim when its extent is a
+    // multiple of the run; otherwise the element loop below runs.
+    absl::StrAppend(&code, "    if (a.dim[", last, "] % ", rs_.vec, " == 0) {\n",
+                    "    if (active) for (tir_i64 j0 = jb + (tir_i64)lane * ", rs_.vec, "; j0 < je; j0 += (tir_i64)tpr * ",
+                    rs_.vec, ") {\n", InnerIndices(rs_.red, "j0", "      "), loads, inner, "    }\n    } else {\n");
+  }
+  std::string inner;
+  TIR_RETURN_IF_ERROR(body(inner, "      "));
+  values_ = saved;
+  absl::StrAppend(&code, "    if (active) for (tir_i64 j = jb + lane; j < je; j += tpr) {\n",
+                  InnerIndices(rs_.red, "j", "      "), inner, "    }\n", rs_.vec > 1 ? "    }\n" : "");
+  return absl::OkStatus();
+}
+
 // One pass over each row computing reduction `r`.
 absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Operation *> &rowOps, const std::vector<int> &red,
-                           std::string &code) {
+                                          std::string &code) {
+  (void)red;
+  rowOps_ = rowOps;
   TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(r.getInput().getType()));
   const bool ints = !t.is_float;
   const std::string acc = absl::StrCat("acc", next_++);
-  const std::string at = ints ? "tir_i64" : "double";
-  std::string init, combine, finish;
+  const std::string at = AccType(t, r.getInput().getType().cast<mlir::ShapedType>().getElementType());
+  const std::string scratch = at == "tir_i64" ? "scratch_i" : at == "float" ? "scratch_f" : "scratch_d";
+  std::string init, combine;
   const ReductionMode mode = r.getReductionMode();
   switch (mode) {
     case ReductionMode::add: case ReductionMode::avg: case ReductionMode::norm1: case ReductionMode::norm2:
@@ -121,23 +347,43 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
     c.replace(c.find("%b"), 2, y);
     return c;
   };
-  absl::StrAppend(&code, "    ", at, " ", acc, " = ", init, ";\n",
-                  "    if (active) for (tir_i64 j = lane; j < len; j += tpr) {\n", InnerIndices(red));
-  auto saved = values_;
-  std::string inner;
-  for (mlir::Operation *op : Slice(r->getOperands(), rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));
-  TIR_ASSIGN_OR_RETURN(std::string x, Operand(r->getOpOperand(0), inner, "        "));
-  values_ = saved;
-  std::string term = "(" + at + ")(" + x + ")";
-  if (mode == ReductionMode::amax || mode == ReductionMode::norm1) term = ints ? "tir_max(" + term + ", -" + term + ")" : "fabs(" + term + ")";
-  if (mode == ReductionMode::norm2) term = term + " * " + term;
-  // Zeros (+0 and -0) count as 1; NaN is not a zero.
-  if (mode == ReductionMode::mul_no_zeros) term = "tir_nonzero_or_one(" + term + ")";
-  absl::StrAppend(&code, inner, "        ", acc, " = ", comb(acc, term), ";\n    }\n");
-  absl::StrAppend(&code, "    ", acc, " = tir_group_reduce(", acc, ", tpr, ", ints ? "scratch_i" : "scratch_f",
-                  ", [](", at, " x, ", at, " y) { return ", comb("x", "y"), "; });\n");
+  absl::StrAppend(&code, "    ", at, " ", acc, " = (", at, ")(", init, ");\n");
+  TIR_RETURN_IF_ERROR(RowLoop(code, [&](std::string &inner, const std::string &indent) -> absl::Status {
+    for (mlir::Operation *op : Slice(r->getOperands(), rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
+    TIR_ASSIGN_OR_RETURN(std::string x, Operand(r->getOpOperand(0), inner, indent));
+    std::string term = "(" + at + ")(" + x + ")";
+    if (mode == ReductionMode::amax || mode == ReductionMode::norm1) {
+      term = ints ? "tir_max(" + term + ", -" + term + ")" : "fabs(" + term + ")";
+    }
+    if (mode == ReductionMode::norm2) term = term + " * " + term;
+    // Zeros (+0 and -0) count as 1; NaN is not a zero.
+    if (mode == ReductionMode::mul_no_zeros) term = "tir_nonzero_or_one(" + term + ")";
+    absl::StrAppend(&inner, indent, acc, " = ", comb(acc, term), ";\n");
+    return absl::OkStatus();
+  }));
+  const std::string op = absl::StrCat("[](", at, " x, ", at, " y) { return ", comb("x", "y"), "; }");
+  if (rs_.column) {
+    absl::StrAppend(&code, "    ", acc, " = tir_strided_reduce(", acc, ", tpr, rpb, ", scratch, ", ", op, ");\n");
+  } else {
+    absl::StrAppend(&code, "    ", acc, " = tir_group_reduce(", acc, ", tpr, ", scratch, ", ", op, ");\n");
+  }
+  if (rs_.split > 1) {
+    // Phase two: the chunk's partial goes to the workspace; the block that
+    // takes the row's last ticket combines all partials in chunk order and
+    // resets the counter for the next launch.
+    absl::StrAppend(
+        &code, "    if (lane == 0 && active) {\n",
+        "      ", at, " *part = (", at, " *)a.workspace;\n",
+        "      unsigned *tickets = (unsigned *)(a.workspace + rows * ", rs_.split * 8, ");\n",
+        "      part[row * ", rs_.split, " + chunk] = ", acc, ";\n      tir_fence();\n",
+        "      last_chunk = tir_ticket(&tickets[row]) == ", rs_.split - 1, ";\n",
+        "      if (last_chunk) {\n        tir_fence();\n        ", acc, " = (", at, ")(", init, ");\n",
+        "        for (int c = 0; c < ", rs_.split, "; ++c) ", acc, " = ", comb(acc, "tir_volatile_load(&part[row * " +
+                                                                                   std::to_string(rs_.split) + " + c])"),
+        ";\n        tickets[row] = 0;\n      }\n    }\n");
+  }
   std::string value = acc;
-  if (mode == ReductionMode::avg) value = ints ? acc + " / (len ? len : 1)" : acc + " / (double)len";
+  if (mode == ReductionMode::avg) value = ints ? acc + " / (len ? len : 1)" : absl::StrCat(acc, " / (", at, ")len");
   if (mode == ReductionMode::norm2) value = "sqrt(" + acc + ")";
   const std::string var = absl::StrCat("v", next_++);
   absl::StrAppend(&code, "    const ", t.compute, " ", var, " = ", Sub(t.round, "(" + t.compute + ")(" + value + ")"), ";\n");
@@ -150,7 +396,7 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
 // of their width, floats in their compute type rounded after every op, as
 // the reference interpreter evaluates them.
 absl::Status KernelEmitter::UserReductionPass(ReduceUdOp ud, const std::set<mlir::Operation *> &rowOps,
-                               const std::vector<int> &red, std::string &code) {
+                                              const std::vector<int> &red, std::string &code) {
   const size_t n = ud.getInputs().size();
   mlir::Block &body = ud.getBody().front();
   std::vector<std::string> accs;
@@ -169,7 +415,7 @@ absl::Status KernelEmitter::UserReductionPass(ReduceUdOp ud, const std::set<mlir
     accs.push_back(absl::StrCat("uacc", next_++));
     absl::StrAppend(&code, "    ", ctype, " ", accs.back(), " = ", init, ";\n");
   }
-  absl::StrAppend(&code, "    if (active) for (tir_i64 j = 0; j < len; ++j) {\n", InnerIndices(red));
+  absl::StrAppend(&code, "    if (active) for (tir_i64 j = 0; j < len; ++j) {\n", InnerIndices(red, "j", "        "));
   auto saved = values_;
   std::string inner;
   for (mlir::Operation *op : Slice(ud.getInputs(), rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "        "));

@@ -320,6 +320,14 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
           set.fields.push_back(&set.pointers.back());
           note(static_cast<int>(set.buffers.size() - 1), 8);
         }
+      } else if (name == "workspace") {
+        // Grown to what each launch rule asks for (ReserveWorkspace).
+        set.buffers.emplace_back(8, 0);
+        set.workspace_buffer = static_cast<int>(set.buffers.size() - 1);
+        set.pointers.push_back(set.buffers.back().data());
+        set.workspace_pointer = static_cast<int>(set.pointers.size() - 1);
+        set.fields.push_back(&set.pointers.back());
+        note(set.workspace_buffer, 8);
       } else {
         return Invalid("unknown argument field " + name);
       }
@@ -357,8 +365,49 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
   return grid;
 }
 
+int64_t ReductionLength(GraphOp kernel, const std::vector<int64_t> &domain) {
+  auto kind = kernel->getAttrOfType<mlir::StringAttr>("tir.kernel_kind");
+  if (!kind || kind.getValue() == "pointwise") return 1;
+  if (kind.getValue() == "matmul") return domain.empty() ? 1 : std::max<int64_t>(1, domain.back());
+  int64_t n = 1;
+  if (auto r = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.reduced_dims")) {
+    for (int64_t d : r.asArrayRef()) {
+      if (d >= 0 && d < static_cast<int64_t>(domain.size())) n *= std::max<int64_t>(1, domain[d]);
+    }
+  }
+  return n;
+}
+
+absl::StatusOr<int64_t> LaunchWorkspaceBytes(const tir::v1::LaunchRule &launch, const std::vector<int64_t> &domain) {
+  if (!launch.has_workspace_bytes()) return 0;
+  const auto &ext = launch.workspace_bytes();
+  int64_t v = ext.constant() ? ext.constant() : 1;
+  for (const auto &d : ext.dims()) {
+    if (d.dim() >= domain.size()) {
+      return Invalid(absl::StrCat("workspace rule reads domain dim ", d.dim(), " of ", domain.size()));
+    }
+    if (domain[d.dim()] > 0 && v > (int64_t{1} << 40) / domain[d.dim()]) {
+      return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED", "the kernel's workspace would pass 1 TiB");
+    }
+    v *= domain[d.dim()];
+  }
+  const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
+  return (v + div - 1) / div;
+}
+
+absl::Status HostLaunch::ReserveWorkspace(const tir::v1::LaunchRule &launch) {
+  TIR_ASSIGN_OR_RETURN(int64_t bytes, LaunchWorkspaceBytes(launch, domain_));
+  for (Set &set : sets_) {
+    if (set.workspace_buffer < 0 || static_cast<int64_t>(set.buffers[set.workspace_buffer].size()) >= bytes) continue;
+    set.buffers[set.workspace_buffer].assign(bytes, 0);
+    set.pointers[set.workspace_pointer] = set.buffers[set.workspace_buffer].data();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
   TIR_ASSIGN_OR_RETURN(grid_, LaunchGrid(launch, domain_));
+  TIR_RETURN_IF_ERROR(ReserveWorkspace(launch));
   for (int d = 0; d < 3; ++d) {
     const int64_t b = d < launch.block_size() ? launch.block(d) : 1;
     if (b < 1 || b > 1024) return Invalid(absl::StrCat("launch rule asks for ", b, " threads along block dim ", d));

@@ -113,6 +113,10 @@ class HostLaunch {
   // Computes the grid from another candidate's launch rule (the argument
   // sets stay). Errors: INVALID_ARGUMENT when it reads a missing domain dim.
   absl::Status SetLaunch(const tir::v1::LaunchRule &launch);
+  // Grows the kernel's workspace (zeroed) to what `launch` needs; SetLaunch
+  // does it too. A launcher that copies the sets elsewhere calls it for
+  // every candidate first.
+  absl::Status ReserveWorkspace(const tir::v1::LaunchRule &launch);
   // Bytes of inputs and outputs in one set.
   int64_t bytes_per_set() const { return bytes_per_set_; }
   // Sets every output byte of set `s` to 0xff, so an unwritten element shows.
@@ -138,6 +142,8 @@ class HostLaunch {
   // Buffer indices of the outputs.
   const std::vector<size_t> &output_buffers() const { return sets_[0].out_buffer; }
   const unsigned *grid() const { return grid_.data(); }
+  // The iteration domain at the inputs' shapes.
+  const std::vector<int64_t> &domain() const { return domain_; }
 
  private:
   struct Set {
@@ -149,6 +155,7 @@ class HostLaunch {
     std::vector<size_t> out_buffer;  // per output, index into buffers
     std::vector<int> field_buffer;   // per field: buffer index, or -1 for a value
     std::vector<size_t> field_bytes; // per value field: its size
+    int workspace_buffer = -1, workspace_pointer = -1;
   };
   std::vector<Set> sets_;
   std::vector<std::vector<int64_t>> out_shapes_, out_strides_;
@@ -165,6 +172,15 @@ class HostLaunch {
 // Errors: INVALID_ARGUMENT when the rule reads a dim the domain lacks.
 absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &launch,
                                                    const std::vector<int64_t> &domain);
+
+// Elements each output value of `kernel` is reduced over at the iteration
+// domain `domain` (the reduced extents' product; matmul: K; 1 for
+// pointwise kernels): what the verification bound grows with.
+int64_t ReductionLength(GraphOp kernel, const std::vector<int64_t> &domain);
+
+// Bytes of workspace a launch rule asks for at the iteration domain `domain`
+// (0 without one).
+absl::StatusOr<int64_t> LaunchWorkspaceBytes(const tir::v1::LaunchRule &launch, const std::vector<int64_t> &domain);
 
 // Runs a host-built kernel graph once on `inputs` (dense tensors, one per
 // kernel argument) with poisoned outputs and returns the outputs read back.

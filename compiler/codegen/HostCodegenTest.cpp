@@ -23,6 +23,12 @@ using testing_corpus::Case;
 using testing_corpus::Corpus;
 
 double Tolerance(reference::DType d) { return reference::RelativeL2Bound(d); }
+// The bound for `kernel`'s outputs: the dtype's and the accumulation over
+// the kernel's reduced extents.
+double Tolerance(reference::DType d, GraphOp kernel) {
+  auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+  return reference::RelativeL2Bound(d, ReductionLength(kernel, std::vector<int64_t>(domain.begin(), domain.end())));
+}
 
 class HostCodegenTest : public ::testing::TestWithParam<Case> {
  protected:
@@ -81,7 +87,7 @@ TEST_P(HostCodegenTest, EveryKernelAndSeveralCandidatesMatchTheInterpreter) {
           for (int64_t i = 0; i < std::min<int64_t>(6, t.NumElements()); ++i) s += " " + std::to_string(t.GetF(i));
           return s;
         };
-        EXPECT_LE(err, Tolerance((*want)[o].dtype))
+        EXPECT_LE(err, Tolerance((*want)[o].dtype, kernel))
             << "output " << o << " got " << head((*got)[o]) << " want " << head((*want)[o]);
       }
       ++checked;

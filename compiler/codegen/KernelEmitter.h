@@ -14,6 +14,7 @@
 #ifndef TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
 #define TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -91,7 +92,18 @@ class KernelEmitter {
   void AddDomainDims(tir::v1::LaunchExtent *g, bool onlyParallel = false);
   absl::StatusOr<std::string> Reduction();
   std::vector<mlir::Operation *> Ordered(const std::set<mlir::Operation *> &ops);
-  std::string InnerIndices(const std::vector<int> &red);
+  // The reduced indices i<d> of row element `var`.
+  std::string InnerIndices(const std::vector<int> &red, const std::string &var, const std::string &indent);
+  // The accumulator type of a reduction of `t` (element type `e`).
+  static std::string AccType(const TypeInfo &t, mlir::Type e);
+  // Kernel inputs read along the row (by `rowOps` and reductions) whose
+  // runs of vector_width tir_load_run can move.
+  std::vector<mlir::OpOperand *> RowReads(const std::set<mlir::Operation *> &rowOps);
+  // row_resident: this lane's row elements read once into registers.
+  absl::Status CacheRow(const std::set<mlir::Operation *> &rowOps, std::string &code);
+  // One loop over this lane's elements of the row with `body(code, indent)`
+  // emitted inside.
+  absl::Status RowLoop(std::string &code, const std::function<absl::Status(std::string &, const std::string &)> &body);
   // One pass over each row computing reduction `r`.
   absl::Status ReductionPass(ReduceOp r, const std::set<mlir::Operation *> &rowOps, const std::vector<int> &red, std::string &code);
   // The row-domain ops `roots` depend on, in graph order.
@@ -124,6 +136,10 @@ class KernelEmitter {
   // grid = (ceil(N / block_n), ceil(M / block_m), batch), block = threads.
   void AddMatmulLaunch(int64_t bm, int64_t bn, int64_t threads, int b);
   absl::StatusOr<std::string> Matmul();
+  // The CUDA-core form: shared tiles, tm x tn register tiles per thread;
+  // with warps_m > 0 the tf32 tensor-core form over the same staged tiles.
+  absl::StatusOr<std::string> MatmulFfma(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t threads, int64_t tm,
+                                         int64_t tn, int64_t warpsM, int64_t warpsN);
   GraphOp kernel_;
   std::map<std::string, int64_t> params_;
   planning::AccessMaps maps_;
@@ -143,6 +159,17 @@ class KernelEmitter {
   llvm::DenseMap<mlir::Operation *, std::string> constant_names_;
   int next_ = 0;
   tir::v1::LaunchRule launch_;
+  // Threads per block of the launch (for TIR_BOUNDS).
+  int64_t threads_ = 0;
+  // The reduction being emitted: its tile and the row cache.
+  struct ReductionLayout {
+    bool column = false, cache = false;
+    int64_t strategy = 1, tpr = 1, rpb = 1, vec = 1, split = 1;
+    int64_t cache_gpu = 0, cache_host = 0;  // row-cache runs per lane
+    std::vector<int> red;
+    std::map<mlir::OpOperand *, std::string> cached;
+  } rs_;
+  std::set<mlir::Operation *> rowOps_;
 };
 
 }  // namespace tir::codegen::detail

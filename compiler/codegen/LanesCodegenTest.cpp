@@ -78,7 +78,9 @@ Outcome RunLanes(GraphOp kernel, const EmittedKernel &emitted, const std::vector
   for (size_t o = 0; o < want.size(); ++o) {
     const double err = reference::RelativeL2Error((*got)[o], want[o]);
     out.worst = std::max(out.worst, std::isnan(err) ? 1e30 : err);
-    out.within &= err <= reference::RelativeL2Bound(want[o].dtype);
+    auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+    out.within &= err <= reference::RelativeL2Bound(want[o].dtype,
+                                                    ReductionLength(kernel, std::vector<int64_t>(domain.begin(), domain.end())));
   }
   return out;
 }

@@ -51,25 +51,40 @@ ReductionShape Rows(const KernelFacts &f) {
 }
 int64_t DefaultThreadsPerRow(const ReductionShape &r) { return std::clamp<int64_t>(NextPow2(r.extent) / 4, 32, 1024); }
 
+// A reduction tile. On the host a block is one thread, so threads_per_row
+// is always 1 there (the host form has no lanes to spread a row over).
 Made Reduction(const KernelFacts &f, const target::ArchInfo &arch, int s, int tpr, int rpb, int vec, int split) {
   const ReductionShape r = Rows(f);
   Made m;
   TileCandidate &c = m.c;
   c.params = {{"strategy", s}, {"threads_per_row", tpr}, {"rows_per_block", rpb}, {"vector_width", vec}, {"split", split}};
-  c.threads = tpr * rpb;
-  const int64_t perThread = CeilDiv(r.extent, tpr);
-  c.registers_per_thread = 24 + (s == 0 ? static_cast<int>(std::min<int64_t>(perThread, 1 << 20)) : vec * 2);
-  c.shared_bytes = rpb * 32 * 8;  // one partial per warp per row
+  c.threads = arch.is_gpu ? tpr * rpb : 1;
+  const int64_t runs = CeilDiv(r.extent, int64_t{tpr} * vec);
+  const int64_t cached = s == 0 ? runs * vec * std::max(1, f.row_inputs) : 0;
+  c.registers_per_thread = 24 + static_cast<int>(std::min<int64_t>(cached * std::max(1, f.element_bytes / 4), 1 << 20)) +
+                           2 * vec * std::max(1, f.row_inputs);
+  const int warps = std::max(1, (c.threads + 31) / 32);
+  c.shared_bytes = (f.column ? c.threads : warps) * 8;
   c.blocks = CeilDiv(r.rows, rpb) * split;
-  if (s == 0 && !f.space.row_resident && r.extent * f.element_bytes > arch.row_budget_bytes) {
+  if (s == 0 && f.RowPasses() < 2) {
+    m.reject = "one pass reads the row once: row_resident is the streaming kernel";
+  } else if (s == 0 && (!f.static_row || f.ordered_reduction)) {
+    m.reject = "row_resident needs rows of static length and no reduce_ud";
+  } else if (s == 0 && r.extent * f.element_bytes * rpb > arch.row_budget_bytes) {
     m.reject = "row does not fit on chip";
-  } else if (s != 0 && f.space.row_resident) {
-    m.reject = "kernel needs rows resident (reduced values are broadcast back)";
-  } else if (vec > f.max_vector || (!r.last_dim && vec > 1)) {
-    m.reject = "vector width exceeds operand alignment";
+  } else if (s == 0 && arch.is_gpu && cached > 128) {
+    m.reject = "cached row above the register budget";
+  } else if (s == 2 && !f.Splittable()) {
+    m.reject = "split needs one reduction of whole rows and nothing stored per element";
   } else if (s == 2 && r.extent / split < int64_t{tpr} * vec) {
     m.reject = "split leaves less than one tile per block";
-  } else if (tpr > NextPow2(r.extent) && tpr > 32) {
+  } else if (vec * f.element_bytes > 16) {
+    m.reject = "vector wider than 16 bytes";
+  } else if (vec > 1 && (f.column || f.ordered_reduction || !r.last_dim)) {
+    m.reject = "vector runs only along a reduced innermost dim";
+  } else if (vec > 1 && f.static_row && f.innermost_reduced % vec != 0) {
+    m.reject = "vector runs must divide the innermost reduced extent";
+  } else if (tpr > std::max<int64_t>(8, NextPow2(r.extent))) {
     m.reject = "more threads per row than elements";
   }
   return m;
@@ -90,18 +105,30 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
   const int warpTile = bm * bn / std::max(1, warps);
   Made out;
   std::string &reject = out.reject;
-  if (arch.is_gpu && (bm % 16 != 0 || bn % 8 != 0 || bk % mmaK != 0)) {
+  const bool mma = arch.is_gpu && f.tensor_core;
+  const FfmaTile ffma = FfmaTileOf(bm, bn, warps * 32);
+  if (mma && (bm % 16 != 0 || bn % 8 != 0 || bk % mmaK != 0)) {
     reject = "tile not a multiple of the mma.sync shape";
-  } else if (arch.is_gpu && (warpTile < 16 * 16 || accPerThread > 128)) {
+  } else if (mma && (warpTile < 16 * 16 || accPerThread > 128)) {
     reject = "warp tile outside mma.sync register limits";
+  } else if (!f.tensor_core && !ffma.ok) {
+    reject = "tile does not split into register tiles over the block's threads";
+  } else if (arch.is_gpu && !f.tensor_core && ffma.tm * ffma.tn > 64) {
+    reject = "register tile above 64 accumulators a thread";
+  } else if (arch.is_gpu && !f.tensor_core && stages > 2) {
+    reject = "the CUDA-core matmul double-buffers at most (stages 1 or 2)";
+  } else if (f.tf32 && stages > 2) {
+    reject = "tf32 tiles are staged element by element, double-buffered at most (stages 1 or 2)";
+  } else if (mma && !f.tf32 && f.matmul_pipelined && stages < 2) {
+    reject = "cp.async-pipelined operands: stages from 2";
+  } else if (mma && !f.tf32 && !f.matmul_pipelined && stages != 1) {
+    reject = "operands computed in the kernel are staged element by element: stages do not apply";
   } else if (bm > std::max<int64_t>(smallest, NextPow2(m)) || bn > std::max<int64_t>(smallest, NextPow2(n))) {
     reject = "tile larger than the problem";
   } else if (splitK > 1 && k / splitK < 2 * bk) {
     reject = "split-K leaves less than two K tiles per split";
-  } else if (arch.is_gpu && !aligned16 && stages > 2) {
+  } else if (mma && !aligned16 && stages > 2) {
     reject = "operand rows not 16-byte aligned for cp.async";
-  } else if (!f.tensor_core && arch.is_gpu && stages > 3) {
-    reject = "deep pipelines only for tensor-core operands";
   } else if (splitK > 1) {
     // Kept in the space so the count shows it; offered once codegen splits
     // K (a partial-sum pass and a reduction).
@@ -110,12 +137,25 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
   TileCandidate &c = out.c;
   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", bk}, {"warps", warps},
               {"stages", stages}, {"split_k", splitK}, {"group_m", group}};
+  if (f.tf32) c.params["tf32"] = 1;
   c.threads = threads;
   // Swizzled, unpadded tiles (see the codegen's matmul).
-  c.shared_bytes = arch.is_gpu ? stages * (bm * bk + bk * bn) * bytes : 0;
-  c.registers_per_thread = arch.is_gpu ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2 : 64;
+  // CUDA-core tiles hold accumulator-typed values (4 or 8 bytes).
+  const int tileBytes = f.tensor_core ? bytes : std::max(4, f.element_bytes);
+  // (tf32 rows are padded by 8 words against bank conflicts.)
+  c.shared_bytes = !arch.is_gpu ? 0
+                   : f.tf32     ? std::max(1, stages) * (bk * (bm + 8) + bk * (bn + 8)) * 4
+                                : std::max(1, stages) * (bm * bk + bk * bn) * tileBytes;
+  c.registers_per_thread = !arch.is_gpu ? 64
+                           : f.tensor_core ? 32 + accPerThread + (bm + bn) * bk / std::max(1, c.threads) / 2
+                                           : 32 + static_cast<int>(ffma.tm * ffma.tn + ffma.tm + ffma.tn);
   c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
   return out;
+}
+int DefaultStages(const KernelFacts &f, const target::ArchInfo &arch) {
+  if (!arch.is_gpu) return 1;
+  if (!f.tensor_core || f.tf32) return 2;
+  return f.matmul_pipelined ? 3 : 1;
 }
 int DefaultWarps(int bm, int bn, const target::ArchInfo &arch) {
   return arch.is_gpu ? (bm * bn >= 128 * 256 ? 8 : 4) : 1;
@@ -134,8 +174,23 @@ struct Builder {
       ++space.pruned[why];
       return;
     }
+    // Two candidates the generated code cannot tell apart are one: on the
+    // host a pointwise block is one thread walking threads x
+    // elements_per_thread points, so only that product counts.
+    std::map<std::string, int64_t> key = m.c.params;
+    if (!arch.is_gpu && f.space.kind == KernelKind::kPointwise) {
+      key["threads"] *= key["elements_per_thread"];
+      key["elements_per_thread"] = 0;
+    }
+    auto [at, fresh] = keys_.emplace(key, space.kept.size());
+    if (!fresh) {
+      ++space.pruned["the same kernel as another candidate"];
+      if (m.c.is_default) space.kept[at->second].is_default = true;
+      return;
+    }
     space.kept.push_back(std::move(m.c));
   }
+  std::map<std::map<std::string, int64_t>, size_t> keys_;
 
   void Pointwise() {
     const int64_t defaultVec = f.max_vector;
@@ -151,18 +206,56 @@ struct Builder {
   }
 
   void Reduction() {
-    const int64_t defaultTpr = DefaultThreadsPerRow(Rows(f));
-    for (const char *strategy : {"row_resident", "streaming", "split"}) {
-      const int s = strategy[0] == 'r' ? 0 : strategy[1] == 't' ? 1 : 2;
-      for (int tpr : {32, 64, 128, 256, 512, 1024}) {
-        for (int rpb : {1, 2, 4, 8}) {
-          for (int vec : {1, 2, 4, 8}) {
-            for (int split : {1, 4, 16, 64}) {
-              if (s != 2 && split != 1) continue;
-              if (s == 2 && split == 1) continue;
+    const ReductionShape r = Rows(f);
+    const int defaultVec = [&] {
+      for (int v : {4, 2}) {
+        if (r.last_dim && !f.column && !f.ordered_reduction && v * f.element_bytes <= 16 &&
+            (!f.static_row || f.innermost_reduced % v == 0)) {
+          return v;
+        }
+      }
+      return 1;
+    }();
+    const bool cacheDefault = f.RowPasses() > 1 && f.static_row && !f.ordered_reduction;
+    std::vector<int> tprs, rpbs, vecs = {1};
+    if (!arch.is_gpu) {
+      tprs = {1};
+      rpbs = {1, 4, 16};
+    } else if (f.ordered_reduction) {
+      tprs = {1};
+      rpbs = {32, 64, 128, 256};
+    } else if (f.column) {
+      tprs = {1, 2, 4, 8, 16, 32};
+      rpbs = {32, 64, 128, 256, 512, 1024};
+    } else {
+      tprs = {8, 16, 32, 64, 128, 256, 512, 1024};
+      rpbs = {1, 2, 4, 8, 16, 32};
+    }
+    if (!f.column && !f.ordered_reduction) vecs = {1, 2, 4, 8};
+    const int64_t defaultTpr = !arch.is_gpu || f.ordered_reduction ? 1 : f.column ? 4 : DefaultThreadsPerRow(r);
+    const int64_t defaultRpb = !arch.is_gpu ? 1 : f.ordered_reduction ? 64 : f.column ? 64 : 1;
+    // Few long rows: split them so every SM gets a block (when the split
+    // still leaves each block a full tile).
+    int defaultSplit = 1;
+    if (arch.is_gpu && f.Splittable() && r.rows < arch.sm_count) {
+      for (int split : {4, 16, 64}) {
+        if (r.extent / split < defaultTpr * defaultVec) break;
+        defaultSplit = split;
+        if (r.rows * split >= arch.sm_count) break;
+      }
+    }
+    const int defaultStrategy = defaultSplit > 1 ? 2 : cacheDefault ? 0 : 1;
+    for (int s : {0, 1, 2}) {
+      for (int tpr : tprs) {
+        for (int rpb : rpbs) {
+          const int threads = arch.is_gpu ? tpr * rpb : 1;
+          if (arch.is_gpu && (threads < 32 || threads > arch.max_threads_per_block)) continue;
+          if (s == 2 && rpb != 1) continue;
+          for (int vec : vecs) {
+            for (int split : s == 2 ? std::vector<int>{4, 16, 64} : std::vector<int>{1}) {
               Made m = planning::Reduction(f, arch, s, tpr, rpb, vec, split);
-              m.c.is_default = (f.space.row_resident ? s == 0 : s == 1) && tpr == defaultTpr && rpb == 1 &&
-                               vec == std::min(4, f.max_vector) && split == 1;
+              m.c.is_default = s == defaultStrategy && tpr == defaultTpr && rpb == defaultRpb && vec == defaultVec &&
+                               split == defaultSplit;
               Offer(std::move(m));
             }
           }
@@ -179,14 +272,17 @@ struct Builder {
       for (int bn : tiles) {
         for (int bk : ks) {
           for (int warps : arch.is_gpu ? std::vector<int>{2, 4, 8} : std::vector<int>{1}) {
-            for (int stages : arch.is_gpu ? std::vector<int>{2, 3, 4, 5} : std::vector<int>{1}) {
+            for (int stages : arch.is_gpu ? std::vector<int>{1, 2, 3, 4, 5} : std::vector<int>{1}) {
               for (int splitK : {1, 2, 4}) {
                 for (int group : {1, 8}) {
                   Made made = planning::Matmul(f, arch, bm, bn, bk, warps, stages, splitK, group);
-                  made.c.is_default = bm == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(m))) &&
-                                      bn == std::min<int64_t>(128, std::max<int64_t>(32, NextPow2(n))) &&
-                                      bk == 32 && warps == DefaultWarps(bm, bn, arch) &&
-                                      stages == (arch.is_gpu ? 3 : 1) && splitK == 1 && group == 8;
+                  // CUDA-core tiles are smaller: 64 x 64 over 4 warps is 32 accumulators a thread.
+                  const int64_t cap = arch.is_gpu && !f.tensor_core ? 64 : 128;
+                  made.c.is_default = bm == std::min<int64_t>(cap, std::max<int64_t>(32, NextPow2(m))) &&
+                                      bn == std::min<int64_t>(cap, std::max<int64_t>(32, NextPow2(n))) &&
+                                      bk == (arch.is_gpu && !f.tensor_core ? 16 : 32) &&
+                                      warps == (arch.is_gpu && !f.tensor_core ? 4 : DefaultWarps(bm, bn, arch)) &&
+                                      stages == DefaultStages(f, arch) && splitK == 1 && group == 8;
                   if (!made.reject.empty()) {  // counted without keeping the candidate
                     ++space.before_pruning;
                     ++space.pruned[made.reject];
@@ -253,18 +349,26 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
       // The tile covers the kept (row) dims: rows a block; reduction_tile_size
       // is the chunk of a row a block reduces at once.
       const ReductionShape r = Rows(f);
-      int vec = std::min(4, f.max_vector);
-      if (!r.last_dim) vec = 1;
-      int64_t tpr = DefaultThreadsPerRow(r);
-      if (hints.reduction_tile) tpr = std::max<int64_t>(1, *hints.reduction_tile / vec);
-      if (arch.is_gpu && tpr < 32) tpr = 32;
+      int vec = 1;
+      for (int v : {4, 2}) {
+        if (r.last_dim && !f.column && !f.ordered_reduction && v * f.element_bytes <= 16 &&
+            (!f.static_row || f.innermost_reduced % v == 0)) {
+          vec = v;
+          break;
+        }
+      }
+      int64_t tpr = f.ordered_reduction || !arch.is_gpu ? 1 : DefaultThreadsPerRow(r);
+      if (hints.reduction_tile && arch.is_gpu && !f.ordered_reduction) {
+        tpr = NextPow2(std::max<int64_t>(1, *hints.reduction_tile / vec));
+      }
+      if (arch.is_gpu && volume * tpr < 32) tpr = NextPow2(CeilDiv(32, volume));
       if (volume * tpr > arch.max_threads_per_block) {
         m.reject = absl::StrCat(volume, " rows a block x ", tpr, " threads a row exceeds ", arch.max_threads_per_block,
                                 " threads a block");
         break;
       }
-      const int s = f.space.row_resident ? 0 : 1;
-      m = planning::Reduction(f, arch, s, static_cast<int>(tpr), static_cast<int>(volume), vec, 1);
+      m = planning::Reduction(f, arch, 0, static_cast<int>(tpr), static_cast<int>(volume), vec, 1);
+      if (!m.reject.empty()) m = planning::Reduction(f, arch, 1, static_cast<int>(tpr), static_cast<int>(volume), vec, 1);
       detail = absl::StrCat("the tile is rows a block",
                             hints.reduction_tile ? absl::StrCat("; reduction_tile_size ", *hints.reduction_tile,
                                                                 " elements of a row at once")
@@ -286,7 +390,7 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
       // As many warps as the default would use and the tile has room for.
       int warps = DefaultWarps(bm, bn, arch);
       while (arch.is_gpu && warps > 1 && bm * bn / warps < 16 * 16) warps /= 2;
-      m = planning::Matmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), bk, warps, arch.is_gpu ? 3 : 1, 1, 8);
+      m = planning::Matmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), bk, warps, DefaultStages(f, arch), 1, 8);
       detail = absl::StrCat("the tile is M and N a block", hints.reduction_tile ? ", reduction_tile_size K" : "",
                             batchNote);
       break;

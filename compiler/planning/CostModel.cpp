@@ -44,7 +44,12 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       double rows = 1, extent = 1;
       for (int64_t d : f.space.Parallel()) rows *= d;
       for (int64_t d : f.space.Reduced()) extent *= d;
-      if (strategy == 2) bytes += 2.0 * rows * split * 4;  // partials out and back in
+      // Streaming re-reads the row's inputs in every pass (softmax: 3 reads,
+      // 1 write); row_resident reads them once.
+      if (strategy != 0) bytes += f.bytes_in * (f.RowPasses() - 1);
+      if (strategy == 2) bytes += 2.0 * rows * split * 8;  // partials out and back in
+      // reduce_ud rows go one element at a time in one thread.
+      if (f.ordered_reduction) flops *= 4;
       const double tpr = param("threads_per_row", 128), vec = param("vector_width", 1);
       const double perRowPass = tpr * vec;
       edge = CeilDiv(extent, perRowPass) * perRowPass / std::max(1.0, extent);
@@ -71,6 +76,22 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       bytes = std::max(aBytes + bBytes, reread) + cBytes * (splitK > 1 ? 2 * splitK : 1) +
               (f.bytes_in - aBytes - bBytes > 0 ? f.bytes_in - aBytes - bBytes : 0);
       edge = CeilDiv(m, bm) * bm * CeilDiv(n, bn) * bn * CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
+      if (!f.tensor_core) {
+        // Shared tiles staged per block and K step; each thread's register
+        // tile reuses every shared read tm * tn / (tm + tn) times.
+        const double threads = arch.is_gpu ? warps * 32 : 1;
+        const double per = bm * bn / threads;
+        const double tn = std::min(8.0, per), tm = per / std::max(1.0, tn);
+        const double reuse = arch.is_gpu ? tm * tn / (tm + tn) : 1.0;
+        rate *= std::clamp(reuse / 4.0, 0.1, 1.0) * (stages >= 2 ? 1.0 : 0.85);
+        const double staged = batch * CeilDiv(m, bm) * CeilDiv(n, bn) * CeilDiv(k, bk) * (bm * bk + bk * bn);
+        // The host stages element by element (about 1 ns each); a block whose
+        // tiles outgrow a 32 KiB L1 pays for it.
+        if (!arch.is_gpu) {
+          flops += staged * 2;
+          if ((bm * bn + bm * bk + bk * bn) * 4 > 32 * 1024) edge *= 1.3;
+        }
+      }
       if (arch.is_gpu && f.tensor_core) {
         rate = (f.tf32 ? arch.mma_tf32_tflops : arch.mma_bf16_tflops) * 1e12;
         const double warpTile = bm * bn / warps;  // elements of C per warp
@@ -95,7 +116,8 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
   const double compute = flops * edge / rate;
   const double core = std::max(memory, compute) * std::min(quantization, 2.0);
   // Block scheduling: about 5 ns per block per SM, overlapped with nothing.
-  const double scheduling = arch.is_gpu ? 5e-9 * c.blocks / arch.sm_count : 0.0;
+  // (The host runs blocks one after another: about 50 ns each.)
+  const double scheduling = (arch.is_gpu ? 5e-9 : 5e-8) * c.blocks / arch.sm_count;
   p.seconds = arch.launch_overhead_us * 1e-6 + core + scheduling;
   if (bps == 0) p.seconds = 1.0;  // cannot be resident: never preferred
   if (!explain) return p;

@@ -1,6 +1,7 @@
 #include "compiler/planning/KernelFacts.h"
 
 #include <algorithm>
+#include <set>
 
 #include "compiler/ir/TirDialect.h"
 
@@ -38,19 +39,53 @@ KernelFacts ComputeFacts(const Kernel &kernel) {
     if (llvm::isa<BroadcastOp, ReshapeOp, TransposeOp, SliceOp, ConstantOp, DimOp>(op)) continue;
     ++ops;
     if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
-      mlir::Type e = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
+      // bf16/f16 operands run on tensor cores (mma.sync, f32 accumulate),
+      // also when they are converted to f32 first (the products are exact in
+      // f32, so it is the same computation). f32 stays exact f32 on CUDA
+      // cores: tf32 would round the operands to 10 mantissa bits.
+      const MmaOperand a = MmaOperandOf(mm.getA()), b = MmaOperandOf(mm.getB());
+      mlir::Type e = a.element;
       f.operand_bytes = std::max(1u, e.getIntOrFloatBitWidth() / 8);
-      // bf16/f16 operands run on tensor cores (mma.sync, f32 accumulate).
-      // f32 stays exact f32 on CUDA cores: tf32 would round the operands to
-      // 10 mantissa bits, which a graph has no way to allow yet.
-      f.tensor_core = e.isBF16() || e.isF16();
+      f.tensor_core = a.element == b.element && (e.isBF16() || e.isF16());
       f.tf32 = false;
+      auto isInput = [&](mlir::Value v) { return std::find(kernel.inputs.begin(), kernel.inputs.end(), v) != kernel.inputs.end(); };
+      f.matmul_pipelined = isInput(a.source) && isInput(b.source);
+      f.matmul_f32 = a.element.isF32() && b.element.isF32();
     }
     for (mlir::Type t : op->getResultTypes()) {
       if (auto r = t.dyn_cast<mlir::RankedTensorType>()) {
         f.element_bytes = std::max<int>(f.element_bytes, r.getElementType().getIntOrFloatBitWidth() / 8);
       }
     }
+  }
+  if (f.space.kind == KernelKind::kReduction) {
+    const std::vector<int64_t> &shape = kernel.space.shape;  // dynamic extents as they are
+    std::set<int> reduced(f.space.reduced_dims.begin(), f.space.reduced_dims.end());
+    for (int d : f.space.reduced_dims) f.static_row &= shape[d] >= 0;
+    f.column = !reduced.empty() && !shape.empty() && !reduced.count(static_cast<int>(shape.size()) - 1) &&
+               reduced.size() < shape.size();
+    f.innermost_reduced = reduced.empty() ? 1 : f.space.shape[*reduced.rbegin()];
+    std::set<mlir::Operation *> inKernel(kernel.ops.begin(), kernel.ops.end());
+    for (mlir::Operation *op : kernel.ops) {
+      f.reductions += llvm::isa<ReduceOp>(op);
+      f.ordered_reduction |= llvm::isa<ReduceUdOp>(op);
+    }
+    auto rowShaped = [&](mlir::Type t) {
+      auto r = t.dyn_cast<mlir::RankedTensorType>();
+      if (!r || r.getRank() != static_cast<int64_t>(shape.size())) return false;
+      for (int64_t d = 0; d < r.getRank(); ++d) {
+        if ((r.isDynamicDim(d) ? -1 : r.getDimSize(d)) != (shape[d] < 0 ? -1 : shape[d])) return false;
+      }
+      return true;
+    };
+    for (mlir::Value v : kernel.outputs) {
+      mlir::Operation *def = v.getDefiningOp();
+      if (def && !llvm::isa<ReduceOp, ReduceUdOp>(def) && rowShaped(v.getType())) f.row_outputs = true;
+    }
+    for (mlir::Value v : kernel.inputs) f.row_inputs += v.getType().isa<mlir::RankedTensorType>();
+    bool anyReducedAboveOne = false;
+    for (int d : f.space.reduced_dims) anyReducedAboveOne |= f.space.shape[d] != 1;
+    if (!anyReducedAboveOne) f.row_outputs = false;
   }
   f.flops_per_point = std::max(1, ops);
   f.live_values = std::max(1, std::min(ops, 16));

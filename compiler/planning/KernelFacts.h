@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/planning/Partition.h"
+#include "compiler/planning/TileRules.h"
 
 namespace tir::planning {
 
@@ -27,9 +28,27 @@ struct KernelFacts {
   int max_vector = 1;
   int64_t points = 1;                    // points of the full iteration domain
   int live_values = 1;                   // values alive per point (register pressure)
+  // Matmul: A and B are kernel inputs (or conversions of them) the
+  // cp.async pipeline can copy; otherwise tiles are staged element by
+  // element and `stages` means nothing.
+  bool matmul_pipelined = false;
+  bool matmul_f32 = false;               // A and B are f32 (tf32 can apply)
+  // Reductions: what decides which strategies can be generated.
+  int reductions = 0;                    // reduce ops (passes over a row)
+  bool ordered_reduction = false;        // a reduce_ud: one thread a row, in order
+  bool row_outputs = false;              // something is stored per element of the row
+  bool static_row = true;                // every reduced extent is static
+  bool column = false;                   // the last dim is kept: threads along it
+  int row_inputs = 0;                    // kernel inputs read along the row
+  int64_t innermost_reduced = 1;         // extent of the innermost reduced dim
+  // Passes over a row when nothing stays on chip.
+  int RowPasses() const { return reductions + (row_outputs ? 1 : 0); }
+  // One reduction of whole rows and nothing per element: split across blocks.
+  bool Splittable() const { return reductions == 1 && !ordered_reduction && !row_outputs && !column; }
 };
 
 KernelFacts ComputeFacts(const Kernel &kernel);
+
 
 }  // namespace tir::planning
 

@@ -26,7 +26,9 @@ std::string FactsKey(const KernelFacts &f) {
                       absl::StrJoin(f.space.reduced_dims, ","), "|", f.space.row_resident, "|",
                       absl::StrJoin(f.space.batch, ","), "|", f.space.m, ",", f.space.n, ",", f.space.k, "|",
                       f.bytes_in, "|", f.bytes_out, "|", f.flops_per_point, "|", f.element_bytes, "|",
-                      f.operand_bytes, "|", f.tensor_core, f.tf32, "|", f.max_vector, "|", f.live_values);
+                      f.operand_bytes, "|", f.tensor_core, f.tf32, "|", f.max_vector, "|", f.live_values, "|",
+                      f.reductions, f.ordered_reduction, f.row_outputs, f.static_row, f.column, "|", f.row_inputs, "|",
+                      f.innermost_reduced, "|", f.matmul_pipelined, f.matmul_f32);
 }
 
 }  // namespace
@@ -42,8 +44,15 @@ tir::v1::Candidate CandidateToProto(const TileCandidate &c, const Prediction &p,
   return out;
 }
 
+absl::Status CheckPrecision(const std::string &precision) {
+  if (precision.empty() || precision == "ieee" || precision == "tf32") return absl::OkStatus();
+  return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_OPTIONS",
+                   "precision '" + precision + "' is not one of ieee, tf32");
+}
+
 absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
-                                       int top) {
+                                       int top, const PlanOptions &options) {
+  TIR_RETURN_IF_ERROR(CheckPrecision(options.precision));
   PlannedGraph out;
   std::string why;
   mlir::FailureOr<TileHints> hints = parseTileHints(graph, &why);
@@ -55,6 +64,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
   out.partition = *std::move(partition);
   out.plan.set_graph(graph.getSymName().str());
   out.plan.set_arch(arch.name);
+  if (options.precision == "tf32") out.plan.set_precision("tf32");
   uint32_t intermediates = 0;
   for (const Kernel &k : out.partition.kernels) {
     for (mlir::Value v : k.outputs) {
@@ -62,13 +72,22 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
       for (mlir::Operation *u : v.getUsers()) returned |= llvm::isa<ResultsOp>(u);
       intermediates += !returned;
     }
-    const KernelFacts facts = ComputeFacts(k);
+    KernelFacts facts = ComputeFacts(k);
+    // tf32 on request, for f32 operands on a GPU with tensor cores.
+    if (options.precision == "tf32" && arch.is_gpu && facts.space.kind == KernelKind::kMatmul && facts.operand_bytes == 4 &&
+        !facts.tensor_core && facts.element_bytes == 4 && facts.matmul_f32) {
+      facts.tf32 = true;
+      facts.tensor_core = true;
+      facts.matmul_pipelined = false;
+    }
     const std::string key = FactsKey(facts);
     auto hit = memo.find(key);
     if (hit == memo.end()) {
       CandidateSpace space = GenerateCandidates(facts, arch, &*hints);
       std::vector<Prediction> preds;
-      for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch, /*explain=*/false));
+      // Every prediction carries the model's inputs: measured candidates
+      // become data points for the model's calibration.
+      for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch, /*explain=*/true));
       std::vector<size_t> order(space.kept.size());
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
@@ -78,9 +97,7 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
       std::vector<Prediction> rankedPreds;
       for (size_t i : order) {
         ranked.kept.push_back(space.kept[i]);
-        // The candidates a plan shows carry the model's inputs.
-        const bool shown = rankedPreds.size() < static_cast<size_t>(top) || space.kept[i].is_default;
-        rankedPreds.push_back(shown ? model.Predict(facts, space.kept[i], arch, /*explain=*/true) : preds[i]);
+        rankedPreds.push_back(preds[i]);
       }
       hit = memo.emplace(key, std::make_pair(std::move(ranked), std::move(rankedPreds))).first;
     }
@@ -112,6 +129,9 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
 std::string PlanToText(const tir::v1::Plan &plan) {
   std::string s = absl::StrFormat("plan of @%s for %s: %d kernel(s), %d intermediate(s)\n", plan.graph(), plan.arch(),
                                   plan.kernels_size(), plan.intermediates());
+  if (plan.precision() == "tf32") {
+    s += "precision: tf32 (f32 matmul operands rounded to 10 mantissa bits on tensor cores)\n";
+  }
   for (const tir::v1::KernelPlan &k : plan.kernels()) {
     absl::StrAppendFormat(&s, "\nkernel %d: %s (%d ops)\n", k.index(), k.iteration_space(), k.op_count());
     if (!k.split_reason().empty()) absl::StrAppendFormat(&s, "  split: %s\n", k.split_reason());

@@ -14,6 +14,15 @@
 
 namespace tir::planning {
 
+struct PlanOptions {
+  // CompileOptions.precision: "" / "ieee", or "tf32" (f32 matmuls on tf32
+  // tensor cores where the arch has them).
+  std::string precision;
+};
+
+// INVALID_ARGUMENT (INVALID_OPTIONS) unless `precision` is "", "ieee" or "tf32".
+absl::Status CheckPrecision(const std::string &precision);
+
 struct PlannedGraph {
   Partition partition;
   std::vector<CandidateSpace> spaces;          // per kernel, ranked best first
@@ -24,7 +33,7 @@ struct PlannedGraph {
 // Plans `graph` for `arch`, ranking with `model` and keeping `top` candidates
 // per kernel in the summary.
 absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &arch, const CostModel &model,
-                                       int top = 5);
+                                       int top = 5, const PlanOptions &options = {});
 
 // The wire form of candidate `c` of a `kind` kernel at `rank` with its
 // prediction (and the model inputs behind it).

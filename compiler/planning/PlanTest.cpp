@@ -1,5 +1,7 @@
 #include "compiler/planning/Plan.h"
 
+#include "compiler/codegen/Emitter.h"
+
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "gmock/gmock.h"
@@ -9,6 +11,8 @@ namespace tir::planning {
 namespace {
 
 using ::testing::Gt;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 class PlanTest : public ::testing::Test {
  protected:
@@ -16,12 +20,22 @@ class PlanTest : public ::testing::Test {
     auto loaded = LoadGraphText(text, ctx_.get());
     EXPECT_TRUE(loaded.ok()) << loaded.status();
     auto p = PlanGraph(loaded->graph, *target::LookupArch(arch), model_, 5);
+    last_ = loaded->graph;
     EXPECT_TRUE(p.ok()) << p.status();
     modules_.push_back(std::move(loaded->module));
     return *std::move(p);
   }
+  // Kernel graph `k` of the last planned graph.
+  GraphOp KernelOf(const PlannedGraph &p, size_t k) {
+    modules_.push_back(BuildPartitionedModule(last_, p.partition));
+    for (GraphOp g : modules_.back()->getOps<GraphOp>()) {
+      if (g.getSymName() == last_.getSymName().str() + "_k" + std::to_string(k)) return g;
+    }
+    return GraphOp();
+  }
   std::unique_ptr<mlir::MLIRContext> ctx_ = makeTirContext();
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules_;
+  GraphOp last_;
   AnalyticCostModel model_;
 };
 
@@ -147,6 +161,142 @@ tir.graph @few(%x: tensor<2x4194304xf32>) -> tensor<2x1xf32> {
   results %s : tensor<2x1xf32>
 })mlir");
   EXPECT_EQ(p.plan.kernels(0).top(0).params().at("strategy"), 2) << "split across blocks";
+  // What runs is split: split blocks a row, a workspace for the partials.
+  GraphOp kernel = KernelOf(p, 0);
+  const auto &top = p.plan.kernels(0).top(0).params();
+  auto e = codegen::EmitKernel(kernel, std::map<std::string, int64_t>(top.begin(), top.end()));
+  ASSERT_TRUE(e.ok()) << e.status();
+  const int64_t blocks = e->launch.grid(0).constant() * 2 / std::max<int64_t>(1, e->launch.grid(0).divisor());
+  EXPECT_EQ(blocks, 2 * top.at("split"));
+  EXPECT_GT(blocks, 2);
+  EXPECT_TRUE(e->launch.has_workspace_bytes());
+  EXPECT_THAT(e->source, HasSubstr("tir_ticket"));
+}
+
+TEST_F(PlanTest, ConvertedBf16OperandsTakeTensorCores) {
+  // How frameworks often write it: bf16 weights converted to f32 first.
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @mlp(%x: tensor<512x512xbf16>, %w: tensor<512x512xbf16>) -> tensor<512x512xf32> {
+  %xf = convert %x : tensor<512x512xbf16> -> tensor<512x512xf32>
+  %wf = convert %w : tensor<512x512xbf16> -> tensor<512x512xf32>
+  %y = matmul(%xf, %wf) : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+  results %y : tensor<512x512xf32>
+})mlir");
+  ASSERT_EQ(p.plan.kernels_size(), 1);
+  GraphOp kernel = KernelOf(p, 0);
+  for (int i = 0; i < p.plan.kernels(0).top_size(); ++i) {
+    const auto &params = p.plan.kernels(0).top(i).params();
+    auto e = codegen::EmitKernel(kernel, std::map<std::string, int64_t>(params.begin(), params.end()));
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_THAT(e->source, HasSubstr("tir_mma_m16n8k16_bf16"));
+    EXPECT_THAT(e->source, HasSubstr("tir_cp_async16")) << "the 16-bit inputs are copied as they are";
+    EXPECT_GE(params.at("stages"), 2);
+  }
+}
+
+TEST_F(PlanTest, F32MatmulIsARegisterTiledKernelThatHonoursItsTile) {
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @mm(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %c = matmul(%a, %b) : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+  results %c : tensor<512x512xf32>
+})mlir");
+  GraphOp kernel = KernelOf(p, 0);
+  std::map<std::string, int64_t> params = {{"block_m", 64}, {"block_n", 64}, {"block_k", 16}, {"warps", 4},
+                                           {"stages", 2},   {"split_k", 1},  {"group_m", 8}};
+  auto base = codegen::EmitKernel(kernel, params);
+  ASSERT_TRUE(base.ok()) << base.status();
+  EXPECT_THAT(base->source, HasSubstr("acc[4][8]")) << "a 4 x 8 register tile a thread";
+  EXPECT_THAT(base->source, Not(HasSubstr("tir_mma"))) << "f32 stays f32 without a precision option";
+  for (const char *field : {"block_k", "stages", "warps"}) {
+    std::map<std::string, int64_t> other = params;
+    other[field] = field == std::string("stages") ? 1 : field == std::string("warps") ? 2 : 32;
+    auto e = codegen::EmitKernel(kernel, other);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_NE(e->source, base->source) << field << " changes the kernel";
+  }
+  for (const TileCandidate &c : p.spaces[0].kept) EXPECT_LE(c.params.at("stages"), 2);
+}
+
+TEST_F(PlanTest, Tf32OnlyWhenAskedFor) {
+  const char *text = R"mlir(
+tir.graph @mm(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>) -> tensor<256x256xf32> {
+  %c = matmul(%a, %b) : (tensor<256x256xf32>, tensor<256x256xf32>) -> tensor<256x256xf32>
+  results %c : tensor<256x256xf32>
+})mlir";
+  PlannedGraph ieee = Plan(text);
+  for (const TileCandidate &c : ieee.spaces[0].kept) EXPECT_EQ(c.params.count("tf32"), 0u);
+  auto loaded = LoadGraphText(text, ctx_.get());
+  ASSERT_TRUE(loaded.ok());
+  last_ = loaded->graph;
+  auto tf32 = PlanGraph(loaded->graph, *target::LookupArch("sm_80"), model_, 5, PlanOptions{"tf32"});
+  ASSERT_TRUE(tf32.ok()) << tf32.status();
+  EXPECT_EQ(tf32->plan.precision(), "tf32");
+  GraphOp kernel = KernelOf(*tf32, 0);
+  ASSERT_FALSE(tf32->spaces[0].kept.empty());
+  for (const TileCandidate &c : tf32->spaces[0].kept) {
+    EXPECT_EQ(c.params.at("tf32"), 1);
+    EXPECT_EQ(c.params.at("block_k") % 8, 0);
+  }
+  auto e = codegen::EmitKernel(kernel, tf32->spaces[0].kept[0].params);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_THAT(e->source, HasSubstr("tir_mma_m16n8k8_tf32"));
+  EXPECT_THAT(e->source, HasSubstr("tir_to_tf32"));
+  // The host has no tensor cores: f32 stays f32 there.
+  auto host = PlanGraph(loaded->graph, *target::LookupArch("host"), model_, 5, PlanOptions{"tf32"});
+  ASSERT_TRUE(host.ok());
+  for (const TileCandidate &c : host->spaces[0].kept) EXPECT_EQ(c.params.count("tf32"), 0u);
+  EXPECT_FALSE(PlanGraph(loaded->graph, *target::LookupArch("sm_80"), model_, 5, PlanOptions{"fp8"}).ok());
+  modules_.push_back(std::move(loaded->module));
+}
+
+TEST_F(PlanTest, RowResidentSoftmaxReadsEachRowOnce) {
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @softmax(%x: tensor<32x4096xf32>) -> tensor<32x4096xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<32x4096xf32> -> tensor<32x1xf32>
+  %mb = broadcast %m : tensor<32x1xf32> -> tensor<32x4096xf32>
+  %s = sub %x, %mb : tensor<32x4096xf32>
+  %e = exp %s : tensor<32x4096xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<32x4096xf32> -> tensor<32x1xf32>
+  %zb = broadcast %z : tensor<32x1xf32> -> tensor<32x4096xf32>
+  %y = div %e, %zb : tensor<32x4096xf32>
+  results %y : tensor<32x4096xf32>
+})mlir");
+  ASSERT_EQ(p.plan.kernels_size(), 1);
+  GraphOp kernel = KernelOf(p, 0);
+  const auto &def = p.plan.kernels(0).default_candidate().params();
+  EXPECT_EQ(def.at("strategy"), 0);
+  auto e = codegen::EmitKernel(kernel, std::map<std::string, int64_t>(def.begin(), def.end()));
+  ASSERT_TRUE(e.ok()) << e.status();
+  // One read of x (into the register cache), however many passes use it.
+  const std::string body = e->source.substr(0, e->source.find("#if TIR_EMULATE"));
+  size_t reads = 0;
+  for (size_t at = body.find("a.in0"); at != std::string::npos; at = body.find("a.in0", at + 1)) {
+    if (body.compare(at, 6, "a.in0_") != 0) ++reads;
+  }
+  EXPECT_EQ(reads, 1u) << body;
+  // The streaming form of the same kernel reads x in each of its 3 passes.
+  std::map<std::string, int64_t> streaming(def.begin(), def.end());
+  streaming["strategy"] = 1;
+  auto s = codegen::EmitKernel(kernel, streaming);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->source, Not(HasSubstr("rc_n")));
+}
+
+TEST_F(PlanTest, ColumnReductionsPutThreadsAlongTheKeptDim) {
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @col(%x: tensor<4096x1024xf32>) -> tensor<1x1024xf32> {
+  %s = reduce(%x)<dimensions = [0], reduction_mode = <add>> : tensor<4096x1024xf32> -> tensor<1x1024xf32>
+  results %s : tensor<1x1024xf32>
+})mlir");
+  GraphOp kernel = KernelOf(p, 0);
+  for (const TileCandidate &c : p.spaces[0].kept) {
+    EXPECT_EQ(c.params.at("vector_width"), 1);
+    EXPECT_GE(c.params.at("rows_per_block"), 32) << "a warp takes consecutive kept elements";
+  }
+  const auto &top = p.plan.kernels(0).top(0).params();
+  auto e = codegen::EmitKernel(kernel, std::map<std::string, int64_t>(top.begin(), top.end()));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_THAT(e->source, HasSubstr("threadIdx.x % rpb"));
 }
 
 TEST_F(PlanTest, EveryArchPlansEveryKind) {
@@ -157,6 +307,25 @@ TEST_F(PlanTest, EveryArchPlansEveryKind) {
         EXPECT_THAT(k.candidates_after_pruning(), Gt(0u)) << arch.name << " " << k.iteration_space();
         EXPECT_TRUE(k.has_default_candidate());
       }
+    }
+  }
+}
+
+TEST_F(PlanTest, TinyReductionsKeepCandidatesOnEveryArch) {
+  for (const target::ArchInfo &arch : target::AllArchs()) {
+    for (const char *text : {R"mlir(
+tir.graph @r(%x: tensor<64x4xf32>) -> tensor<64x1xf32> {
+  %s = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<64x4xf32> -> tensor<64x1xf32>
+  results %s : tensor<64x1xf32>
+})mlir",
+                             R"mlir(
+tir.graph @c(%x: tensor<3x5xf32>) -> tensor<1x5xf32> {
+  %s = reduce(%x)<dimensions = [0], reduction_mode = <max>> : tensor<3x5xf32> -> tensor<1x5xf32>
+  results %s : tensor<1x5xf32>
+})mlir"}) {
+      PlannedGraph p = Plan(text, arch.name);
+      EXPECT_GT(p.plan.kernels(0).candidates_after_pruning(), 0u) << arch.name << " " << text;
+      EXPECT_TRUE(p.plan.kernels(0).has_default_candidate());
     }
   }
 }

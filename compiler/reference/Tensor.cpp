@@ -291,7 +291,25 @@ Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t see
   return t;
 }
 
-double RelativeL2Bound(DType dtype) {
+static double RelativeL2BoundOfDType(DType dtype);
+
+double RelativeL2Bound(DType dtype, int64_t reduction_length, bool tf32_operands) {
+  if (tf32_operands && dtype != tir::v1::DTYPE_F64 && RelativeL2Bound(dtype, reduction_length) > 0) {
+    return std::max(RelativeL2Bound(dtype, reduction_length), 4 * std::ldexp(1.0, -11));
+  }
+  const double n = std::sqrt(static_cast<double>(std::max<int64_t>(1, reduction_length)));
+  switch (dtype) {
+    case tir::v1::DTYPE_F64: return std::max(1e-12, 4 * std::ldexp(1.0, -53) * n);
+    case tir::v1::DTYPE_F32: return std::max(1e-5, 4 * std::ldexp(1.0, -24) * n);
+    default: break;
+  }
+  return std::max(RelativeL2BoundOfDType(dtype), dtype == tir::v1::DTYPE_F16 || dtype == tir::v1::DTYPE_BF16 ||
+                                                         dtype == tir::v1::DTYPE_F8E4M3FN || dtype == tir::v1::DTYPE_F8E5M2
+                                                     ? 4 * std::ldexp(1.0, -24) * n
+                                                     : 0.0);
+}
+
+static double RelativeL2BoundOfDType(DType dtype) {
   switch (dtype) {
     case tir::v1::DTYPE_F64: return 1e-12;
     case tir::v1::DTYPE_F32: return 1e-5;

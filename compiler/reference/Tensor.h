@@ -90,7 +90,15 @@ Tensor RandomTensor(DType dtype, const std::vector<int64_t> &shape, uint64_t see
 // The verification bound on RelativeL2Error for outputs of `dtype` computed
 // by generated kernels: f64 1e-12, f32 1e-5, bf16/f16 1e-2, f8 1e-1, exact
 // for integers and i1.
-double RelativeL2Bound(DType dtype);
+// The relative L2 error a kernel's output of `dtype` may have against the
+// interpreter: the dtype's rounding, and for a value reduced over
+// `reduction_length` elements the accumulator's: kernels accumulate
+// f32/bf16/f16/f8 data in f32 (unit roundoff u = 2^-24) and f64 in f64
+// (2^-53), in blocked order, whose error grows about as u * sqrt(length):
+// the bound is max(dtype bound, 4 u sqrt(length)). Integers: exact (0).
+// `tf32_operands`: the products' operands were rounded to tf32 (u = 2^-11
+// each), so floats are held to at least 4 * 2^-11 (about 2e-3).
+double RelativeL2Bound(DType dtype, int64_t reduction_length = 1, bool tf32_operands = false);
 
 // Relative L2 error ||got - want|| / max(||want||, tiny); infinity when the
 // shapes differ or any NaN appears in `got` where `want` has none.

@@ -22,6 +22,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "server/tuning/trial_points.h"
 
 namespace tir::coordinator {
 
@@ -147,7 +148,7 @@ void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::Kern
 }  // namespace
 
 std::string TuningPolicy(const TunerConfig &c) {
-  return absl::StrFormat("halving-v1:w%d:r%d:b%g", c.width, c.min_runs, c.budget_seconds);
+  return absl::StrFormat("halving-v2:w%d:f%g:r%d:b%g", c.width, c.max_space_fraction, c.min_runs, c.budget_seconds);
 }
 
 Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::KernelStore> store,
@@ -186,7 +187,16 @@ void Coordinator::Touch() {
   changed_.SignalAll();
 }
 
+void Coordinator::Refit() {
+  absl::StatusOr<std::vector<planning::TrialPoint>> points = tuning::LoadTrialPoints(*store_);
+  if (!points.ok()) return;  // the model stays as it was
+  auto fit = std::make_shared<const planning::Calibration>(planning::Calibration::Fit(*std::move(points)));
+  absl::MutexLock l(&calibration_mu_);
+  calibration_ = std::move(fit);
+}
+
 absl::Status Coordinator::Start() {
+  Refit();
   // Resume unfinished jobs: each persisted request is planned again; its
   // tuning restarts from round 0 (trials already stored stay stored).
   std::vector<tir::v1::CompileRequest> pending;
@@ -210,8 +220,11 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
                                                        std::vector<tuning::KernelWork> *plan) {
   // The same request bytes always give the same key: a hash of them skips
   // parsing on the hot (cache-hit) path.
+  TIR_RETURN_IF_ERROR(planning::CheckPrecision(options.precision()));
+  // "ieee" is the default spelled out: one key for both.
+  const std::string precision = options.precision() == "tf32" ? "tf32" : "";
   const std::string raw = Sha256Hex(absl::StrCat(source.SerializeAsString(), "\n", arch, "\n",
-                                                 options.budget().max_candidates_per_kernel()));
+                                                 options.budget().max_candidates_per_kernel(), "\n", precision));
   if (plan == nullptr) {
     absl::MutexLock l(&parsed_mu_);
     auto it = parsed_.find(raw);
@@ -235,10 +248,24 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   if (options.budget().max_candidates_per_kernel() > 0) config.width = options.budget().max_candidates_per_kernel();
   p.policy = TuningPolicy(config);
   p.key = Sha256Hex(absl::StrCat("tir-key-v1\n", p.fingerprint, "\n", arch, "\n", kCodegenVersion, "\n",
-                                 info.is_gpu ? nvrtc::Version() : "host", "\n", p.policy));
+                                 info.is_gpu ? nvrtc::Version() : "host", "\n", p.policy,
+                                 precision.empty() ? "" : "\nprecision=" + precision));
   if (plan != nullptr) {
     tir::v1::MeasurementPolicy policy;
-    TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy, &p.signature));
+    std::shared_ptr<const planning::Calibration> calibration;
+    {
+      absl::MutexLock l(&calibration_mu_);
+      calibration = calibration_;
+    }
+    planning::AnalyticCostModel analytic;
+    std::unique_ptr<planning::CalibratedCostModel> calibrated;
+    if (calibration && !calibration->empty()) {
+      calibrated = std::make_unique<planning::CalibratedCostModel>(analytic, *calibration);
+    }
+    TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy, &p.signature,
+                                                       calibrated ? static_cast<const planning::CostModel *>(calibrated.get())
+                                                                  : &analytic,
+                                                       config.max_space_fraction, planning::PlanOptions{precision}));
   }
   absl::MutexLock l(&parsed_mu_);
   if (parsed_.size() >= 100000) parsed_.clear();  // bounded; it refills from traffic
@@ -804,6 +831,13 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
     ++measured_total_;
     tir::v1::CandidateResult trial = r;
     trial.clear_binary();
+    if (positions[i] >= 0) {
+      const tir::v1::CandidateWork &cw = kj.work.item.candidates(positions[i]);
+      trial.set_source_hash(cw.source_hash());
+      *trial.mutable_merged_candidate_indices() = cw.merged_candidate_indices();
+      *trial.mutable_candidate() = cw.candidate();
+      trial.set_arch(kj.work.item.arch());
+    }
     IgnoreError(store_->Put(store::Family::kTrials,
                             absl::StrFormat("%s/%d/%d/%d/%s", work.job, work.kernel, r.candidate_index(), work.round,
                                             work.item.lease_id()),
@@ -816,6 +850,10 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
     }
   }
   kj.tuner->Record(work.round, results);
+  if ((trials_since_fit_ += static_cast<int>(results.size())) >= 32) {
+    trials_since_fit_ = 0;
+    Refit();
+  }
 }
 
 absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const tir::v1::ReportResultRequest &request) {

@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "compiler/nvrtc/compile_cache.h"
+#include "compiler/planning/Calibration.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/kernel_tuner.h"
 #include "server/store/kernel_store.h"
@@ -218,6 +219,12 @@ class Coordinator {
   absl::Mutex parsed_mu_;
   std::map<std::string, Parsed> parsed_ ABSL_GUARDED_BY(parsed_mu_);  // request hash -> key
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The cost model's corrections fit from the trial ledger: at start, then
+  // again after every 32 stored trials.
+  void Refit();
+  absl::Mutex calibration_mu_;
+  std::shared_ptr<const planning::Calibration> calibration_ ABSL_GUARDED_BY(calibration_mu_);
+  std::atomic<int> trials_since_fit_{0};
   std::thread reaper_;
 };
 

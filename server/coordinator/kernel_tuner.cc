@@ -10,8 +10,8 @@ namespace tir::coordinator {
 
 KernelTuner::KernelTuner(int candidates, int default_position, int space_size, TunerConfig config)
     : config_(config), default_position_(default_position) {
-  // At most a quarter of the pruned space (at least two), at most `width`.
-  const int cap = std::max(2, space_size / 4);
+  // At most max_space_fraction of the pruned space (at least two), at most `width`.
+  const int cap = std::max(2, static_cast<int>(space_size * config.max_space_fraction));
   const int width = std::max(1, std::min({config.width, cap, candidates}));
   for (int p = 0; p < width; ++p) alive_.push_back(p);
   if (default_position >= 0 && default_position < candidates &&

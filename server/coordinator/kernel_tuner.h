@@ -27,8 +27,10 @@
 namespace tir::coordinator {
 
 struct TunerConfig {
-  // Candidates measured in round 0 (before the 25%-of-space cap).
+  // Candidates measured in round 0, at most `max_space_fraction` of the
+  // kernel's pruned space (at least two).
   int width = 8;
+  double max_space_fraction = 0.10;
   // Round-0 repetitions and time budget; doubled each round.
   int min_runs = 5;
   double budget_seconds = 0.02;

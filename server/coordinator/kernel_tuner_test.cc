@@ -61,13 +61,13 @@ TEST(KernelTuner, RoundsDoubleTheirRepetitionsAndBudget) {
   EXPECT_TRUE(r1->policy.verify());
 }
 
-TEST(KernelTuner, NeverMeasuresMoreThanAQuarterOfTheSpaceAndKeepsTheDefault) {
+TEST(KernelTuner, NeverMeasuresMoreThanATenthOfTheSpaceAndKeepsTheDefault) {
   TunerConfig c;
   c.width = 50;
   KernelTuner t(40, 30, 40, c);
   auto r = t.Next();
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->positions.size(), 10u);
+  EXPECT_EQ(r->positions.size(), 4u);
   EXPECT_EQ(r->positions.back(), 30);
 }
 

@@ -1,12 +1,16 @@
 #include "server/tuning/work_items.h"
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/conversion/AttributeProto.h"
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/support/status.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace tir::tuning {
@@ -72,6 +76,10 @@ absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector
       for (int64_t d = 0; d < domainRank; ++d) add(tir::v1::KernelArgument::SIZE, Ref(tir::v1::TensorRef::ITERATION_DOMAIN, 0), d);
       continue;
     }
+    if (f == "workspace") {
+      add(tir::v1::KernelArgument::WORKSPACE, tir::v1::TensorRef(), 0);
+      continue;
+    }
     const bool isInput = f.rfind("in", 0) == 0;
     const size_t digits = isInput ? 2 : 3;
     const size_t index = std::stoul(f.substr(digits));
@@ -91,13 +99,37 @@ absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector
   return out;
 }
 
+// SHA-256 of what makes a kernel: its source and its launch rule.
+std::string SourceHash(const codegen::EmittedKernel &e) {
+  std::string text = e.source;
+  text += '\0';
+  text += e.launch.SerializeAsString();
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(text)), /*LowerCase=*/true);
+}
+
+// What kind of tile a candidate is, coarsely: candidates of one family are
+// neighbours (the reduction's strategy and layout of threads, the matmul's
+// block shape, the pointwise vector width).
+std::string TileFamily(const planning::TileCandidate &c) {
+  auto p = [&](const char *name) {
+    auto it = c.params.find(name);
+    return it == c.params.end() ? int64_t{-1} : it->second;
+  };
+  if (c.params.count("strategy")) {
+    return absl::StrCat("r", p("strategy"), "/", p("threads_per_row") >= 256 ? "wide" : "narrow", "/", p("rows_per_block") > 1);
+  }
+  if (c.params.count("block_m")) return absl::StrCat("m", p("block_m"), "x", p("block_n"));
+  return absl::StrCat("p", p("vector_width"), "/", p("elements_per_thread") > 1);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
                                                        size_t per_kernel, const tir::v1::MeasurementPolicy &policy,
-                                                       tir::v1::KernelBundle *signature) {
-  planning::AnalyticCostModel model;
-  TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(graph, arch, model, 1));
+                                                       tir::v1::KernelBundle *signature, const planning::CostModel *model,
+                                                       double max_space_fraction, const planning::PlanOptions &plan_options) {
+  planning::AnalyticCostModel analytic;
+  TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(graph, arch, model ? *model : analytic, 1, plan_options));
   // Graph-level names of every tensor a kernel reads or writes.
   std::map<void *, tir::v1::TensorRef> refs;
   tir::v1::KernelBundle sig;
@@ -139,9 +171,29 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     item.set_arch(arch.name);
     *item.mutable_policy() = policy;
     const auto &space = planned.spaces[k].kept;
-    for (size_t i = 0; i < space.size(); ++i) {
-      if (i < per_kernel || space[i].is_default) work.ranks.push_back(i);
+    // Round 0: the model's top picks, and a quarter of the width spent on
+    // candidates of other kinds of tile (the best predicted of each family
+    // the top picks lack), so a wrong model cannot hide the best one.
+    const size_t width = std::min(per_kernel, std::max<size_t>(2, static_cast<size_t>(space.size() * max_space_fraction)));
+    const size_t diverse = width >= 3 ? std::max<size_t>(1, width / 4) : 0;
+    std::set<std::string> families;
+    for (size_t i = 0; i < space.size() && work.ranks.size() + diverse < width; ++i) {
+      work.ranks.push_back(i);
+      families.insert(TileFamily(space[i]));
     }
+    for (size_t i = work.ranks.size(); i < space.size() && work.ranks.size() < width; ++i) {
+      if (families.insert(TileFamily(space[i])).second) work.ranks.push_back(i);
+    }
+    // Too few other families: the next best predicted fill the width.
+    for (size_t i = 0; i < space.size() && work.ranks.size() < width; ++i) {
+      if (std::find(work.ranks.begin(), work.ranks.end(), i) == work.ranks.end()) work.ranks.push_back(i);
+    }
+    for (size_t i = 0; i < space.size(); ++i) {
+      if (space[i].is_default && std::find(work.ranks.begin(), work.ranks.end(), i) == work.ranks.end()) {
+        work.ranks.push_back(i);
+      }
+    }
+    std::sort(work.ranks.begin(), work.ranks.end());
     TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(kernel));
     TIR_ASSIGN_OR_RETURN(std::vector<tir::v1::KernelArgument> arguments,
                          Arguments(fields, planned.partition.kernels[k], kernel, refs));
@@ -149,11 +201,25 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
     work.domain.assign(domain.begin(), domain.end());
     work.kind = planning::KernelKindName(planned.partition.kernels[k].space.kind);
+    // Candidates whose kernels are the same (source and launch rule) are
+    // one: the first keeps the others' indices, the rest leave the list.
+    std::map<std::string, int> byHash;
+    std::vector<size_t> kept;
     for (size_t i : work.ranks) {
       const planning::TileCandidate &c = space[i];
-      if (c.is_default) work.default_position = item.candidates_size();
       TIR_ASSIGN_OR_RETURN(codegen::EmittedKernel emitted, codegen::EmitKernel(kernel, c.params));
+      const std::string hash = SourceHash(emitted);
+      if (auto seen = byHash.find(hash); seen != byHash.end()) {
+        tir::v1::CandidateWork *first = item.mutable_candidates(seen->second);
+        first->add_merged_candidate_indices(static_cast<uint32_t>(i));
+        if (c.is_default) work.default_position = seen->second;
+        continue;
+      }
+      byHash[hash] = item.candidates_size();
+      kept.push_back(i);
+      if (c.is_default) work.default_position = item.candidates_size();
       tir::v1::CandidateWork *cw = item.add_candidates();
+      cw->set_source_hash(hash);
       cw->set_candidate_index(static_cast<uint32_t>(i));
       *cw->mutable_candidate() =
           planning::CandidateToProto(c, planned.predictions[k][i], planned.partition.kernels[k].space.kind, i);
@@ -162,6 +228,7 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
       cw->set_entry_symbol(emitted.entry);
       *cw->mutable_launch() = emitted.launch;
     }
+    work.ranks = kept;
     out.push_back(std::move(work));
   }
   return out;

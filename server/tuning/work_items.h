@@ -31,10 +31,18 @@ struct KernelWork {
 // included), each carrying its argument records in terms of the graph's
 // tensors (INPUT, OUTPUT, INTERMEDIATE). When `signature` is given, its
 // inputs, outputs and intermediates are filled (what a caller allocates).
+// A kernel gets min(per_kernel, max(2, max_space_fraction of its space))
+// candidates. Round 0 spends a quarter of them outside the model's top picks,
+// on other families of tile; candidates that emit the same kernel (source
+// and launch rule, by SHA-256) are merged into the first (its
+// merged_candidate_indices). `model` ranks (default: the analytic model).
 // Errors: those of planning and emission.
 absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
                                                        size_t per_kernel, const tir::v1::MeasurementPolicy &policy,
-                                                       tir::v1::KernelBundle *signature = nullptr);
+                                                       tir::v1::KernelBundle *signature = nullptr,
+                                                       const planning::CostModel *model = nullptr,
+                                                       double max_space_fraction = 1.0,
+                                                       const planning::PlanOptions &plan_options = {});
 
 }  // namespace tir::tuning
 

@@ -65,6 +65,8 @@ absl::Status CudaRunner::Prepare(const tir::v1::WorkItem &item) {
   if (item.candidates().empty()) return absl::OkStatus();
   TIR_ASSIGN_OR_RETURN(host_, codegen::HostLaunch::Prepare(prepared_->loaded.graph, prepared_->field_names,
                                                            item.candidates(0).launch(), prepared_->inputs, 1));
+  // The workspace as large as the largest candidate needs.
+  for (const tir::v1::CandidateWork &c : item.candidates()) TIR_RETURN_IF_ERROR(host_->ReserveWorkspace(c.launch()));
   const int64_t per = std::max<int64_t>(1, host_->bytes_per_set());
   const int64_t sets = std::clamp<int64_t>((2 * int64_t{l2_bytes_} + per - 1) / per, 1,
                                            std::min<int64_t>(64, (int64_t{8} << 30) / per));
@@ -157,7 +159,9 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
         return Fault(index, s);
       }
     }
-    *result.mutable_verification() = Verify(host_->Outputs(0), prepared_->expected);
+    *result.mutable_verification() = Verify(host_->Outputs(0), prepared_->expected,
+                                                codegen::ReductionLength(prepared_->loaded.graph, host_->domain()),
+                                                work.candidate().params().count("tf32") > 0);
     if (result.verification().verdict() == tir::v1::VERDICT_WRONG) {
       api.cuModuleUnload(module);
       return result;

@@ -69,7 +69,8 @@ TimedRuns TimedRunsOf(const tir::v1::MeasurementPolicy &policy, int default_min_
   return t;
 }
 
-tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want) {
+tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want,
+                             int64_t reduction_length, bool tf32_operands) {
   tir::v1::Verification v;
   v.set_verdict(tir::v1::VERDICT_PASSED);
   if (got.size() != want.size()) {
@@ -81,7 +82,7 @@ tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const st
   double worst = 0, tolerance = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double err = reference::RelativeL2Error(got[i], want[i]);
-    const double bound = reference::RelativeL2Bound(want[i].dtype);
+    const double bound = reference::RelativeL2Bound(want[i].dtype, reduction_length, tf32_operands);
     if (i == 0 || err > worst || std::isnan(err)) {
       worst = std::isnan(err) ? INFINITY : err;
       tolerance = bound;

@@ -47,7 +47,8 @@ TimedRuns TimedRunsOf(const tir::v1::MeasurementPolicy &policy, int default_min_
 // Compares outputs with the reference: the largest relative L2 error over the
 // outputs against the bound of each output's dtype; NaN where the reference
 // has none, a shape mismatch or a missing output is WRONG.
-tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want);
+tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want,
+                             int64_t reduction_length = 1, bool tf32_operands = false);
 
 }  // namespace tir::runner
 

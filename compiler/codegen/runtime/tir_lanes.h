@@ -93,7 +93,7 @@ struct Dim3 {
 
 enum class Park { kRunnable, kBarrier, kWarp, kDone, kAborted };
 
-enum Collective { kShflXor = 1, kShflDown, kShflIdx, kLdmatrix, kMmaBf16, kMmaF16 };
+enum Collective { kShflXor = 1, kShflDown, kShflIdx, kLdmatrix, kMmaBf16, kMmaF16, kMmaTf32 };
 
 inline const char *CollectiveName(int op) {
   switch (op) {
@@ -103,6 +103,7 @@ inline const char *CollectiveName(int op) {
     case kLdmatrix: return "ldmatrix";
     case kMmaBf16: return "mma.sync.m16n8k16.bf16";
     case kMmaF16: return "mma.sync.m16n8k16.f16";
+    case kMmaTf32: return "mma.sync.m16n8k8.tf32";
   }
   return "collective";
 }
@@ -481,6 +482,37 @@ inline void Execute(const std::vector<Lane *> &members) {
         for (int q = 0; q < 4; ++q) {
           float acc = C[rs[q]][cs[q]];
           for (int k = 0; k < 16; ++k) acc += A[rs[q]][k] * Bm[k][cs[q]];
+          l->out[q] = Bits(acc);
+        }
+      }
+      break;
+    }
+    case kMmaTf32: {
+      // m16n8k8, tf32 operands (the low 13 bits of each f32 container are
+      // ignored): A regs {(g, t), (g+8, t), (g, t+4), (g+8, t+4)}, B regs
+      // {(k t, n g), (k t+4, n g)}, C/D as for m16n8k16.
+      if (members.size() != 32) Fault("WARP_DIVERGENCE", "mma.sync needs all 32 lanes of the warp");
+      float A[16][8], Bm[8][8], C[16][8];
+      auto tf32 = [](uint64_t r) { return F32(r & 0xffffe000u); };
+      for (Lane *l : members) {
+        const int me = l->id % 32, g = me / 4, t = me % 4;
+        A[g][t] = tf32(l->in[0]);
+        A[g + 8][t] = tf32(l->in[1]);
+        A[g][t + 4] = tf32(l->in[2]);
+        A[g + 8][t + 4] = tf32(l->in[3]);
+        Bm[t][g] = tf32(l->in[4]);
+        Bm[t + 4][g] = tf32(l->in[5]);
+        C[g][2 * t] = F32(l->in[6]);
+        C[g][2 * t + 1] = F32(l->in[7]);
+        C[g + 8][2 * t] = F32(l->in[8]);
+        C[g + 8][2 * t + 1] = F32(l->in[9]);
+      }
+      for (Lane *l : members) {
+        const int me = l->id % 32, g = me / 4, t = me % 4;
+        const int rs[4] = {g, g, g + 8, g + 8}, cs[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+        for (int q = 0; q < 4; ++q) {
+          float acc = C[rs[q]][cs[q]];
+          for (int k = 0; k < 8; ++k) acc += A[rs[q]][k] * Bm[k][cs[q]];
           l->out[q] = Bits(acc);
         }
       }

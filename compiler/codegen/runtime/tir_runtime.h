@@ -22,6 +22,8 @@
 #define TIR_DEVICE 1
 #define TIR_FN __device__ __forceinline__
 #define TIR_KERNEL extern "C" __global__
+// The block size a kernel is compiled for (registers are allocated for it).
+#define TIR_BOUNDS(threads) __launch_bounds__(threads)
 #define TIR_SHARED __shared__
 typedef long long tir_i64;
 typedef unsigned long long tir_u64;
@@ -43,6 +45,7 @@ typedef int tir_i32;
 #define TIR_DEVICE 0
 #define TIR_FN static inline
 #define TIR_KERNEL extern "C"
+#define TIR_BOUNDS(threads)
 #define TIR_SHARED static thread_local
 typedef int64_t tir_i64;
 typedef uint64_t tir_u64;

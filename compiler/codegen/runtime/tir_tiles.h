@@ -7,8 +7,10 @@
 //   tir_swz<C>(r, c)                                    swizzled tile offsets
 //   tir_cp_async16 / _commit / _wait<N>                 the cp.async pipeline
 //   tir_ldmatrix_x1/x2/x4[_trans]                       ldmatrix
-//   tir_mma_m16n8k16_bf16 / _f16                        warp MMA fragments
+//   tir_mma_m16n8k16_bf16 / _f16, tir_mma_m16n8k8_tf32  warp MMA fragments (tir_to_tf32)
 //   tir_shfl_xor, tir_warp_reduce, tir_group_reduce     warp and block reductions
+//   tir_strided_reduce                                  reductions across warps (column layout)
+//   tir_fence, tir_ticket, tir_volatile_load            two-phase work across blocks
 
 #ifndef TIR_TILES_H_
 #define TIR_TILES_H_
@@ -224,6 +226,23 @@ static inline void tir_ldmatrix_x4_trans(tir_u32 &r0, tir_u32 &r1, tir_u32 &r2, 
 TIR_MMA(bf16)
 TIR_MMA(f16)
 #undef TIR_MMA
+// tf32: f32 rounded to 10 mantissa bits (to nearest, ties away, as
+// cvt.rna.tf32.f32), kept in an f32 container.
+TIR_FN tir_u32 tir_to_tf32(float x) {
+  tir_u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+TIR_FN float tir_tf32_value(tir_u32 bits) { return __uint_as_float(bits); }
+// m16n8k8 with tf32 operands: a0..a3 hold A(g, t), A(g+8, t), A(g, t+4),
+// A(g+8, t+4); b0, b1 hold B(t, g), B(t+4, g); d as for m16n8k16 (PTX ISA,
+// "Matrix Fragments for mma.m16n8k8" with .tf32).
+TIR_FN void tir_mma_m16n8k8_tf32(float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0, tir_u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
 #else
 static inline void tir_mma_m16n8k16(int kind, float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,
                                     tir_u32 b1) {
@@ -242,6 +261,10 @@ static inline void tir_mma_m16n8k16_f16(float *d, tir_u32 a0, tir_u32 a1, tir_u3
                                         tir_u32 b1) {
   tir_mma_m16n8k16(::tir_lanes::kMmaF16, d, a0, a1, a2, a3, b0, b1);
 }
+static inline void tir_mma_m16n8k8_tf32(float *d, tir_u32 a0, tir_u32 a1, tir_u32 a2, tir_u32 a3, tir_u32 b0,
+                                        tir_u32 b1) {
+  tir_mma_m16n8k16(::tir_lanes::kMmaTf32, d, a0, a1, a2, a3, b0, b1);
+}
 #endif
 
 // Reduces `v` over each group of `width` (a power of two <= 32) consecutive
@@ -251,6 +274,22 @@ template <typename T, typename Op> TIR_FN T tir_warp_reduce(T v, int width, Op o
   return v;
 }
 #endif  // TIR_LANES
+
+#if !TIR_DEVICE
+// tf32 rounding as cvt.rna.tf32.f32 does it: to nearest, ties away from zero
+// (sign-magnitude), at mantissa bit 13; NaN stays NaN.
+static inline tir_u32 tir_to_tf32(float x) {
+  tir_u32 b;
+  std::memcpy(&b, &x, 4);
+  if ((b & 0x7f800000u) == 0x7f800000u) return (b & 0x007fffffu) ? (b | 0x00400000u) & 0xffffe000u : b;
+  return (b + 0x1000u) & 0xffffe000u;
+}
+static inline float tir_tf32_value(tir_u32 b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+#endif
 
 // ---- block reductions ------------------------------------------------------
 
@@ -276,6 +315,61 @@ TIR_FN T tir_group_reduce(T v, int group, tir_sptr<T> scratch, Op op) {
 #else
   (void)group; (void)scratch; (void)op;
   return v;
+#endif
+}
+
+// Reduces `v` over the `group` threads of the block that share
+// threadIdx.x % stride (thread t is lane t / stride of slot t % stride: the
+// column layout, where consecutive threads take consecutive kept elements).
+// Each thread stores its value in `scratch` (group * stride entries), then
+// every thread combines its slot's values in lane order between two
+// barriers: the result is the same on every run. The plain host form has
+// one thread per block: the value is returned as is.
+template <typename T, typename Op>
+TIR_FN T tir_strided_reduce(T v, int group, int stride, tir_sptr<T> scratch, Op op) {
+#if TIR_LANES
+  if (group <= 1) return v;
+  const int t = threadIdx.x;
+  scratch[t] = v;
+  TIR_SYNC();
+  const int slot = t % stride;
+  T r = scratch[slot];
+  for (int l = 1; l < group; ++l) r = op(r, scratch[l * stride + slot]);
+  TIR_SYNC();
+  return r;
+#else
+  (void)group; (void)stride; (void)scratch; (void)op;
+  return v;
+#endif
+}
+
+// ---- work across blocks -----------------------------------------------------
+
+// Orders this thread's global writes before its later ones, for every block
+// (__threadfence); blocks of the host forms run one after another.
+TIR_FN void tir_fence() {
+#if TIR_DEVICE
+  __threadfence();
+#endif
+}
+// Takes the next ticket of the counter at `p` (an integer atomic): the
+// block that takes ticket n - 1 of n knows all the others are done.
+TIR_FN unsigned tir_ticket(unsigned *p) {
+#if TIR_DEVICE
+  return atomicAdd(p, 1u);
+#else
+  const unsigned t = *p;
+  *p = t + 1;
+  return t;
+#endif
+}
+// A global read that bypasses the non-coherent caches (another block's
+// write made visible by tir_fence).
+template <typename T> TIR_FN T tir_volatile_load(const T *p) {
+#if TIR_DEVICE
+  return *(const volatile T *)p;
+#else
+  return *p;
 #endif
 }
 

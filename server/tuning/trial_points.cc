@@ -1,0 +1,31 @@
+#include "server/tuning/trial_points.h"
+
+#include "tir/v1/worker_service.pb.h"
+
+namespace tir::tuning {
+
+absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(store::KernelStore &store) {
+  std::vector<planning::TrialPoint> out;
+  absl::Status s = store.Scan(store::Family::kTrials, "", [&](absl::string_view key, absl::string_view value) {
+    tir::v1::CandidateResult r;
+    if (!r.ParseFromString(std::string(value))) return true;
+    if (r.verification().verdict() != tir::v1::VERDICT_PASSED || r.measurement().samples() == 0 ||
+        !r.has_candidate() || r.arch().empty()) {
+      return true;
+    }
+    planning::TrialPoint t;
+    t.key = std::string(key);
+    t.arch = r.arch();
+    t.kind = r.candidate().kernel_kind();
+    t.params.insert(r.candidate().params().begin(), r.candidate().params().end());
+    t.inputs.insert(r.candidate().model_inputs().begin(), r.candidate().model_inputs().end());
+    t.predicted = r.candidate().predicted_seconds();
+    t.measured = r.measurement().median_seconds();
+    out.push_back(std::move(t));
+    return true;
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+}  // namespace tir::tuning
