@@ -10,11 +10,15 @@
 //     cost model's rank correlation with the measured times.
 //     Goal: within 5% of the exhaustive best (geometric mean) measuring at
 //     most 10% of the space.
+//  3. Learning from measurements: the cost model calibrated on the other
+//     graphs' measurements ranks each kernel's candidates; its top picks and
+//     rank correlation before and after.
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -22,6 +26,7 @@
 #include "bench/timing/timing.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
+#include "compiler/planning/Calibration.h"
 #include "compiler/target/ArchTable.h"
 #include "grpcpp/grpcpp.h"
 #include "server/service/server.h"
@@ -251,6 +256,14 @@ int main(int argc, char **argv) {
   auto ctx = tir::makeTirContext();
   double logRatio = 0, logFraction = 0, rhoSum = 0;
   int kernels = 0, rhoCount = 0;
+  // Every distinct kernel measured, as a cost-model data point (for the
+  // leave-one-graph-out calibration below).
+  struct Measured {
+    size_t graph;
+    std::vector<tir::planning::TrialPoint> points;
+    size_t space = 0;
+  };
+  std::vector<Measured> measuredKernels;
   for (size_t g = 0; g < std::size(kSuite); ++g) {
     auto loaded = tir::LoadGraphText(kSuite[g][1], ctx.get());
     tir::v1::MeasurementPolicy policy;
@@ -275,6 +288,21 @@ int main(int argc, char **argv) {
           measured.push_back(t[i]);
         }
       }
+      Measured mk{g, {}, static_cast<size_t>((*all)[k].space_size)};
+      for (int i = 0; i < item.candidates_size(); ++i) {
+        if (!std::isfinite(t[i])) continue;
+        const tir::v1::Candidate &c = item.candidates(i).candidate();
+        tir::planning::TrialPoint p;
+        p.key = absl::StrCat(kSuite[g][0], "/", k, "/", item.candidates(i).candidate_index());
+        p.arch = "host";
+        p.kind = c.kernel_kind();
+        p.params.insert(c.params().begin(), c.params().end());
+        p.inputs.insert(c.model_inputs().begin(), c.model_inputs().end());
+        p.predicted = c.predicted_seconds();
+        p.measured = t[i];
+        mk.points.push_back(std::move(p));
+      }
+      measuredKernels.push_back(std::move(mk));
       // The winner's position: its candidate, or the one it was merged into.
       const tir::v1::KernelEntry &entry = tuned[g].kernels(k);
       const uint32_t winner = entry.candidate().rank();
@@ -284,6 +312,15 @@ int main(int argc, char **argv) {
         if (c.candidate_index() == winner) at = i;
         for (uint32_t m : c.merged_candidate_indices()) {
           if (m == winner) at = i;
+        }
+      }
+      // TIR_BENCH_VERBOSE=1: every candidate's prediction and time.
+      if (std::getenv("TIR_BENCH_VERBOSE")) {
+        for (int i = 0; i < item.candidates_size(); ++i) {
+          std::string params;
+          for (const auto &[p, v] : item.candidates(i).candidate().params()) absl::StrAppend(&params, " ", p, "=", v);
+          std::printf("    #%-3u predicted %9.3f ms measured %9.3f ms %s\n", item.candidates(i).candidate_index(),
+                      item.candidates(i).candidate().predicted_seconds() * 1e3, t[i] * 1e3, params.c_str());
         }
       }
       const double best = *std::min_element(t.begin(), t.end());
@@ -306,6 +343,51 @@ int main(int argc, char **argv) {
               "(goal <= 10%%: %s), geometric means; cost model rank correlation %+.2f (mean over kernels)\n",
               gmRatio, gmRatio <= 1.05 ? "met" : "NOT met", 100 * gmFraction, gmFraction <= 0.10 ? "met" : "NOT met",
               rhoCount ? rhoSum / rhoCount : 0.0);
+  // 3. Learning from measurements: for each kernel, the model calibrated on
+  // the other graphs' measurements (never its own) ranks its candidates; the
+  // best measured among its top picks (as many as the tuner measures) against
+  // the exhaustive best, and the rank correlation, before and after.
+  double logBefore = 0, logAfter = 0, rhoBefore = 0, rhoAfter = 0;
+  int evaluated = 0;
+  for (const Measured &mk : measuredKernels) {
+    if (mk.points.size() < 3) continue;
+    std::vector<tir::planning::TrialPoint> others;
+    for (const Measured &o : measuredKernels) {
+      if (o.graph != mk.graph) others.insert(others.end(), o.points.begin(), o.points.end());
+    }
+    const tir::planning::Calibration cal = tir::planning::Calibration::Fit(others);
+    const tir::planning::Correction *fit = cal.Find("host", mk.points[0].kind);
+    std::vector<double> before, after, times;
+    for (const tir::planning::TrialPoint &p : mk.points) {
+      before.push_back(p.predicted);
+      const std::vector<double> x = tir::planning::Features(p.kind, p.params, p.inputs);
+      double dot = 0;
+      for (size_t i = 0; fit && i < x.size() && i < fit->weights.size(); ++i) dot += fit->weights[i] * x[i];
+      after.push_back(p.predicted * std::exp(std::clamp(dot, -5.0, 5.0)));
+      times.push_back(p.measured);
+    }
+    const size_t width = std::max<size_t>(2, static_cast<size_t>(mk.space * 0.10));
+    auto pick = [&](const std::vector<double> &model) {
+      std::vector<size_t> order(model.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return model[a] < model[b]; });
+      double best = INFINITY;
+      for (size_t i = 0; i < order.size() && i < width; ++i) best = std::min(best, times[order[i]]);
+      return best;
+    };
+    const double exhaustive = *std::min_element(times.begin(), times.end());
+    logBefore += std::log(pick(before) / exhaustive);
+    logAfter += std::log(pick(after) / exhaustive);
+    rhoBefore += RankCorrelation(before, times);
+    rhoAfter += RankCorrelation(after, times);
+    ++evaluated;
+  }
+  if (evaluated > 0) {
+    std::printf("  calibration (leave one graph out, %d kernels): model's top picks within x%.3f of the best -> x%.3f "
+                "calibrated; rank correlation %+.2f -> %+.2f\n",
+                evaluated, std::exp(logBefore / evaluated), std::exp(logAfter / evaluated), rhoBefore / evaluated,
+                rhoAfter / evaluated);
+  }
   proc.Shutdown();
   worker.Stop();
   workerThread.join();

@@ -178,9 +178,11 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
   launch_.add_block(1);
   launch_.add_block(1);
   if (rs_.split > 1) {
-    // Per row: `split` 8-byte partials, then one 4-byte ticket counter.
+    // Ticket counters first, 8 bytes a row (the same place for every
+    // candidate of the kernel, so another candidate's partials never land
+    // on them), then `split` 8-byte partials a row.
     auto *w = launch_.mutable_workspace_bytes();
-    w->set_constant(rs_.split * 8 + 4);
+    w->set_constant(rs_.split * 8 + 8);
     AddDomainDims(w, /*onlyParallel=*/true);
   }
   return code;
@@ -373,8 +375,8 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
     // resets the counter for the next launch.
     absl::StrAppend(
         &code, "    if (lane == 0 && active) {\n",
-        "      ", at, " *part = (", at, " *)a.workspace;\n",
-        "      unsigned *tickets = (unsigned *)(a.workspace + rows * ", rs_.split * 8, ");\n",
+        "      unsigned *tickets = (unsigned *)a.workspace;\n",
+        "      ", at, " *part = (", at, " *)(a.workspace + rows * 8);\n",
         "      part[row * ", rs_.split, " + chunk] = ", acc, ";\n      tir_fence();\n",
         "      last_chunk = tir_ticket(&tickets[row]) == ", rs_.split - 1, ";\n",
         "      if (last_chunk) {\n        tir_fence();\n        ", acc, " = (", at, ")(", init, ");\n",

@@ -408,6 +408,11 @@ absl::Status HostLaunch::ReserveWorkspace(const tir::v1::LaunchRule &launch) {
 absl::Status HostLaunch::SetLaunch(const tir::v1::LaunchRule &launch) {
   TIR_ASSIGN_OR_RETURN(grid_, LaunchGrid(launch, domain_));
   TIR_RETURN_IF_ERROR(ReserveWorkspace(launch));
+  // Each candidate starts from a zeroed workspace, whatever ran before it
+  // (a kernel that faulted may have left its counters behind).
+  for (Set &set : sets_) {
+    if (set.workspace_buffer >= 0) std::fill(set.buffers[set.workspace_buffer].begin(), set.buffers[set.workspace_buffer].end(), 0);
+  }
   for (int d = 0; d < 3; ++d) {
     const int64_t b = d < launch.block_size() ? launch.block(d) : 1;
     if (b < 1 || b > 1024) return Invalid(absl::StrCat("launch rule asks for ", b, " threads along block dim ", d));

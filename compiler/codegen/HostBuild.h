@@ -139,6 +139,8 @@ class HostLaunch {
   std::vector<FieldView> Fields(int s) const;
   int buffer_count() const { return static_cast<int>(sets_[0].buffers.size()); }
   Bytes &buffer(int s, int b) { return sets_[s].buffers[b]; }
+  // Buffer index of the workspace, or -1.
+  int workspace_buffer() const { return sets_[0].workspace_buffer; }
   // Buffer indices of the outputs.
   const std::vector<size_t> &output_buffers() const { return sets_[0].out_buffer; }
   const unsigned *grid() const { return grid_.data(); }

@@ -180,3 +180,62 @@ tir.graph @g(%a: tensor<100x72xbf16>, %b: tensor<72x$0xbf16>) -> tensor<100x$0xf
 
 }  // namespace
 }  // namespace tir::codegen
+
+namespace tir::codegen {
+namespace {
+
+// Split reductions keep ticket counters in the launch's workspace. A worker
+// measures the candidates of a kernel one after another on the same
+// buffers: whatever one candidate left there (another split's partials, a
+// counter a faulting kernel did not reset) must not change the next one's
+// result.
+TEST(SplitWorkspace, CandidatesMeasuredInTurnOnOneWorkspaceStayCorrect) {
+  auto ctx = makeTirContext();
+  auto loaded = LoadGraphText(R"mlir(
+tir.graph @s(%x: tensor<3x6000xf32>) -> tensor<3x1xf32> {
+  %s = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<3x6000xf32> -> tensor<3x1xf32>
+  results %s : tensor<3x1xf32>
+})mlir",
+                              ctx.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  planning::AnalyticCostModel model;
+  auto planned = planning::PlanGraph(loaded->graph, *target::LookupArch("host"), model);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  auto module = planning::BuildPartitionedModule(loaded->graph, planned->partition);
+  GraphOp kernel;
+  for (GraphOp g : module->getOps<GraphOp>()) {
+    if (g->hasAttr("tir.kernel_kind")) kernel = g;
+  }
+  ASSERT_TRUE(kernel);
+  const std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 1, 9);
+  auto want = reference::Evaluate(kernel, inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const std::string work = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/split";
+  std::unique_ptr<HostLaunch> launch;
+  for (int64_t split : {64, 4, 16, 4}) {
+    SCOPED_TRACE(absl::StrCat("split ", split));
+    const std::map<std::string, int64_t> params = {{"strategy", 2}, {"threads_per_row", 1}, {"rows_per_block", 1},
+                                                   {"vector_width", 4}, {"split", split}};
+    auto emitted = EmitKernel(kernel, params);
+    ASSERT_TRUE(emitted.ok()) << emitted.status();
+    auto built = BuildHostKernel(*emitted, work);
+    ASSERT_TRUE(built.ok()) << built.status();
+    if (!launch) {
+      auto made = HostLaunch::Prepare(kernel, emitted->field_names, emitted->launch, inputs);
+      ASSERT_TRUE(made.ok()) << made.status();
+      launch = std::move(*made);
+    }
+    ASSERT_TRUE(launch->SetLaunch(emitted->launch).ok());
+    // What a faulting run could leave behind: every counter non-zero.
+    const int w = launch->workspace_buffer();
+    ASSERT_GE(w, 0);
+    launch->Poison(0);
+    ASSERT_TRUE(launch->Run(**built, 0).ok());
+    EXPECT_LE(reference::RelativeL2Error(launch->Outputs(0)[0], (*want)[0]), 1e-5);
+    EXPECT_EQ(launch->grid()[0], 3 * split);
+    std::fill(launch->buffer(0, w).begin(), launch->buffer(0, w).end(), 0x5a);
+  }
+}
+
+}  // namespace
+}  // namespace tir::codegen

@@ -45,8 +45,15 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       for (int64_t d : f.space.Parallel()) rows *= d;
       for (int64_t d : f.space.Reduced()) extent *= d;
       // Streaming re-reads the row's inputs in every pass (softmax: 3 reads,
-      // 1 write); row_resident reads them once.
-      if (strategy != 0) bytes += f.bytes_in * (f.RowPasses() - 1);
+      // 1 write); row_resident reads them once. On the host a block's rows
+      // that fit its cache are re-read from there, and the row cache is a
+      // copy the streaming kernel does not make.
+      const double rowBytes = extent * f.element_bytes * param("rows_per_block", 1);
+      if (arch.is_gpu || rowBytes > arch.l2_bytes / 2) {
+        if (strategy != 0) bytes += f.bytes_in * (f.RowPasses() - 1);
+      } else if (strategy == 0) {
+        bytes += f.bytes_in;
+      }
       if (strategy == 2) bytes += 2.0 * rows * split * 8;  // partials out and back in
       // reduce_ud rows go one element at a time in one thread.
       if (f.ordered_reduction) flops *= 4;

@@ -143,6 +143,14 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
   };
   tir::v1::CandidateResult result;
   result.set_candidate_index(index);
+  // A zeroed workspace for this candidate, whatever ran before it.
+  if (const int w = host_->workspace_buffer(); w >= 0) {
+    for (auto &set : buffers_) {
+      if (absl::Status s = driver_->Check(api.cuMemsetD8(set[w], 0, host_->buffer(0, w).size()), "cuMemsetD8"); !s.ok()) {
+        return Fault(index, s);
+      }
+    }
+  }
   // Verification run (also the warm-up) on poisoned outputs.
   for (size_t b : host_->output_buffers()) {
     if (absl::Status s = driver_->Check(api.cuMemsetD8(buffers_[0][b], 0xff, host_->buffer(0, b).size()), "cuMemsetD8");
