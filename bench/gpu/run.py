@@ -113,14 +113,16 @@ def make_tensor(spec, seed):
     return t.contiguous()
 
 
+def extent_of(ext, domain):
+    v = int(ext.get("constant", "1") or 1)
+    for d in ext.get("dims", []):
+        v *= domain[d.get("dim", 0)]
+    div = max(1, int(ext.get("divisor", "1") or 1))
+    return -(-v // div)
+
+
 def grid_of(launch, domain):
-    grid = []
-    for ext in launch["grid"]:
-        v = int(ext.get("constant", "1") or 1)
-        for d in ext.get("dims", []):
-            v *= domain[d.get("dim", 0)]
-        div = max(1, int(ext.get("divisor", "1") or 1))
-        grid.append(max(1, -(-v // div)))
+    grid = [max(1, extent_of(ext, domain)) for ext in launch["grid"]]
     return (grid + [1, 1, 1])[:3], (list(launch["block"]) + [1, 1, 1])[:3]
 
 
@@ -176,6 +178,10 @@ def main():
             for i, t in enumerate(outputs):
                 values[f"out{i}"] = t.data_ptr()
                 values[f"out{i}_stride"] = list(t.stride())
+            # Split reductions: a zeroed workspace as the launch rule sizes it.
+            ws_bytes = extent_of(meta["launch"]["workspaceBytes"], meta["domain"]) if "workspaceBytes" in meta["launch"] else 0
+            workspace = torch.zeros(max(8, ws_bytes), dtype=torch.uint8, device="cuda")
+            values["workspace"] = workspace.data_ptr()
             params = pack(meta["fields"], values)
             grid, block = grid_of(meta["launch"], meta["domain"])
             smem = int(meta["launch"].get("dynamicSharedMemoryBytes", 0) or 0)

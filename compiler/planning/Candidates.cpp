@@ -70,7 +70,7 @@ Made Reduction(const KernelFacts &f, const target::ArchInfo &arch, int s, int tp
     m.reject = "one pass reads the row once: row_resident is the streaming kernel";
   } else if (s == 0 && (!f.static_row || f.ordered_reduction)) {
     m.reject = "row_resident needs rows of static length and no reduce_ud";
-  } else if (s == 0 && r.extent * f.element_bytes * rpb > arch.row_budget_bytes) {
+  } else if (s == 0 && r.extent * f.element_bytes * rpb * std::max(1, f.row_inputs) > arch.row_budget_bytes) {
     m.reject = "row does not fit on chip";
   } else if (s == 0 && arch.is_gpu && cached > 128) {
     m.reject = "cached row above the register budget";
@@ -107,8 +107,11 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
   std::string &reject = out.reject;
   const bool mma = arch.is_gpu && f.tensor_core;
   const FfmaTile ffma = FfmaTileOf(bm, bn, warps * 32);
+  const WarpGrid wg = WarpGridOf(bm, warps);
   if (mma && (bm % 16 != 0 || bn % 8 != 0 || bk % mmaK != 0)) {
     reject = "tile not a multiple of the mma.sync shape";
+  } else if (mma && (bm % (16 * wg.m) != 0 || bn % (8 * wg.n) != 0 || wg.m * wg.n != warps)) {
+    reject = "tile does not split into whole mma.sync fragments over the block's warps";
   } else if (mma && (warpTile < 16 * 16 || accPerThread > 128)) {
     reject = "warp tile outside mma.sync register limits";
   } else if (!f.tensor_core && !ffma.ok) {
@@ -141,7 +144,8 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
   c.threads = threads;
   // Swizzled, unpadded tiles (see the codegen's matmul).
   // CUDA-core tiles hold accumulator-typed values (4 or 8 bytes).
-  const int tileBytes = f.tensor_core ? bytes : std::max(4, f.element_bytes);
+  // (As the emitter stages them: f32 as f32, f64 and integers in 8 bytes.)
+  const int tileBytes = f.tensor_core ? bytes : f.matmul_acc_bytes;
   // (tf32 rows are padded by 8 words against bank conflicts.)
   c.shared_bytes = !arch.is_gpu ? 0
                    : f.tf32     ? std::max(1, stages) * (bk * (bm + 8) + bk * (bn + 8)) * 4

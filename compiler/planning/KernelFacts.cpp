@@ -51,6 +51,8 @@ KernelFacts ComputeFacts(const Kernel &kernel) {
       auto isInput = [&](mlir::Value v) { return std::find(kernel.inputs.begin(), kernel.inputs.end(), v) != kernel.inputs.end(); };
       f.matmul_pipelined = isInput(a.source) && isInput(b.source);
       f.matmul_f32 = a.element.isF32() && b.element.isF32();
+      mlir::Type ea = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
+      f.matmul_acc_bytes = ea.isa<mlir::FloatType>() && !ea.isF64() ? 4 : 8;
     }
     for (mlir::Type t : op->getResultTypes()) {
       if (auto r = t.dyn_cast<mlir::RankedTensorType>()) {

@@ -33,6 +33,7 @@ struct KernelFacts {
   // element and `stages` means nothing.
   bool matmul_pipelined = false;
   bool matmul_f32 = false;               // A and B are f32 (tf32 can apply)
+  int matmul_acc_bytes = 4;              // CUDA-core accumulator: f32 4, f64 and integers 8
   // Reductions: what decides which strategies can be generated.
   int reductions = 0;                    // reduce ops (passes over a row)
   bool ordered_reduction = false;        // a reduce_ud: one thread a row, in order

@@ -850,9 +850,10 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
     }
   }
   kj.tuner->Record(work.round, results);
+  // The refit scans the ledger: the reaper does it, outside mu_.
   if ((trials_since_fit_ += static_cast<int>(results.size())) >= 32) {
     trials_since_fit_ = 0;
-    Refit();
+    refit_due_ = true;
   }
 }
 
@@ -962,6 +963,12 @@ void Coordinator::Reap() {
   while (!stopping_) {
     changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
     if (stopping_) break;
+    if (refit_due_.exchange(false)) {
+      mu_.Unlock();
+      Refit();
+      mu_.Lock();
+      if (stopping_) break;
+    }
     const absl::Time now = absl::Now();
     // Finished operations are kept for ten minutes.
     if (now - last_prune_ > absl::Seconds(10)) {

@@ -225,6 +225,7 @@ class Coordinator {
   absl::Mutex calibration_mu_;
   std::shared_ptr<const planning::Calibration> calibration_ ABSL_GUARDED_BY(calibration_mu_);
   std::atomic<int> trials_since_fit_{0};
+  std::atomic<bool> refit_due_{false};
   std::thread reaper_;
 };
 

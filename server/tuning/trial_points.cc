@@ -19,7 +19,11 @@ absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(store::KernelS
     t.kind = r.candidate().kernel_kind();
     t.params.insert(r.candidate().params().begin(), r.candidate().params().end());
     t.inputs.insert(r.candidate().model_inputs().begin(), r.candidate().model_inputs().end());
+    // The analytic prediction: a trial planned with a calibrated model stored
+    // the corrected one and the factor.
     t.predicted = r.candidate().predicted_seconds();
+    if (auto c = t.inputs.find("correction"); c != t.inputs.end() && c->second > 0) t.predicted /= c->second;
+    t.inputs.erase("correction");
     t.measured = r.measurement().median_seconds();
     out.push_back(std::move(t));
     return true;

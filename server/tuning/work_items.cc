@@ -205,9 +205,18 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     // one: the first keeps the others' indices, the rest leave the list.
     std::map<std::string, int> byHash;
     std::vector<size_t> kept;
+    absl::Status firstRefusal;
     for (size_t i : work.ranks) {
       const planning::TileCandidate &c = space[i];
-      TIR_ASSIGN_OR_RETURN(codegen::EmittedKernel emitted, codegen::EmitKernel(kernel, c.params));
+      absl::StatusOr<codegen::EmittedKernel> made = codegen::EmitKernel(kernel, c.params);
+      // A candidate the code generator cannot make (the planner's rules and
+      // the emitter's disagree) is left out, not the whole compile.
+      if (!made.ok() && ReasonOf(made.status()) == "INVALID_CANDIDATE") {
+        firstRefusal = firstRefusal.ok() ? made.status() : firstRefusal;
+        continue;
+      }
+      TIR_RETURN_IF_ERROR(made.status());
+      const codegen::EmittedKernel &emitted = *made;
       const std::string hash = SourceHash(emitted);
       if (auto seen = byHash.find(hash); seen != byHash.end()) {
         tir::v1::CandidateWork *first = item.mutable_candidates(seen->second);
@@ -228,6 +237,8 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
       cw->set_entry_symbol(emitted.entry);
       *cw->mutable_launch() = emitted.launch;
     }
+    if (kept.empty()) return firstRefusal.ok() ? MakeError(absl::StatusCode::kInternal, "INTERNAL", "no candidate") : firstRefusal;
+    if (work.default_position < 0) work.default_position = 0;
     work.ranks = kept;
     out.push_back(std::move(work));
   }
