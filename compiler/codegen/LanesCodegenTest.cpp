@@ -63,7 +63,7 @@ struct Outcome {
 };
 
 Outcome RunLanes(GraphOp kernel, const EmittedKernel &emitted, const std::vector<reference::Tensor> &inputs,
-                 const std::vector<reference::Tensor> &want, const HostBuildOptions &options) {
+                 const std::vector<reference::Tensor> &want, const HostBuildOptions &options, bool tf32 = false) {
   Outcome out;
   auto built = BuildHostKernel(emitted, WorkDir("lanes"), options);
   if (!built.ok()) {
@@ -80,7 +80,8 @@ Outcome RunLanes(GraphOp kernel, const EmittedKernel &emitted, const std::vector
     out.worst = std::max(out.worst, std::isnan(err) ? 1e30 : err);
     auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
     out.within &= err <= reference::RelativeL2Bound(want[o].dtype,
-                                                    ReductionLength(kernel, std::vector<int64_t>(domain.begin(), domain.end())));
+                                                    ReductionLength(kernel, std::vector<int64_t>(domain.begin(), domain.end())),
+                                                    tf32);
   }
   return out;
 }
@@ -152,6 +153,7 @@ struct Subject {
   GraphOp kernel;
   EmittedKernel emitted;
   std::vector<reference::Tensor> inputs, want;
+  bool tf32 = false;  // the candidate multiplies tf32-rounded operands
 };
 
 void Prepare(Subject &s, const std::string &text, const std::map<std::string, int64_t> &params) {
@@ -166,6 +168,7 @@ void Prepare(Subject &s, const std::string &text, const std::map<std::string, in
   auto emitted = EmitKernel(s.kernel, params);
   ASSERT_TRUE(emitted.ok()) << emitted.status();
   s.emitted = *emitted;
+  s.tf32 = params.count("tf32") > 0;
   s.inputs = Inputs(s.kernel);
   auto want = reference::Evaluate(s.kernel, s.inputs);
   ASSERT_TRUE(want.ok()) << want.status();
@@ -194,7 +197,7 @@ std::string Apply(const Mutation &m, const std::string &text) {
 void ExpectEveryMutationCaught(Subject &s, const std::vector<Mutation> &mutations) {
   HostBuildOptions clean;
   clean.form = HostForm::kLanes;
-  const Outcome control = RunLanes(s.kernel, s.emitted, s.inputs, s.want, clean);
+  const Outcome control = RunLanes(s.kernel, s.emitted, s.inputs, s.want, clean, s.tf32);
   ASSERT_TRUE(control.status.ok() && control.within) << "the unmutated kernel: " << control.Describe();
   for (const Mutation &m : mutations) {
     SCOPED_TRACE(m.name);
@@ -206,7 +209,7 @@ void ExpectEveryMutationCaught(Subject &s, const std::vector<Mutation> &mutation
     const std::string before = text;
     text = Apply(m, before);
     ASSERT_NE(text, before) << "the mutation's pattern is not in the " << (m.in_header ? "tile library" : "kernel");
-    const Outcome outcome = RunLanes(s.kernel, mutant, s.inputs, s.want, options);
+    const Outcome outcome = RunLanes(s.kernel, mutant, s.inputs, s.want, options, s.tf32);
     EXPECT_FALSE(outcome.status.ok() && outcome.within) << "mutant '" << m.name << "' passed: " << outcome.Describe();
     std::printf("mutant %-40s caught: %s\n", m.name.c_str(), outcome.Describe().substr(0, 220).c_str());
     ::testing::Test::RecordProperty(m.name, outcome.Describe().substr(0, 200));
@@ -257,6 +260,85 @@ tir.graph @g(%x: tensor<6x300xf32>) -> tensor<6x1xf32> {
              {"barrier after the warp partials dropped", true, "if (t % 32 == 0) scratch[t / 32] = v;\n  TIR_SYNC();",
               "if (t % 32 == 0) scratch[t / 32] = v;\n"},
              {"shuffle offset halved", true, "tir_shfl_xor(v, offset)", "tir_shfl_xor(v, offset / 2)"},
+         });
+}
+
+// The tf32 tensor-core matmul (precision tf32), double-buffered, two warps
+// stacked along M: fragment rows and columns, and the one barrier per K step.
+TEST(LanesMutation, Tf32MatmulMutantsAreCaughtOnTheCpu) {
+  Subject s;
+  const std::string text = R"mlir(
+tir.graph @g(%a: tensor<64x40xf32>, %b: tensor<40x48xf32>) -> tensor<64x48xf32> {
+  %c = matmul(%a, %b) : (tensor<64x40xf32>, tensor<40x48xf32>) -> tensor<64x48xf32>
+  results %c : tensor<64x48xf32>
+})mlir";
+  Prepare(s, text, {{"block_m", 32}, {"block_n", 16}, {"block_k", 16}, {"warps", 2}, {"stages", 2},
+                    {"split_k", 1}, {"group_m", 1}, {"tf32", 1}});
+  if (HasFatalFailure()) return;
+  ASSERT_NE(s.emitted.source.find("tir_mma_m16n8k8_tf32"), std::string::npos);
+  ExpectEveryMutationCaught(
+      s, {
+             {"tf32 a2 reads k + t, not k + t + 4", false, "a2 = As[st * 640 + (kk + t + 4)", "a2 = As[st * 640 + (kk + t)"},
+             {"tf32 B fragment column t, not g", false, "j * 8 + g]", "j * 8 + t]"},
+             {"barrier between K steps dropped", false, "    TIR_SYNC();\n  }\n", "  }\n"},
+         });
+}
+
+// The CUDA-core f32 matmul: the register tile's columns and the barrier
+// after staging.
+TEST(LanesMutation, FfmaMatmulMutantsAreCaughtOnTheCpu) {
+  Subject s;
+  const std::string text = R"mlir(
+tir.graph @g(%a: tensor<40x24xf32>, %b: tensor<24x36xf32>) -> tensor<40x36xf32> {
+  %c = matmul(%a, %b) : (tensor<40x24xf32>, tensor<24x36xf32>) -> tensor<40x36xf32>
+  results %c : tensor<40x36xf32>
+})mlir";
+  Prepare(s, text, {{"block_m", 32}, {"block_n", 32}, {"block_k", 16}, {"warps", 2}, {"stages", 1},
+                    {"split_k", 1}, {"group_m", 1}});
+  if (HasFatalFailure()) return;
+  ASSERT_NE(s.emitted.source.find("acc[2][8]"), std::string::npos) << s.emitted.source;
+  ExpectEveryMutationCaught(
+      s, {
+             {"barrier after staging dropped", false, "stage_k(0, kt);\n    TIR_SYNC();", "stage_k(0, kt);\n"},
+             {"epilogue columns contiguous, not strided", false, " + tc + j * 4;", " + tc * 8 + j;"},
+         });
+}
+
+// A split reduction: 8 blocks a row, the last to take a ticket combines.
+TEST(LanesMutation, SplitReductionMutantsAreCaughtOnTheCpu) {
+  Subject s;
+  const std::string text = R"mlir(
+tir.graph @g(%x: tensor<3x2048xf32>) -> tensor<3x1xf32> {
+  %s = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<3x2048xf32> -> tensor<3x1xf32>
+  results %s : tensor<3x1xf32>
+})mlir";
+  Prepare(s, text, {{"strategy", 2}, {"threads_per_row", 64}, {"rows_per_block", 1}, {"vector_width", 4}, {"split", 4}});
+  if (HasFatalFailure()) return;
+  ExpectEveryMutationCaught(
+      s, {
+             {"a block other than the last combines", false, "tir_ticket(&tickets[row]) == 3;",
+              "tir_ticket(&tickets[row]) == 2;"},
+             {"chunk 0's partial left out", false, "for (int c = 0; c < 4; ++c)", "for (int c = 1; c < 4; ++c)"},
+         });
+}
+
+// A column reduction: consecutive threads on consecutive kept elements, 4
+// threads along the reduced dim meeting in shared memory.
+TEST(LanesMutation, ColumnReductionMutantsAreCaughtOnTheCpu) {
+  Subject s;
+  const std::string text = R"mlir(
+tir.graph @g(%x: tensor<50x70xf32>) -> tensor<1x70xf32> {
+  %s = reduce(%x)<dimensions = [0], reduction_mode = <add>> : tensor<50x70xf32> -> tensor<1x70xf32>
+  results %s : tensor<1x70xf32>
+})mlir";
+  Prepare(s, text, {{"strategy", 1}, {"threads_per_row", 4}, {"rows_per_block", 32}, {"vector_width", 1}, {"split", 1}});
+  if (HasFatalFailure()) return;
+  ASSERT_NE(s.emitted.source.find("tir_strided_reduce"), std::string::npos);
+  ExpectEveryMutationCaught(
+      s, {
+             {"barrier before the lanes' values are read dropped", true, "  scratch[t] = v;\n  TIR_SYNC();",
+              "  scratch[t] = v;\n"},
+             {"lanes read with the wrong stride", true, "scratch[l * stride + slot]", "scratch[l + slot * group]"},
          });
 }
 
