@@ -30,7 +30,6 @@ std::set<mlir::Operation *> KernelEmitter::MatmulPrologue() {
 absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t warpsM,
                                         int64_t warpsN, const std::string &mmaType) {
   const int b = rank_ - 3;
-  TIR_ASSIGN_OR_RETURN(TypeInfo ct, Info(mm.getC().getType()));
   TIR_ASSIGN_OR_RETURN(TypeInfo at, Info(mm.getA().getType()));
   TIR_ASSIGN_OR_RETURN(TypeInfo bt, Info(mm.getB().getType()));
   const std::string toBits = mmaType == "bf16" ? "tir_to_bf16" : "tir_to_f16";
@@ -193,23 +192,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, 
                             absl::StrCat("tn * ", bn, " + c"), b + 2, b + 1));
   absl::StrAppend(&code, "    TIR_SYNC();\n    {\n    const int st = 0;\n", compute, "    }\n    TIR_SYNC();\n  }\n",
                   stages > 1 ? "  }\n" : "");
-  // The epilogue, once per output element owned.
-  std::string epi;
-  absl::StrAppend(&epi, "    const tir_i64 i", b + 2, " = 0;\n", "    if (i", b, " < M && i", b + 1, " < N) {\n");
-  std::string inner;
-  std::string init = "0";
-  if (mm.getAccumulator()) {
-    TIR_ASSIGN_OR_RETURN(init, Operand(mm->getOpOperand(2), inner, "      "));
-  }
-  const std::string var = absl::StrCat("v", next_++);
-  absl::StrAppend(&inner, "      const ", ct.compute, " ", var, " = ", Sub(ct.round, "accv + (float)(" + init + ")"), ";\n");
-  values_[mm.getC().getAsOpaquePointer()] = var;
-  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
-    if (prologue.count(&op) || &op == mm.getOperation()) continue;
-    TIR_RETURN_IF_ERROR(EmitOp(&op, inner, "      "));
-  }
-  TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));
-  absl::StrAppend(&epi, inner, "    }\n");
+  TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, "float", ""));
   absl::StrAppend(&code, "#if TIR_LANES\n",
                   "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8, "; ++j) for (int q = 0; q < 4; ++q) {\n",
                   "    const tir_i64 i", b, " = tm * ", bm, " + warp_m * ", wm, " + i * 16 + (lane / 4) + (q >= 2 ? 8 : 0);\n",
@@ -220,6 +203,33 @@ absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, 
                   "    const tir_i64 i", b + 1, " = tn * ", bn, " + e % ", bn, ";\n",
                   "    const float accv = acc_h[e];\n", epi, "  }\n#endif\n");
   return code;
+}
+
+// The epilogue for one output element (i<b>, i<b+1> set, `accv` its
+// accumulator of type `acct`): the accumulator input added, the ops after
+// the matmul, the stores; `guard` adds to the bounds test.
+absl::StatusOr<std::string> KernelEmitter::MatmulEpilogue(MatmulOp mm, const std::set<mlir::Operation *> &prologue,
+                                                          const std::string &acct, const std::string &guard) {
+  const int b = rank_ - 3;
+  TIR_ASSIGN_OR_RETURN(TypeInfo ct, Info(mm.getC().getType()));
+  std::string epi = absl::StrCat("    const tir_i64 i", b + 2, " = 0;\n", "    if (i", b, " < M && i", b + 1, " < N", guard,
+                                 ") {\n");
+  std::string inner;
+  std::string init = "0";
+  if (mm.getAccumulator()) {
+    TIR_ASSIGN_OR_RETURN(init, Operand(mm->getOpOperand(2), inner, "      "));
+  }
+  const std::string var = absl::StrCat("v", next_++);
+  absl::StrAppend(&inner, "      const ", ct.compute, " ", var, " = ",
+                  Sub(ct.round, "(" + ct.compute + ")(accv + (" + acct + ")(" + init + "))"), ";\n");
+  values_[mm.getC().getAsOpaquePointer()] = var;
+  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+    if (prologue.count(&op) || &op == mm.getOperation()) continue;
+    TIR_RETURN_IF_ERROR(EmitOp(&op, inner, "      "));
+  }
+  TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));
+  absl::StrAppend(&epi, inner, "    }\n");
+  return epi;
 }
 
 // The output tile (tm, tn) of this block. With group_m > 1, consecutive
@@ -295,7 +305,6 @@ absl::StatusOr<std::string> KernelEmitter::MatmulFfma(MatmulOp mm, int64_t bm, i
                                                       int64_t tm, int64_t tn, int64_t warpsM, int64_t warpsN) {
   const int b = rank_ - 3;
   const bool tf32 = warpsM > 0;
-  TIR_ASSIGN_OR_RETURN(TypeInfo ct, Info(mm.getC().getType()));
   TIR_ASSIGN_OR_RETURN(TypeInfo at, Info(mm.getA().getType()));
   mlir::Type ea = mm.getA().getType().cast<mlir::ShapedType>().getElementType();
   const std::string acct = at.is_float ? (ea.isF64() ? "double" : "float") : "tir_i64";
@@ -409,24 +418,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulFfma(MatmulOp mm, int64_t bm, i
     absl::StrAppend(&code, "  for (tir_i64 kt = 0; kt < KT; ++kt) {\n    stage_k(0, kt);\n    TIR_SYNC();\n",
                     "    const int st = 0;\n", compute, "    TIR_SYNC();\n  }\n");
   }
-  // The epilogue, once per output element owned.
-  std::string epi;
-  absl::StrAppend(&epi, "    const tir_i64 i", b + 2, " = 0;\n", "    if (i", b, " < M && i", b + 1, " < N && batch < batches) {\n");
-  std::string inner;
-  std::string init = "0";
-  if (mm.getAccumulator()) {
-    TIR_ASSIGN_OR_RETURN(init, Operand(mm->getOpOperand(2), inner, "      "));
-  }
-  const std::string var = absl::StrCat("v", next_++);
-  absl::StrAppend(&inner, "      const ", ct.compute, " ", var, " = ",
-                  Sub(ct.round, "(" + ct.compute + ")(accv + (" + acct + ")(" + init + "))"), ";\n");
-  values_[mm.getC().getAsOpaquePointer()] = var;
-  for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
-    if (prologue.count(&op) || &op == mm.getOperation()) continue;
-    TIR_RETURN_IF_ERROR(EmitOp(&op, inner, "      "));
-  }
-  TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));
-  absl::StrAppend(&epi, inner, "    }\n");
+  TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, acct, " && batch < batches"));
   if (tf32) {
     absl::StrAppend(&code, "#if TIR_LANES\n",
                     "  for (int i = 0; i < ", wm / 16, "; ++i) for (int j = 0; j < ", wn / 8, "; ++j) for (int q = 0; q < 4; ++q) {\n",

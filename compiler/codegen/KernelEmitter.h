@@ -136,6 +136,9 @@ class KernelEmitter {
   // grid = (ceil(N / block_n), ceil(M / block_m), batch), block = threads.
   void AddMatmulLaunch(int64_t bm, int64_t bn, int64_t threads, int b);
   absl::StatusOr<std::string> Matmul();
+  // The per-element epilogue of a matmul kernel (accumulator `accv`).
+  absl::StatusOr<std::string> MatmulEpilogue(MatmulOp mm, const std::set<mlir::Operation *> &prologue,
+                                             const std::string &acct, const std::string &guard);
   // The CUDA-core form: shared tiles, tm x tn register tiles per thread;
   // with warps_m > 0 the tf32 tensor-core form over the same staged tiles.
   absl::StatusOr<std::string> MatmulFfma(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t threads, int64_t tm,

@@ -450,26 +450,37 @@ inline void Execute(const std::vector<Lane *> &members) {
       }
       break;
     }
-    case kMmaBf16: case kMmaF16: {
-      // m16n8k16, row-major A, column-major B, f32 C/D. groupID g = lane/4,
-      // t = lane%4: A regs {(g, 2t..), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)},
-      // B regs {(k 2t.., n g), (k 2t+8.., n g)}, C/D {(g, 2t), (g, 2t+1),
-      // (g+8, 2t), (g+8, 2t+1)}.
+    case kMmaBf16: case kMmaF16: case kMmaTf32: {
+      // Row-major A, column-major B, f32 C/D; groupID g = lane/4, t = lane%4.
+      // m16n8k16 (bf16/f16): A regs {(g, 2t..), (g+8, 2t..), (g, 2t+8..),
+      // (g+8, 2t+8..)}, B regs {(k 2t.., n g), (k 2t+8.., n g)}.
+      // m16n8k8 (tf32, the low 13 bits of each f32 container ignored): A regs
+      // {(g, t), (g+8, t), (g, t+4), (g+8, t+4)}, B regs {(k t, n g), (k t+4, n g)}.
+      // C/D {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)} for both.
       if (members.size() != 32) Fault("WARP_DIVERGENCE", "mma.sync needs all 32 lanes of the warp");
-      const bool bf16 = op == kMmaBf16;
+      const bool bf16 = op == kMmaBf16, tf32 = op == kMmaTf32;
+      const int depth = tf32 ? 8 : 16;
       float A[16][16], Bm[16][8], C[16][8];
       for (Lane *l : members) {
         const int me = l->id % 32, g = me / 4, t = me % 4;
-        auto lo = [](uint64_t r) { return uint16_t(r & 0xffff); };
-        auto hi = [](uint64_t r) { return uint16_t((r >> 16) & 0xffff); };
-        const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
-        for (int r = 0; r < 4; ++r) {
-          A[rows[r]][cols[r]] = HalfToFloat(lo(l->in[r]), bf16);
-          A[rows[r]][cols[r] + 1] = HalfToFloat(hi(l->in[r]), bf16);
-        }
-        for (int r = 0; r < 2; ++r) {
-          Bm[2 * t + 8 * r][g] = HalfToFloat(lo(l->in[4 + r]), bf16);
-          Bm[2 * t + 8 * r + 1][g] = HalfToFloat(hi(l->in[4 + r]), bf16);
+        if (tf32) {
+          auto value = [](uint64_t r) { return F32(r & 0xffffe000u); };
+          const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {t, t, t + 4, t + 4};
+          for (int r = 0; r < 4; ++r) A[rows[r]][cols[r]] = value(l->in[r]);
+          Bm[t][g] = value(l->in[4]);
+          Bm[t + 4][g] = value(l->in[5]);
+        } else {
+          auto lo = [](uint64_t r) { return uint16_t(r & 0xffff); };
+          auto hi = [](uint64_t r) { return uint16_t((r >> 16) & 0xffff); };
+          const int rows[4] = {g, g + 8, g, g + 8}, cols[4] = {2 * t, 2 * t, 2 * t + 8, 2 * t + 8};
+          for (int r = 0; r < 4; ++r) {
+            A[rows[r]][cols[r]] = HalfToFloat(lo(l->in[r]), bf16);
+            A[rows[r]][cols[r] + 1] = HalfToFloat(hi(l->in[r]), bf16);
+          }
+          for (int r = 0; r < 2; ++r) {
+            Bm[2 * t + 8 * r][g] = HalfToFloat(lo(l->in[4 + r]), bf16);
+            Bm[2 * t + 8 * r + 1][g] = HalfToFloat(hi(l->in[4 + r]), bf16);
+          }
         }
         C[g][2 * t] = F32(l->in[6]);
         C[g][2 * t + 1] = F32(l->in[7]);
@@ -481,38 +492,7 @@ inline void Execute(const std::vector<Lane *> &members) {
         const int rs[4] = {g, g, g + 8, g + 8}, cs[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
         for (int q = 0; q < 4; ++q) {
           float acc = C[rs[q]][cs[q]];
-          for (int k = 0; k < 16; ++k) acc += A[rs[q]][k] * Bm[k][cs[q]];
-          l->out[q] = Bits(acc);
-        }
-      }
-      break;
-    }
-    case kMmaTf32: {
-      // m16n8k8, tf32 operands (the low 13 bits of each f32 container are
-      // ignored): A regs {(g, t), (g+8, t), (g, t+4), (g+8, t+4)}, B regs
-      // {(k t, n g), (k t+4, n g)}, C/D as for m16n8k16.
-      if (members.size() != 32) Fault("WARP_DIVERGENCE", "mma.sync needs all 32 lanes of the warp");
-      float A[16][8], Bm[8][8], C[16][8];
-      auto tf32 = [](uint64_t r) { return F32(r & 0xffffe000u); };
-      for (Lane *l : members) {
-        const int me = l->id % 32, g = me / 4, t = me % 4;
-        A[g][t] = tf32(l->in[0]);
-        A[g + 8][t] = tf32(l->in[1]);
-        A[g][t + 4] = tf32(l->in[2]);
-        A[g + 8][t + 4] = tf32(l->in[3]);
-        Bm[t][g] = tf32(l->in[4]);
-        Bm[t + 4][g] = tf32(l->in[5]);
-        C[g][2 * t] = F32(l->in[6]);
-        C[g][2 * t + 1] = F32(l->in[7]);
-        C[g + 8][2 * t] = F32(l->in[8]);
-        C[g + 8][2 * t + 1] = F32(l->in[9]);
-      }
-      for (Lane *l : members) {
-        const int me = l->id % 32, g = me / 4, t = me % 4;
-        const int rs[4] = {g, g, g + 8, g + 8}, cs[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
-        for (int q = 0; q < 4; ++q) {
-          float acc = C[rs[q]][cs[q]];
-          for (int k = 0; k < 8; ++k) acc += A[rs[q]][k] * Bm[k][cs[q]];
+          for (int k = 0; k < depth; ++k) acc += A[rs[q]][k] * Bm[k][cs[q]];
           l->out[q] = Bits(acc);
         }
       }
