@@ -176,16 +176,23 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     // the top picks lack), so a wrong model cannot hide the best one.
     const size_t width = std::min(per_kernel, std::max<size_t>(2, static_cast<size_t>(space.size() * max_space_fraction)));
     const size_t diverse = width >= 3 ? std::max<size_t>(1, width / 4) : 0;
+    // The default is always measured: when the top picks do not hold it,
+    // it takes one of the width's places (so the tuner keeps every pick).
+    size_t defaultRank = space.size();
+    for (size_t i = 0; i < space.size(); ++i) {
+      if (space[i].is_default) defaultRank = std::min(defaultRank, i);
+    }
+    const size_t reserve = defaultRank < space.size() && defaultRank + diverse >= width ? 1 : 0;
     std::set<std::string> families;
-    for (size_t i = 0; i < space.size() && work.ranks.size() + diverse < width; ++i) {
+    for (size_t i = 0; i < space.size() && work.ranks.size() + diverse + reserve < width; ++i) {
       work.ranks.push_back(i);
       families.insert(TileFamily(space[i]));
     }
-    for (size_t i = work.ranks.size(); i < space.size() && work.ranks.size() < width; ++i) {
-      if (families.insert(TileFamily(space[i])).second) work.ranks.push_back(i);
+    for (size_t i = work.ranks.size(); i < space.size() && work.ranks.size() + reserve < width; ++i) {
+      if (i != defaultRank && families.insert(TileFamily(space[i])).second) work.ranks.push_back(i);
     }
     // Too few other families: the next best predicted fill the width.
-    for (size_t i = 0; i < space.size() && work.ranks.size() < width; ++i) {
+    for (size_t i = 0; i < space.size() && work.ranks.size() + reserve < width; ++i) {
       if (std::find(work.ranks.begin(), work.ranks.end(), i) == work.ranks.end()) work.ranks.push_back(i);
     }
     for (size_t i = 0; i < space.size(); ++i) {
