@@ -20,6 +20,28 @@
 // covers their commit group; until then the bytes hold poison, and reading
 // them is an error.
 //
+// Hopper's asynchronous pieces (sm_90a) follow the PTX ISA's rules:
+//  - an mbarrier (mbarrier.init/arrive/expect_tx/try_wait.parity) counts
+//    arrivals and transaction bytes per phase; try_wait.parity(P) succeeds
+//    when the current phase's parity differs from P. A thread that spins on
+//    a phase that never completes, with nothing else able to move, is an
+//    MBARRIER_DEADLOCK;
+//  - a TMA load (cp.async.bulk.tensor) decodes its tensor map, copies the
+//    box (zeros outside the tensor) into shared memory in the map's swizzle
+//    and completes its bytes on an mbarrier. Its bytes belong to that
+//    barrier's phase: a thread that reads them (a load, or a wgmma) without
+//    having seen the phase complete through try_wait is an
+//    UNCOMPLETED_ASYNC_COPY;
+//  - wgmma.mma_async reads A and B through shared-memory matrix
+//    descriptors (start, leading and stride byte offsets, swizzle mode) in
+//    the canonical layouts; reading bytes a TMA wrote in another swizzle
+//    is a SWIZZLE_MISMATCH, bytes written by ordinary stores without a
+//    fence.proxy.async of their writer is a MISSING_PROXY_FENCE. Its
+//    accumulators hold poison until the wgmma.wait_group that covers its
+//    commit group; reading them before is WGMMA_NOT_WAITED, handing
+//    accumulators written by ordinary code to a wgmma without a wgmma.fence
+//    in between is a MISSING_WGMMA_FENCE.
+//
 // Errors are collected per launch; the first one is reported in full, with
 // a count of the rest. A divergence (or a fault such as an out-of-bounds
 // shared access) stops the launch.
@@ -35,6 +57,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -91,7 +114,7 @@ struct Dim3 {
   unsigned x, y, z;
 };
 
-enum class Park { kRunnable, kBarrier, kWarp, kDone, kAborted };
+enum class Park { kRunnable, kBarrier, kWarp, kSpin, kDone, kAborted };
 
 enum Collective { kShflXor = 1, kShflDown, kShflIdx, kLdmatrix, kMmaBf16, kMmaF16, kMmaTf32 };
 
@@ -114,6 +137,15 @@ struct AsyncCopy {
   int group;
 };
 
+// A wgmma in flight: its result, landing in `d` at the wait_group that
+// covers commit group `group`.
+struct WgmmaPending {
+  float *d;
+  const float *future;
+  int *group;
+  int n;
+};
+
 struct Lane {
   Context ctx;
   void *stack = nullptr;
@@ -129,15 +161,38 @@ struct Lane {
   // cp.async copies issued and not landed, and the commit-group count.
   std::vector<AsyncCopy> copies;
   int committed = 0;
+  // Per mbarrier (by index), the phases this thread saw complete.
+  std::vector<uint32_t> observed;
+  uint32_t proxy_fences = 0;  // fence.proxy.async count
+  uint32_t wgmma_fences = 0;  // wgmma.fence count
+  int wgmma_committed = 0;    // wgmma.commit_group count
+  std::vector<WgmmaPending> wgmma;
+};
+
+// An mbarrier: expected arrivals per phase, arrivals and transaction bytes
+// still pending in the current phase, and the phases completed.
+struct MBarrier {
+  size_t offset = 0;
+  int count = 0, pending = 0;
+  long long tx = 0;
+  uint32_t phase = 0;
 };
 
 // Per shared byte: the last writer and reader in the barrier interval of
 // their epoch, and the lane whose cp.async to it has not landed (-1).
+// For bytes a TMA wrote: the mbarrier (index) and the phase its copy
+// completes in, and the swizzle mode it wrote them in (-1: ordinary stores);
+// for bytes ordinary stores wrote: the writer's fence.proxy.async count then.
 struct Shadow {
   uint32_t write_epoch, read_epoch;
   int16_t writer, reader;  // reader -2: several lanes read it
   int16_t pending;
+  int16_t async_bar;
+  uint32_t async_phase;
+  uint32_t fence_at;
+  int8_t swizzle;
 };
+constexpr Shadow kFresh = {0, 0, -1, -1, -1, -1, 0, 0, -1};
 
 constexpr int kMaxThreads = 1024;
 constexpr size_t kStackBytes = 256 * 1024;
@@ -162,6 +217,8 @@ struct Block {
   bool fatal = false;
   uint64_t events = 0;  // lane events: shared accesses, collective and barrier arrivals
   bool in_scheduler = false;  // running a collective for its lanes
+  std::vector<MBarrier> mbarriers;
+  uint64_t mbarrier_changes = 0, woken_at = 0;  // spinners wake when barriers change
 };
 
 // Thrown (on the scheduler's stack only) to stop a launch.
@@ -196,6 +253,13 @@ inline void Yield(Park p) {
 }
 
 // Reports `message` and stops the launch: the current lane never resumes.
+// Stops the launch after an error already reported.
+[[noreturn]] inline void Abort() {
+  B().fatal = true;
+  if (B().in_scheduler) throw Stop();
+  for (;;) Yield(Park::kAborted);
+}
+
 [[noreturn]] inline void Fault(const std::string &reason, const std::string &message) {
   Report(reason, message);
   B().fatal = true;
@@ -231,11 +295,27 @@ inline void Race(size_t offset, const char *what, int other, const char *other_d
 
 // Checks and records an access of `n` bytes at arena offset `off` by lane
 // `id` (a write when `write`).
+inline bool SawPhase(const Lane &l, int bar, uint32_t phase) {
+  return bar < static_cast<int>(l.observed.size()) && l.observed[bar] > phase;
+}
+inline void UnseenTma(size_t off, int id, const Shadow &s) {
+  char buf[240];
+  std::snprintf(buf, sizeof(buf),
+                "%s reads shared byte %zu before it saw the mbarrier at byte %zu complete the phase of the TMA "
+                "copy that writes it (no try_wait on that phase)",
+                LaneName(id).c_str(), off, B().mbarriers[s.async_bar].offset);
+  Report("UNCOMPLETED_ASYNC_COPY", buf);
+}
+
 inline void Record(size_t off, size_t n, bool write, int id) {
   Block &b = B();
   bool reported = false;
   for (size_t k = 0; k < n; ++k) {
     Shadow &s = b.shadow[off + k];
+    if (!reported && !write && s.async_bar >= 0 && !SawPhase(b.lanes[id], s.async_bar, s.async_phase)) {
+      UnseenTma(off + k, id, s);
+      reported = true;
+    }
     if (!reported && s.pending >= 0 && !write) {
       char buf[200];
       std::snprintf(buf, sizeof(buf), "%s reads shared byte %zu before the cp.async of %s to it completed (no cp.async.wait_group covers it)",
@@ -254,6 +334,9 @@ inline void Record(size_t off, size_t n, bool write, int id) {
       }
       s.write_epoch = b.epoch;
       s.writer = static_cast<int16_t>(id);
+      s.async_bar = -1;
+      s.swizzle = -1;
+      s.fence_at = b.lanes[id].proxy_fences;
     } else if (s.read_epoch != b.epoch) {
       s.read_epoch = b.epoch;
       s.reader = static_cast<int16_t>(id);
@@ -398,6 +481,355 @@ inline float HalfToFloat(uint16_t h, bool bf16) {
   return F32(sign | ((exp + 112) << 23) | (man << 13));
 }
 
+// ---- mbarriers (sm_90) -------------------------------------------------------
+
+inline int MbarrierIndex(const void *p) {
+  Block &b = B();
+  const size_t off = OffsetOf(p, 8);
+  for (size_t i = 0; i < b.mbarriers.size(); ++i) {
+    if (b.mbarriers[i].offset == off) return static_cast<int>(i);
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%s uses shared byte %zu as an mbarrier that no mbarrier.init set up",
+                LaneName(Current().id).c_str(), off);
+  Fault("MBARRIER_UNINITIALIZED", buf);
+}
+
+inline void MbarrierInit(void *p, int count) {
+  Block &b = B();
+  ++b.events;
+  const size_t off = OffsetOf(p, 8);
+  if (off % 8 != 0) Fault("MISALIGNED_ADDRESS", LaneName(Current().id) + " initializes an mbarrier not 8-byte aligned");
+  MBarrier m;
+  m.offset = off;
+  m.count = m.pending = count;
+  for (MBarrier &o : b.mbarriers) {
+    if (o.offset == off) {
+      o = m;
+      ++b.mbarrier_changes;
+      return;
+    }
+  }
+  b.mbarriers.push_back(m);
+  ++b.mbarrier_changes;
+}
+
+// Completes the current phase when its arrivals and bytes are all in.
+inline void MbarrierSettle(MBarrier &m) {
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phase;
+    m.pending = m.count;
+  }
+  ++B().mbarrier_changes;
+}
+
+// mbarrier.arrive (with expect_tx: `tx` more bytes this phase).
+inline void MbarrierArrive(void *p, long long tx) {
+  Block &b = B();
+  ++b.events;
+  MBarrier &m = b.mbarriers[MbarrierIndex(p)];
+  m.tx += tx;
+  if (--m.pending < 0) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf), "%s arrives at the mbarrier at byte %zu once more than its count of %d in one phase",
+                  LaneName(Current().id).c_str(), m.offset, m.count);
+    Report("MBARRIER_OVERFLOW", buf);
+    m.pending = 0;
+  }
+  MbarrierSettle(m);
+}
+
+// mbarrier.try_wait.parity: true when the current phase's parity differs
+// from `parity` (the phase of that parity completed); the thread then has
+// seen every completed phase. False parks the thread until a barrier moves.
+inline bool MbarrierTryWait(void *p, int parity) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  const int i = MbarrierIndex(p);
+  MBarrier &m = b.mbarriers[i];
+  if ((m.phase & 1u) != (static_cast<unsigned>(parity) & 1u)) {
+    if (l.observed.size() <= size_t(i)) l.observed.resize(i + 1, 0);
+    if (l.observed[i] < m.phase) l.observed[i] = m.phase;
+    return true;
+  }
+  l.arg = i;
+  l.op = parity;
+  Yield(Park::kSpin);
+  return false;
+}
+
+// ---- TMA (cp.async.bulk.tensor) ----------------------------------------------
+
+// What the launcher writes into a tensor-map argument for the emulator: the
+// fields cuTensorMapEncodeTiled takes, for a 2D tile map.
+constexpr uint64_t kTensorMapMagic = 0x50414d534e455454ull;  // "TTENSMAP"
+struct TensorMapFields {
+  uint64_t magic, base, dim0, dim1, stride1_bytes, box0, box1, elem_bytes, swizzle;
+};
+
+// The CU_TENSOR_MAP_SWIZZLE mode's span in bytes (0 none, 1 32B, 2 64B, 3 128B).
+inline int SwizzleSpan(int mode) { return mode == 3 ? 128 : mode == 2 ? 64 : mode == 1 ? 32 : 0; }
+// A shared byte address under swizzle `mode`: the 16-byte chunk index
+// (bits 4..) XORed with the 128-byte line index (bits 7..) within the span.
+inline size_t Swizzled(size_t addr, int mode) {
+  const size_t mask = mode == 3 ? 7 : mode == 2 ? 3 : mode == 1 ? 1 : 0;
+  return addr ^ (((addr >> 7) & mask) << 4);
+}
+inline const char *SwizzleName(int mode) {
+  return mode == 3 ? "128B" : mode == 2 ? "64B" : mode == 1 ? "32B" : mode == 0 ? "none" : "?";
+}
+
+// A 2D tile load of the box at (c0 inner, c1 outer) into `dst`, completing
+// its bytes on the mbarrier `bar`.
+inline void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  TensorMapFields f;
+  std::memcpy(&f, map, sizeof(f));
+  if (f.magic != kTensorMapMagic) {
+    Fault("INVALID_TENSOR_MAP", LaneName(l.id) + " issues a TMA load through a tensor map the launcher did not encode "
+                                                 "(the operand's layout does not allow one)");
+  }
+  const size_t row = f.box0 * f.elem_bytes;
+  const int span = SwizzleSpan(static_cast<int>(f.swizzle));
+  if (span != 0 && row != size_t(span)) {
+    Fault("INVALID_TENSOR_MAP", "a box row of " + std::to_string(row) + " bytes under the " + std::to_string(span) +
+                                    "-byte swizzle (tir's tensor maps keep them equal)");
+  }
+  const size_t off = OffsetOf(dst, row * f.box1);
+  const size_t align = span ? span * 8 : 128;
+  if (off % align != 0) {
+    Fault("MISALIGNED_ADDRESS", LaneName(l.id) + " issues a TMA load to a shared address not " + std::to_string(align) +
+                                    "-byte aligned (its swizzle repeats every " + std::to_string(align) + " bytes)");
+  }
+  const int bi = MbarrierIndex(bar);
+  const uint32_t phase = b.mbarriers[bi].phase;
+  const unsigned char *base = reinterpret_cast<const unsigned char *>(f.base);
+  for (uint64_t r = 0; r < f.box1; ++r) {
+    const int64_t gr = int64_t(c1) + int64_t(r);
+    for (uint64_t c = 0; c < f.box0; ++c) {
+      const int64_t gc = int64_t(c0) + int64_t(c);
+      const bool inside = gr >= 0 && gr < int64_t(f.dim1) && gc >= 0 && gc < int64_t(f.dim0);
+      const size_t at = Swizzled(off + r * row + c * f.elem_bytes, static_cast<int>(f.swizzle));
+      for (uint64_t k = 0; k < f.elem_bytes; ++k) {
+        b.arena[at + k] = inside ? base[gr * int64_t(f.stride1_bytes) + gc * int64_t(f.elem_bytes) + int64_t(k)] : 0;
+        Shadow &s = b.shadow[at + k];
+        s.async_bar = static_cast<int16_t>(bi);
+        s.async_phase = phase;
+        s.swizzle = static_cast<int8_t>(f.swizzle);
+        s.writer = -1;
+        s.write_epoch = 0;
+        s.pending = -1;
+      }
+    }
+  }
+  MBarrier &m = b.mbarriers[bi];
+  m.tx -= static_cast<long long>(row * f.box1);
+  MbarrierSettle(m);
+}
+
+// fence.proxy.async: this thread's ordinary shared stores so far are visible
+// to the async proxy (wgmma, TMA).
+inline void ProxyFence() {
+  ++B().events;
+  ++Current().proxy_fences;
+}
+
+// ---- wgmma (sm_90a) -----------------------------------------------------------
+
+// The descriptor's swizzle (layout type, bits 62-63: 0 none, 1 128B, 2 64B,
+// 3 32B) as a CU_TENSOR_MAP_SWIZZLE mode.
+inline int DescriptorSwizzle(uint64_t desc) {
+  const int layout = static_cast<int>((desc >> 62) & 3);
+  return layout == 1 ? 3 : layout == 2 ? 2 : layout == 3 ? 1 : 0;
+}
+
+// The shared byte of element (mn, k) (16-bit elements) of the matrix a
+// descriptor describes, K-major or MN-major, in the canonical layouts of the
+// PTX ISA ("Shared Memory Matrix Layout"; T = 8 elements = 16 bytes):
+//   K-major  none ((8,m),(T,2k)):((1T,SBO),(1,LBO)); 32/64/128B ((8,m),(T,2k)):((2T|4T|8T,SBO),(1,T))
+//   MN-major none ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)); 32/64/128B ((T,s,m),(8,k)):((1,T,LBO),(sT,SBO))
+// then swizzled on the address bits.
+inline size_t DescriptorByte(uint64_t desc, int mn, int k, bool mn_major) {
+  const size_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4, sbo = ((desc >> 32) & 0x3fff) << 4;
+  const int mode = DescriptorSwizzle(desc);
+  const size_t span = static_cast<size_t>(SwizzleSpan(mode));
+  size_t a;
+  if (!mn_major) {
+    if (span == 0) {
+      a = start + size_t(mn % 8) * 16 + size_t(mn / 8) * sbo + size_t(k % 8) * 2 + size_t(k / 8) * lbo;
+    } else {
+      a = start + size_t(mn % 8) * span + size_t(mn / 8) * sbo + size_t(k) * 2;
+    }
+  } else {
+    if (span == 0) {
+      a = start + size_t(mn % 8) * 2 + size_t(mn / 8) * sbo + size_t(k % 8) * 16 + size_t(k / 8) * lbo;
+    } else {
+      const int per = static_cast<int>(span / 2);
+      a = start + size_t(mn % per) * 2 + size_t(mn / per) * lbo + size_t(k % 8) * span + size_t(k / 8) * sbo;
+    }
+  }
+  return Swizzled(a, mode);
+}
+
+// Reads the 16-bit element at shared byte `off` for a wgmma of lane `l`,
+// with the async-proxy checks; false after the first error.
+inline bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v) {
+  Block &b = B();
+  if (off + 2 > b.used) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s: a wgmma descriptor reaches shared byte %zu, outside the block's %zu bytes",
+                  LaneName(l.id).c_str(), off, b.used);
+    Report("SHARED_OUT_OF_BOUNDS", buf);
+    return false;
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    const Shadow &s = b.shadow[off + k];
+    char buf[260];
+    if (s.pending >= 0) {
+      std::snprintf(buf, sizeof(buf), "%s: a wgmma reads shared byte %zu before the cp.async of %s to it completed",
+                    LaneName(l.id).c_str(), off + k, LaneName(s.pending).c_str());
+      Report("UNCOMPLETED_ASYNC_COPY", buf);
+      return false;
+    }
+    if (s.async_bar >= 0) {
+      if (!SawPhase(l, s.async_bar, s.async_phase)) {
+        UnseenTma(off + k, l.id, s);
+        return false;
+      }
+      if (s.swizzle != mode) {
+        std::snprintf(buf, sizeof(buf),
+                      "%s: a wgmma descriptor with the %s swizzle reads shared byte %zu, which a TMA wrote with the %s "
+                      "swizzle",
+                      LaneName(l.id).c_str(), SwizzleName(mode), off + k, SwizzleName(s.swizzle));
+        Report("SWIZZLE_MISMATCH", buf);
+        return false;
+      }
+    } else if (s.writer >= 0) {
+      if (b.lanes[s.writer].proxy_fences <= s.fence_at) {
+        std::snprintf(buf, sizeof(buf),
+                      "%s: a wgmma reads shared byte %zu, which %s stored with no fence.proxy.async after the store",
+                      LaneName(l.id).c_str(), off + k, LaneName(s.writer).c_str());
+        Report("MISSING_PROXY_FENCE", buf);
+        return false;
+      }
+    } else {
+      std::snprintf(buf, sizeof(buf), "%s: a wgmma reads shared byte %zu, which nothing wrote in this block",
+                    LaneName(l.id).c_str(), off + k);
+      Report("UNINITIALIZED_SHARED_READ", buf);
+      return false;
+    }
+  }
+  std::memcpy(v, &b.arena[off], 2);
+  return true;
+}
+
+// The accumulators of one wgmma: what the thread's registers hold, the
+// result of the wgmma still in flight, its commit group (-1 none), and
+// whether ordinary code wrote them since the thread's last wgmma.fence.
+struct WgmmaAccumulators {
+  float *d, *future;
+  int *group;
+  bool *touched;
+  uint32_t *touched_at;
+};
+
+// wgmma.mma_async.m64nNk16 (f32 accumulators, bf16 or f16 operands, both
+// from shared memory) for the calling thread's share: with w its warp in
+// the warpgroup, g = lane/4 and t = lane%4, accumulator i is D(16w + g +
+// 8((i/2)%2), 8(i/4) + 2t + i%2) (PTX ISA, "Register Fragments" of wgmma
+// .m64nNk16 D). A (64 x 16) is read K-major (or M-major with trans_a), B
+// (16 x N) K-major (or N-major with trans_b). The result lands at the
+// wgmma.wait_group covering the commit group it joins; until then the
+// registers hold NaN.
+inline void Wgmma(bool bf16, int n, WgmmaAccumulators acc, uint64_t desc_a, uint64_t desc_b, int scale_d, int trans_a,
+                  int trans_b) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  if (b.threads % 128 != 0) {
+    Fault("WARP_DIVERGENCE", LaneName(l.id) + " issues wgmma in a block whose warpgroups are not whole");
+  }
+  if (((desc_a >> 49) & 7) != 0 || ((desc_b >> 49) & 7) != 0) {
+    Fault("INVALID_DESCRIPTOR", LaneName(l.id) + " gives wgmma a descriptor with a matrix base offset (tir keeps tiles aligned)");
+  }
+  if (*acc.group < 0 && *acc.touched && l.wgmma_fences <= *acc.touched_at) {
+    Fault("MISSING_WGMMA_FENCE", LaneName(l.id) + " hands wgmma accumulators that ordinary code wrote with no wgmma.fence after");
+  }
+  const int t = l.id % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;
+  const int mode_a = DescriptorSwizzle(desc_a), mode_b = DescriptorSwizzle(desc_b);
+  float av[2][16];
+  std::vector<float> bv(static_cast<size_t>(n / 4) * 16);
+  for (int h = 0; h < 2; ++h) {
+    for (int k = 0; k < 16; ++k) {
+      uint16_t v;
+      if (!WgmmaRead(DescriptorByte(desc_a, 16 * w + g + 8 * h, k, trans_a != 0), l, mode_a, &v)) Abort();
+      av[h][k] = HalfToFloat(v, bf16);
+    }
+  }
+  for (int c = 0; c < n / 4; ++c) {
+    const int col = 8 * (c / 2) + 2 * q + (c % 2);
+    for (int k = 0; k < 16; ++k) {
+      uint16_t v;
+      if (!WgmmaRead(DescriptorByte(desc_b, col, k, trans_b != 0), l, mode_b, &v)) Abort();
+      bv[size_t(c) * 16 + k] = HalfToFloat(v, bf16);
+    }
+  }
+  const float *in = *acc.group >= 0 ? acc.future : acc.d;
+  std::vector<float> out(static_cast<size_t>(n / 2));
+  for (int i = 0; i < n / 2; ++i) {
+    float s = scale_d ? in[i] : 0.f;
+    const float *a = av[(i / 2) % 2];
+    const float *bc = &bv[size_t((i / 4) * 2 + i % 2) * 16];
+    for (int k = 0; k < 16; ++k) s += a[k] * bc[k];
+    out[i] = s;
+  }
+  for (int i = 0; i < n / 2; ++i) {
+    acc.future[i] = out[i];
+    acc.d[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  *acc.group = l.wgmma_committed;
+  *acc.touched = false;
+  for (const WgmmaPending &p : l.wgmma) {
+    if (p.d == acc.d) return;
+  }
+  l.wgmma.push_back({acc.d, acc.future, acc.group, n / 2});
+}
+
+inline void WgmmaFence() {
+  ++B().events;
+  ++Current().wgmma_fences;
+}
+inline void WgmmaCommit() {
+  ++B().events;
+  ++Current().wgmma_committed;
+}
+// wgmma.wait_group n: the wgmmas of every committed group but the newest n
+// land in their registers.
+inline void WgmmaWait(int n) {
+  Lane &l = Current();
+  ++B().events;
+  std::vector<WgmmaPending> rest;
+  for (const WgmmaPending &p : l.wgmma) {
+    if (*p.group < l.wgmma_committed - n) {
+      std::memcpy(p.d, p.future, sizeof(float) * p.n);
+      *p.group = -1;
+    } else {
+      rest.push_back(p);
+    }
+  }
+  l.wgmma.swap(rest);
+}
+// A read of accumulator registers by ordinary code.
+inline void WgmmaUse(const int *group) {
+  if (*group >= 0) {
+    Fault("WGMMA_NOT_WAITED", LaneName(Current().id) +
+                                  " reads wgmma accumulators before a wgmma.wait_group covers the wgmma that writes them");
+  }
+}
+
 // Runs the collective the lanes `members` (all parked at it) wait at.
 inline void Execute(const std::vector<Lane *> &members) {
   Lane &first = *members[0];
@@ -515,6 +947,7 @@ inline const char *ParkName(Park p) {
     case Park::kRunnable: return "runnable";
     case Park::kBarrier: return "at a barrier";
     case Park::kWarp: return "at a warp collective";
+    case Park::kSpin: return "waiting on an mbarrier";
     case Park::kDone: return "exited";
     case Park::kAborted: return "stopped";
   }
@@ -561,6 +994,16 @@ inline bool Advance() {
     }
   }
   if (progressed) return true;
+  // Threads spinning on mbarriers try again once a barrier moved.
+  bool spinning = false;
+  for (int i = 0; i < b.threads; ++i) spinning = spinning || b.lanes[i].park == Park::kSpin;
+  if (spinning && b.mbarrier_changes != b.woken_at) {
+    b.woken_at = b.mbarrier_changes;
+    for (int i = 0; i < b.threads; ++i) {
+      if (b.lanes[i].park == Park::kSpin) b.lanes[i].park = Park::kRunnable;
+    }
+    return true;
+  }
   // Every live lane at a barrier: release it.
   int live = 0, waiting = 0;
   for (int i = 0; i < b.threads; ++i) {
@@ -592,6 +1035,19 @@ inline bool Advance() {
         return false;
       }
     }
+  }
+  for (int i = 0; i < b.threads; ++i) {
+    const Lane &l = b.lanes[i];
+    if (l.park != Park::kSpin) continue;
+    char buf[240];
+    std::snprintf(buf, sizeof(buf),
+                  "%s waits on the mbarrier at shared byte %zu for the phase of parity %d, which never completes "
+                  "(%d of %d arrivals and %lld transaction bytes missing)",
+                  LaneName(l.id).c_str(), b.mbarriers[l.arg].offset, l.op, b.mbarriers[l.arg].pending,
+                  b.mbarriers[l.arg].count, b.mbarriers[l.arg].tx);
+    Report("MBARRIER_DEADLOCK", buf);
+    b.fatal = true;
+    return false;
   }
   Report("BARRIER_DIVERGENCE", "threads wait at a barrier that the others never reach");
   b.fatal = true;
@@ -648,7 +1104,7 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
   if (b.lanes.size() < size_t(threads)) b.lanes.resize(threads);
   if (b.arena.empty()) {
     b.arena.assign(kArenaBytes, 0xff);
-    b.shadow.assign(kArenaBytes, Shadow{0, 0, -1, -1, -1});
+    b.shadow.assign(kArenaBytes, kFresh);
   }
   b.body = std::move(body);
   b.dynamic_bytes = dynamic_bytes;
@@ -660,17 +1116,23 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
         // Poison what the last block used; the dynamic part comes first.
         const size_t dirty = b.high_water > dynamic_bytes ? b.high_water : dynamic_bytes;
         std::memset(b.arena.data(), 0xff, dirty);
-        std::fill(b.shadow.begin(), b.shadow.begin() + dirty, Shadow{0, 0, -1, -1, -1});
+        std::fill(b.shadow.begin(), b.shadow.begin() + dirty, kFresh);
         b.used = (dynamic_bytes + 15) & ~size_t(15);
         b.high_water = b.used;
         b.named.clear();
         b.epoch = 1;
+        b.mbarriers.clear();
+        b.mbarrier_changes = b.woken_at = 0;
         for (int i = 0; i < b.threads; ++i) {
           Lane &l = b.lanes[i];
           l.id = i;
           l.tid = {unsigned(i % block.x), unsigned((i / block.x) % block.y), unsigned(i / (block.x * block.y))};
           l.copies.clear();
           l.committed = 0;
+          l.observed.clear();
+          l.proxy_fences = l.wgmma_fences = 0;
+          l.wgmma_committed = 0;
+          l.wgmma.clear();
           void *stack = StackFor(l);
           if (stack == nullptr) {
             result.errors = 1;

@@ -21,6 +21,7 @@
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define TIR_DEVICE 1
 #define TIR_FN __device__ __forceinline__
+#define TIR_FN_MEMBER __device__ __forceinline__
 #define TIR_KERNEL extern "C" __global__
 // The block size a kernel is compiled for (registers are allocated for it).
 #define TIR_BOUNDS(threads) __launch_bounds__(threads)
@@ -44,6 +45,7 @@ typedef int tir_i32;
 #include <cstring>
 #define TIR_DEVICE 0
 #define TIR_FN static inline
+#define TIR_FN_MEMBER inline
 #define TIR_KERNEL extern "C"
 #define TIR_BOUNDS(threads)
 #define TIR_SHARED static thread_local

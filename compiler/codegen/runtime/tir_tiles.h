@@ -11,6 +11,12 @@
 //   tir_shfl_xor, tir_warp_reduce, tir_group_reduce     warp and block reductions
 //   tir_strided_reduce                                  reductions across warps (column layout)
 //   tir_fence, tir_ticket, tir_volatile_load            two-phase work across blocks
+//   tir_mbar_init / _arrive / _arrive_tx / _try_wait     mbarriers with phases (sm_90)
+//   tir_tensor_map, tir_tma_load_2d                     TMA tile loads (sm_90)
+//   tir_fence_proxy_async, tir_swz_bytes<S>             ordinary stores for the async proxy
+//   tir_wgmma_desc, tir_wg_acc<N>, tir_wgmma_fence /    warpgroup MMA from shared memory (sm_90a)
+//   _commit / _wait<N>, tir_wgmma_m64k16_bf16/_f16<N>
+//   tir_setmaxnreg_inc<R> / _dec<R>                     warpgroup register reallocation (sm_90a)
 
 #ifndef TIR_TILES_H_
 #define TIR_TILES_H_
@@ -342,6 +348,215 @@ TIR_FN T tir_strided_reduce(T v, int group, int stride, tir_sptr<T> scratch, Op 
   return v;
 #endif
 }
+
+
+// ---- Hopper: mbarriers, TMA, wgmma (sm_90 / sm_90a) ------------------------
+
+// The shared-memory address of `p` (what PTX's shared state space takes;
+// emulated: its offset in the block's arena).
+template <typename T> TIR_FN tir_u32 tir_smem_u32(tir_sptr<T> p) {
+#if TIR_DEVICE
+  return (tir_u32)__cvta_generic_to_shared(p);
+#elif TIR_EMULATE
+  return (tir_u32)::tir_lanes::OffsetOf(tir_sraw(p), 0);
+#else
+  return (tir_u32)(reinterpret_cast<tir_u64>(p) & 0xffffffffu);
+#endif
+}
+
+// A byte offset in a tile under the 16-byte-chunk swizzle of span S bytes
+// (32, 64, 128): what a TMA with CU_TENSOR_MAP_SWIZZLE_<S>B writes and a
+// wgmma descriptor with the same mode reads, for a tile whose base is
+// aligned to 8 * S bytes.
+template <int S> TIR_FN tir_u32 tir_swz_bytes(tir_u32 off) {
+  return off ^ (((off >> 7) & (S / 16 - 1)) << 4);
+}
+
+// An mbarrier (a 64-bit shared word): init with the arrivals a phase takes;
+// arrive, or arrive announcing `bytes` more bytes of TMA copies this phase;
+// try_wait(parity) true once the phase of that parity completed (PTX ISA,
+// "Parallel Synchronization and Communication Instructions: mbarrier").
+TIR_FN void tir_mbar_init(tir_sptr<tir_u64> bar, unsigned count) {
+#if TIR_DEVICE
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(tir_smem_u32(bar)), "r"(count) : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::MbarrierInit(tir_sraw(bar), (int)count);
+#else
+  (void)bar; (void)count;
+#endif
+}
+// Makes initialized mbarriers visible to the other threads and the async
+// proxy (with the barrier that follows).
+TIR_FN void tir_mbar_init_fence() {
+#if TIR_DEVICE
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+TIR_FN void tir_mbar_arrive(tir_sptr<tir_u64> bar) {
+#if TIR_DEVICE
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(tir_smem_u32(bar)) : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::MbarrierArrive(tir_sraw(bar), 0);
+#else
+  (void)bar;
+#endif
+}
+TIR_FN void tir_mbar_arrive_tx(tir_sptr<tir_u64> bar, unsigned bytes) {
+#if TIR_DEVICE
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(tir_smem_u32(bar)), "r"(bytes)
+               : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::MbarrierArrive(tir_sraw(bar), bytes);
+#else
+  (void)bar; (void)bytes;
+#endif
+}
+TIR_FN bool tir_mbar_try_wait(tir_sptr<tir_u64> bar, unsigned parity) {
+#if TIR_DEVICE
+  tir_u32 ok;
+  asm volatile(
+      "{\n  .reg .pred p;\n  mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n  selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(tir_smem_u32(bar)), "r"(parity)
+      : "memory");
+  return ok != 0;
+#elif TIR_EMULATE
+  return ::tir_lanes::MbarrierTryWait(tir_sraw(bar), (int)parity);
+#else
+  (void)bar; (void)parity;
+  return true;
+#endif
+}
+TIR_FN void tir_mbar_wait(tir_sptr<tir_u64> bar, unsigned parity) {
+  while (!tir_mbar_try_wait(bar, parity)) {
+  }
+}
+
+// A TMA tensor map (CUtensorMap, 128 bytes), passed in the kernel's
+// parameter: the launcher encodes it with cuTensorMapEncodeTiled on a GPU
+// and with the same fields (tir_lanes::TensorMapFields) for the emulator.
+struct __attribute__((aligned(64))) tir_tensor_map {
+  tir_u64 w[16];
+};
+
+// Loads the box at element (c0 inner, c1 outer) of `map`'s tensor into
+// shared `dst` in the map's swizzle, zeros outside the tensor, completing
+// its bytes on `bar` (PTX ISA, "cp.async.bulk.tensor", .tile, 2d).
+template <typename T>
+TIR_FN void tir_tma_load_2d(tir_sptr<T> dst, const tir_tensor_map *map, int c0, int c1, tir_sptr<tir_u64> bar) {
+#if TIR_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          tir_smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(tir_smem_u32(bar))
+      : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::TmaLoad2d(tir_sraw(dst), map, c0, c1, tir_sraw(bar));
+#else
+  (void)dst; (void)map; (void)c0; (void)c1; (void)bar;
+#endif
+}
+
+// Orders this thread's ordinary shared stores before what the async proxy
+// (wgmma, TMA) does after the next barrier or mbarrier arrival.
+TIR_FN void tir_fence_proxy_async() {
+#if TIR_DEVICE
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::ProxyFence();
+#endif
+}
+
+// A wgmma shared-memory matrix descriptor: start address, leading and
+// stride byte offsets (each >> 4, 14 bits), base offset 0, and the layout
+// type (bits 62-63): 0 none, 1 128B, 2 64B, 3 32B swizzle.
+TIR_FN tir_u64 tir_wgmma_desc(tir_u32 addr, tir_u32 lbo, tir_u32 sbo, int layout) {
+  return (tir_u64)((addr & 0x3ffff) >> 4) | ((tir_u64)((lbo & 0x3ffff) >> 4) << 16) |
+         ((tir_u64)((sbo & 0x3ffff) >> 4) << 32) | ((tir_u64)layout << 62);
+}
+
+// The accumulators of an m64nNk16 wgmma: N/2 f32 per thread, in the order of
+// the PTX ISA's D fragment (tir_lanes::Wgmma). Ordinary code reads and
+// writes them through get/set, which the emulator checks against wgmmas in
+// flight.
+template <int N> struct tir_wg_acc {
+#if TIR_EMULATE
+  float d[N / 2];
+  float future_[N / 2];
+  int group_ = -1;
+  bool touched_ = false;
+  uint32_t touched_at_ = 0;
+  float get(int i) const {
+    ::tir_lanes::WgmmaUse(&group_);
+    return d[i];
+  }
+  void set(int i, float v) {
+    ::tir_lanes::WgmmaUse(&group_);
+    d[i] = v;
+    touched_ = true;
+    touched_at_ = ::tir_lanes::Current().wgmma_fences;
+  }
+  ::tir_lanes::WgmmaAccumulators view() { return {d, future_, &group_, &touched_, &touched_at_}; }
+#else
+  float d[N / 2];
+  TIR_FN_MEMBER float get(int i) const { return d[i]; }
+  TIR_FN_MEMBER void set(int i, float v) { d[i] = v; }
+#endif
+};
+
+// wgmma.fence (before a wgmma whose accumulators ordinary code wrote),
+// commit_group, wait_group N.
+TIR_FN void tir_wgmma_fence() {
+#if TIR_DEVICE
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::WgmmaFence();
+#endif
+}
+TIR_FN void tir_wgmma_commit() {
+#if TIR_DEVICE
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::WgmmaCommit();
+#endif
+}
+template <int N> TIR_FN void tir_wgmma_wait() {
+#if TIR_DEVICE
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::WgmmaWait(N);
+#endif
+}
+
+// setmaxnreg: the warpgroup's registers per thread raised to / lowered to R
+// (sm_90a; needs the kernel's register cap at entry).
+template <int R> TIR_FN void tir_setmaxnreg_inc() {
+#if TIR_DEVICE
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+template <int R> TIR_FN void tir_setmaxnreg_dec() {
+#if TIR_DEVICE
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+
+// d (+)= A * B for the warpgroup: A 64x16 and B 16xN from shared memory
+// through descriptors, K-major unless trans_a / trans_b (M- / N-major). The
+// device form of each N is generated beside the kernel (the operand list
+// grows with N); the emulated one is here.
+#if TIR_EMULATE
+template <int N>
+static inline void tir_wgmma_m64k16_bf16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d, int trans_a,
+                                         int trans_b) {
+  ::tir_lanes::Wgmma(true, N, acc.view(), da, db, scale_d, trans_a, trans_b);
+}
+template <int N>
+static inline void tir_wgmma_m64k16_f16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d, int trans_a,
+                                        int trans_b) {
+  ::tir_lanes::Wgmma(false, N, acc.view(), da, db, scale_d, trans_a, trans_b);
+}
+#endif
 
 // ---- work across blocks -----------------------------------------------------
 
