@@ -117,7 +117,10 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     for (int i = 0; i < k.arguments_size(); ++i) {
       const tir::v1::KernelArgument &a = k.arguments(i);
       auto it = tensors.find({a.tensor().kind(), a.tensor().index()});
-      if (a.kind() == tir::v1::KernelArgument::WORKSPACE) {
+      if (a.kind() == tir::v1::KernelArgument::TENSOR_MAP) {
+        dlclose(handle);
+        return Precondition("the kernel takes a TMA tensor map: it runs on an sm_90 GPU, not on the host");
+      } else if (a.kind() == tir::v1::KernelArgument::WORKSPACE) {
         absl::StatusOr<int64_t> bytes = codegen::LaunchWorkspaceBytes(k.launch(), domain);
         if (!bytes.ok()) return Precondition(std::string(bytes.status().message()));
         workspaces.emplace_back(std::max<int64_t>(8, *bytes), 0);

@@ -245,6 +245,13 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
       absl::StrAppendFormat(&report, "  %s.%s.cubin: %d bytes, %d registers, %d spill bytes, %s\n", stem, arch.name,
                             cubin.cubin.size(), cubin.registers, cubin.spill_bytes,
                             hit ? "from the compile cache" : absl::StrFormat("compiled in %.0f ms", cubin.seconds * 1e3));
+      // The PTX beside it, for the engineers who read it (the cache keeps it
+      // from the compile that filled it).
+      if (!cubin.ptx.empty()) {
+        TIR_RETURN_IF_ERROR(Write(dir / (stem + "." + arch.name + ".ptx"), cubin.ptx));
+        absl::StrAppendFormat(&report, "  %s.%s.ptx: %d lines\n", stem, arch.name,
+                              std::count(cubin.ptx.begin(), cubin.ptx.end(), '\n'));
+      }
     }
     codegen::HostBuildOptions build;
     build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;
@@ -345,7 +352,10 @@ absl::StatusOr<std::string> VerifyCommand(const std::string &dir_name, const Ver
     TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(arch_name));
     build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;
     TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphText(graph_text, context.get(), stem + ".mlir"));
-    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(loaded.graph));
+    // The Hopper matmul form's fields include tensor maps.
+    std::map<std::string, int64_t> form;
+    if (layout.find("\"tir_tensor_map ") != std::string::npos) form["wgmma"] = 1;
+    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(loaded.graph, form));
     absl::StrAppendFormat(&report, "%s (%s, %s):\n", stem, arch.name,
                           arch.is_gpu ? "the GPU form, emulated lane by lane" : "the plain host form");
     codegen::EmittedKernel emitted;

@@ -2,6 +2,8 @@
 
 #include "compiler/codegen/KernelEmitter.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
 
@@ -10,6 +12,11 @@ namespace tir::codegen::detail {
 // The names of tir_args' fields, in order (what Run's DeclareArgs gives).
 absl::StatusOr<std::vector<std::string>> KernelEmitter::FieldNames() {
   rank_ = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").size();
+  mlir::FailureOr<planning::AccessMaps> maps = planning::ComputeAccessMaps(kernel_);
+  if (mlir::failed(maps)) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", "access maps could not be computed");
+  }
+  maps_ = *maps;
   TIR_RETURN_IF_ERROR(DeclareArgs());
   return field_names_;
 }
@@ -59,6 +66,23 @@ absl::Status KernelEmitter::DeclareArgs() {
     auto r = v.getType().dyn_cast<mlir::RankedTensorType>();
     Field(absl::StrCat("tir_i64 out", i, "_stride[", std::max<int64_t>(1, r ? r.getRank() : 1), "]"),
           absl::StrCat("out", i, "_stride"));
+  }
+  // The Hopper matmul form loads A and B by TMA: a tensor map each (64 x 64
+  // boxes, whatever the tile), encoded by the launcher.
+  if (kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue() == "matmul" && Param("wgmma", 0)) {
+    MatmulOp mm;
+    for (mlir::Operation &op : block.without_terminator()) {
+      if (auto m = llvm::dyn_cast<MatmulOp>(op)) mm = m;
+    }
+    const HopperOperands h = mm ? HopperPlan(mm) : HopperOperands{};
+    if (h.tma) {
+      for (int arg : {h.arg_a, h.arg_b}) {
+        const std::string name = TensorMapFieldName(arg, 64, 64);
+        if (std::find(field_names_.begin(), field_names_.end(), name) == field_names_.end()) {
+          Field("tir_tensor_map " + name, name);
+        }
+      }
+    }
   }
   return absl::OkStatus();
 }

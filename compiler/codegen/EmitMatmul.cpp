@@ -258,6 +258,14 @@ absl::StatusOr<std::string> KernelEmitter::Matmul() {
   // tensor-core form when the tile splits into whole m16n8k16 fragments per
   // warp.
   const planning::MmaOperand oa = planning::MmaOperandOf(mm.getA()), ob = planning::MmaOperandOf(mm.getB());
+  // The Hopper form (sm_90a candidates): wgmma, TMA, warp specialization.
+  if (Param("wgmma", 0)) {
+    if (!(oa.element == ob.element && (oa.element.isBF16() || oa.element.isF16()))) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                       "the wgmma form takes bf16 or f16 operands (or their conversions to f32)");
+    }
+    return MatmulHopper(mm, oa.element.isBF16() ? "bf16" : "f16");
+  }
   const planning::WarpGrid wg = planning::WarpGridOf(bm, warps);
   const bool shapes = bm % (16 * wg.m) == 0 && wg.n > 0 && bn % (8 * wg.n) == 0 && bk % 16 == 0 && wg.m * wg.n == warps;
   if (oa.element == ob.element && (oa.element.isBF16() || oa.element.isF16()) && shapes) {

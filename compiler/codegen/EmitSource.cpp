@@ -42,7 +42,10 @@ absl::StatusOr<EmittedKernel> KernelEmitter::Run() {
   for (size_t i = 0; i < field_names_.size(); ++i) {
     absl::StrAppend(&unpack, "  std::memcpy(&a.", field_names_[i], ", fields[", i, "], sizeof(a.", field_names_[i], "));\n");
   }
-  absl::StrAppend(&out.source, "};\n\nTIR_KERNEL void TIR_BOUNDS(", threads, ") tir_kernel(tir_args a) {\n", body, "}\n\n",
+  const std::string bounds = min_blocks_ > 0 ? absl::StrCat("TIR_BOUNDS_MIN(", threads, ", ", min_blocks_, ")")
+                                             : absl::StrCat("TIR_BOUNDS(", threads, ")");
+  absl::StrAppend(&out.source, "};\n\nTIR_KERNEL void ", bounds, " tir_kernel(",
+                  grid_constant_ ? "TIR_GRID_CONSTANT " : "", "tir_args a) {\n", body, "}\n\n",
                   "#if TIR_EMULATE\n"
                   "// Emulated GPU form: every block of the grid with the block size of\n"
                   "// the launch, lane by lane (tir_lanes.h). Returns the number of errors;\n"

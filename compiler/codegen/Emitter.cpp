@@ -2,6 +2,9 @@
 
 #include "compiler/codegen/Emitter.h"
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
 #include "compiler/codegen/KernelEmitter.h"
 #include "compiler/support/status.h"
 
@@ -41,9 +44,21 @@ absl::StatusOr<EmittedKernel> EmitKernel(GraphOp kernel, const std::map<std::str
   return detail::KernelEmitter(kernel, params).Run();
 }
 
-absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel) {
+absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel, const std::map<std::string, int64_t> &params) {
   TIR_RETURN_IF_ERROR(CheckKernelGraph(kernel));
-  return detail::KernelEmitter(kernel, {}).FieldNames();
+  return detail::KernelEmitter(kernel, params).FieldNames();
+}
+
+bool ParseTensorMapField(const std::string &name, int *input, uint32_t *box0, uint32_t *box1) {
+  if (name.rfind("tmap", 0) != 0) return false;
+  const size_t us = name.find('_'), x = name.find('x', us == std::string::npos ? 0 : us);
+  if (us == std::string::npos || x == std::string::npos) return false;
+  return absl::SimpleAtoi(name.substr(4, us - 4), input) && absl::SimpleAtoi(name.substr(us + 1, x - us - 1), box0) &&
+         absl::SimpleAtoi(name.substr(x + 1), box1);
+}
+
+std::string TensorMapFieldName(int input, int64_t box0, int64_t box1) {
+  return absl::StrCat("tmap", input, "_", box0, "x", box1);
 }
 
 }  // namespace tir::codegen

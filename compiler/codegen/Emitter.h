@@ -66,8 +66,16 @@ const std::string &RuntimeHeader();
 absl::StatusOr<EmittedKernel> EmitKernel(GraphOp kernel, const std::map<std::string, int64_t> &params);
 
 // The names of `kernel`'s tir_args fields in order (EmittedKernel::field_names
-// of any candidate): what a launcher needs besides the source and launch rule.
-absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel);
+// of any candidate of its kind: the Hopper matmul form, `wgmma` in the
+// params, adds TMA tensor maps): what a launcher needs besides the source
+// and launch rule.
+absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel,
+                                                           const std::map<std::string, int64_t> &params = {});
+
+// A tensor-map field name "tmap<input>_<box0>x<box1>": the kernel input
+// it maps and its box, inner dim first.
+bool ParseTensorMapField(const std::string &name, int *input, uint32_t *box0, uint32_t *box1);
+std::string TensorMapFieldName(int input, int64_t box0, int64_t box1);
 
 }  // namespace tir::codegen
 

@@ -100,7 +100,7 @@ tir_lanes::Result TmaWgmma(Fault fault, std::vector<float> *out, const std::vect
         for (int s = 0; s < 4; ++s) {
           const tir_u64 da = tir_wgmma_desc(tir_smem_u32(As) + 32 * s, 16, 1024, layout);
           const tir_u64 db = tir_wgmma_desc(tir_smem_u32(Bs) + 2048 * s, 8192, 1024, layout);
-          tir_wgmma_m64k16_bf16<64>(acc, da, db, 1, 0, 1);
+          tir_wgmma_m64k16_bf16<64, 0, 1>(acc, da, db, 1);
         }
         tir_wgmma_commit();
         if (fault != Fault::kNoWgmmaWait) tir_wgmma_wait<0>();
@@ -289,8 +289,12 @@ tir_lanes::Result StoredWgmma(Layout lay, bool fence, std::vector<float> *out, c
         TIR_SYNC();
         tir_wg_acc<64> acc;
         tir_wgmma_fence();
-        tir_wgmma_m64k16_bf16<64>(acc, tir_wgmma_desc(0, a_lbo, a_sbo, lay.layout),
-                                  tir_wgmma_desc(b_base, b_lbo, b_sbo, lay.layout), 0, 0, lay.mn_major ? 1 : 0);
+        const tir_u64 da = tir_wgmma_desc(0, a_lbo, a_sbo, lay.layout), db = tir_wgmma_desc(b_base, b_lbo, b_sbo, lay.layout);
+        if (lay.mn_major) {
+          tir_wgmma_m64k16_bf16<64, 0, 1>(acc, da, db, 0);
+        } else {
+          tir_wgmma_m64k16_bf16<64, 0, 0>(acc, da, db, 0);
+        }
         tir_wgmma_commit();
         tir_wgmma_wait<0>();
         const int w = t / 32, g = (t % 32) / 4, q = t % 4;

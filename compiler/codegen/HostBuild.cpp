@@ -263,6 +263,9 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     set.pointers.reserve(field_names.size());
     set.arrays.reserve(field_names.size());
     set.scalars.reserve(field_names.size());
+    set.map_bytes.reserve(field_names.size());
+    set.maps.reserve(field_names.size());
+    std::vector<int> inBuffer(inputs.size(), -1);
     set.out_buffer.assign(h.out_shapes_.size(), 0);
     int64_t bytes = 0;
     for (const std::string &name : field_names) {
@@ -271,7 +274,10 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
         if (set.fields.size() != before + 1) return;
         set.field_buffer.push_back(buffer);
         set.field_bytes.push_back(bytes);
+        set.field_map.push_back(-1);
       };
+      int mapInput = -1;
+      uint32_t box0 = 0, box1 = 0;
       if (name == "dim") {
         set.arrays.push_back(domain);
         if (set.arrays.back().empty()) set.arrays.back().push_back(1);  // as the kernel declares it
@@ -316,10 +322,43 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
                                   absl::StrCat("input ", i)));
           bytes += set.buffers.back().size();
           reference::ToBuffer(t, inStrides[i], set.buffers.back().data());
+          inBuffer[i] = static_cast<int>(set.buffers.size() - 1);
           set.pointers.push_back(set.buffers.back().data());
           set.fields.push_back(&set.pointers.back());
           note(static_cast<int>(set.buffers.size() - 1), 8);
         }
+      } else if (ParseTensorMapField(name, &mapInput, &box0, &box1)) {
+        // A TMA tensor map of a rank-2 bf16/f16 input: the emulator's
+        // encoding of what cuTensorMapEncodeTiled is given (a GPU launcher
+        // encodes its own from the view), or zeros when the layout allows none.
+        if (mapInput < 0 || size_t(mapInput) >= inputs.size() || inBuffer[mapInput] < 0 ||
+            inputs[mapInput].shape.size() != 2) {
+          return Invalid("tensor-map field " + name + " does not name a rank-2 tensor input before it");
+        }
+        const reference::Tensor &t = inputs[mapInput];
+        TensorMapView v;
+        v.buffer = inBuffer[mapInput];
+        v.elem_bytes = static_cast<int>(reference::StorageBytes(t.dtype));
+        v.bf16 = t.dtype == tir::v1::DTYPE_BF16;
+        v.dims[0] = static_cast<uint64_t>(t.shape[1]);
+        v.dims[1] = static_cast<uint64_t>(t.shape[0]);
+        v.stride_bytes = static_cast<uint64_t>(inStrides[mapInput][0]) * v.elem_bytes;
+        v.box[0] = box0;
+        v.box[1] = box1;
+        const uint64_t base = reinterpret_cast<uint64_t>(set.buffers[v.buffer].data());
+        v.encodable = (t.dtype == tir::v1::DTYPE_BF16 || t.dtype == tir::v1::DTYPE_F16) &&
+                      TensorMapEncodable(base, t.shape, inStrides[mapInput], v.elem_bytes);
+        std::array<uint64_t, 16> bytes{};
+        if (v.encodable) {
+          // tir_lanes::TensorMapFields: magic, base, dim0, dim1, stride1, box0, box1, element bytes, swizzle (128B).
+          bytes = {0x50414d534e455454ull, base, v.dims[0], v.dims[1], v.stride_bytes, box0, box1,
+                   static_cast<uint64_t>(v.elem_bytes), 3};
+        }
+        set.map_bytes.push_back(bytes);
+        set.maps.push_back(v);
+        set.fields.push_back(set.map_bytes.back().data());
+        note(-1, 128);
+        set.field_map.back() = static_cast<int>(set.maps.size() - 1);
       } else if (name == "workspace") {
         // Grown to what each launch rule asks for (ReserveWorkspace).
         set.buffers.emplace_back(8, 0);
@@ -352,7 +391,8 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
       v *= domain[d.dim()];
     }
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
-    const int64_t blocks = std::max<int64_t>(1, (v + div - 1) / div);
+    int64_t blocks = std::max<int64_t>(1, (v + div - 1) / div);
+    if (ext.max() > 0) blocks = std::min(blocks, ext.max());
     // CUDA's grid limits (x up to 2^31 - 1, y and z up to 65535).
     const int64_t limit = g == 0 ? (int64_t{1} << 31) - 1 : 65535;
     if (blocks > limit) {
@@ -376,6 +416,15 @@ int64_t ReductionLength(GraphOp kernel, const std::vector<int64_t> &domain) {
     }
   }
   return n;
+}
+
+bool TensorMapEncodable(uint64_t base, const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
+                        int elem_bytes) {
+  if (shape.size() != 2 || strides.size() != 2) return false;
+  const int64_t limit = (int64_t{1} << 31) - 1;
+  return strides[1] == 1 && base % 16 == 0 && strides[0] > 0 && (strides[0] * elem_bytes) % 16 == 0 &&
+         strides[0] * elem_bytes < (int64_t{1} << 40) && shape[0] >= 1 && shape[1] >= 1 && shape[0] <= limit &&
+         shape[1] <= limit;
 }
 
 absl::StatusOr<int64_t> LaunchWorkspaceBytes(const tir::v1::LaunchRule &launch, const std::vector<int64_t> &domain) {
@@ -430,6 +479,7 @@ std::vector<HostLaunch::FieldView> HostLaunch::Fields(int s) const {
     f.buffer = set.field_buffer[i];
     f.bytes = set.field_bytes[i];
     if (f.buffer < 0) f.value = set.fields[i];
+    if (set.field_map[i] >= 0) f.map = &set.maps[set.field_map[i]];
     out.push_back(f);
   }
   return out;

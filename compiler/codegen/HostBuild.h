@@ -131,10 +131,25 @@ class HostLaunch {
   // The layout, for launchers that copy the sets elsewhere (a GPU): field i
   // of tir_args is either buffer `buffer` (a pointer) or `bytes` bytes of
   // value at `value` (sizes and strides, scalars).
+  // A TMA tensor map over input buffer `buffer` (rank 2): dims and box
+  // inner first, the outer stride in bytes; `encodable` when the layout
+  // allows one (TensorMapEncodable), else the field stays zero bytes.
+  struct TensorMapView {
+    int buffer = -1;
+    uint64_t dims[2] = {0, 0};
+    uint64_t stride_bytes = 0;
+    uint32_t box[2] = {0, 0};
+    int elem_bytes = 2;
+    bool bf16 = true;
+    bool encodable = false;
+  };
+  // `map`: a tensor-map field (128 bytes, 64-byte aligned) that a GPU
+  // launcher encodes with the driver; `value` holds the emulator's encoding.
   struct FieldView {
     int buffer = -1;
     const void *value = nullptr;
     size_t bytes = 0;
+    const TensorMapView *map = nullptr;
   };
   std::vector<FieldView> Fields(int s) const;
   int buffer_count() const { return static_cast<int>(sets_[0].buffers.size()); }
@@ -157,6 +172,9 @@ class HostLaunch {
     std::vector<size_t> out_buffer;  // per output, index into buffers
     std::vector<int> field_buffer;   // per field: buffer index, or -1 for a value
     std::vector<size_t> field_bytes; // per value field: its size
+    std::vector<int> field_map;      // per field: index into maps, or -1
+    std::vector<std::array<uint64_t, 16>> map_bytes;
+    std::vector<TensorMapView> maps;
     int workspace_buffer = -1, workspace_pointer = -1;
   };
   std::vector<Set> sets_;
@@ -179,6 +197,13 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
 // domain `domain` (the reduced extents' product; matmul: K; 1 for
 // pointwise kernels): what the verification bound grows with.
 int64_t ReductionLength(GraphOp kernel, const std::vector<int64_t> &domain);
+
+// Whether a rank-2 tensor at `base` with `shape` and `strides` (elements)
+// of `elem_bytes` elements can be a TMA tensor map: inner stride 1, base and
+// outer stride 16-byte aligned, the outer stride positive and below 2^40
+// bytes, extents from 1 to 2^31 - 1. The kernel tests the same.
+bool TensorMapEncodable(uint64_t base, const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
+                        int elem_bytes);
 
 // Bytes of workspace a launch rule asks for at the iteration domain `domain`
 // (0 without one).

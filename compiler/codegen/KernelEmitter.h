@@ -143,6 +143,21 @@ class KernelEmitter {
   // with warps_m > 0 the tf32 tensor-core form over the same staged tiles.
   absl::StatusOr<std::string> MatmulFfma(MatmulOp mm, int64_t bm, int64_t bn, int64_t bk, int64_t threads, int64_t tm,
                                          int64_t tn, int64_t warpsM, int64_t warpsN);
+  // The Hopper form's operands: whether A and B are kernel inputs read as
+  // they are (rank 2, A (m, k), B (k, n) or (n, k): `b_k_major`), so TMA can
+  // load them; their argument numbers.
+  struct HopperOperands {
+    bool tma = false, b_k_major = false;
+    int arg_a = -1, arg_b = -1;
+  };
+  HopperOperands HopperPlan(MatmulOp mm);
+  // The sm_90a form for bf16/f16 operands (EmitHopper.cpp).
+  absl::StatusOr<std::string> MatmulHopper(MatmulOp mm, const std::string &type);
+  static std::string WgmmaDeviceFunction(int64_t n, const std::string &type, bool trans_b);
+  // The kernel's parameter is __grid_constant__ (TMA reads tensor maps in
+  // it); a minimum of blocks per SM for __launch_bounds__ (0: none).
+  bool grid_constant_ = false;
+  int min_blocks_ = 0;
   GraphOp kernel_;
   std::map<std::string, int64_t> params_;
   planning::AccessMaps maps_;

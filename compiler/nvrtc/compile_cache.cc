@@ -83,6 +83,9 @@ absl::StatusOr<CompiledKernel> CompileCache::Compile(const std::string &source, 
     CompiledKernel k;
     k.cubin = ReadFile(file);
     k.log = ReadFile(std::filesystem::path(directory_) / (key + ".log"));
+    if (std::filesystem::exists(std::filesystem::path(directory_) / (key + ".ptx"))) {
+      k.ptx = ReadFile(std::filesystem::path(directory_) / (key + ".ptx"));
+    }
     std::ifstream meta(std::filesystem::path(directory_) / (key + ".meta"));
     meta >> k.registers >> k.spill_bytes >> k.shared_bytes >> k.seconds;
     result = k;
@@ -93,6 +96,7 @@ absl::StatusOr<CompiledKernel> CompileCache::Compile(const std::string &source, 
       const std::string tmp = file.string() + ".tmp";
       std::ofstream(tmp, std::ios::binary) << result->cubin;
       std::ofstream(std::filesystem::path(directory_) / (key + ".log")) << result->log;
+      std::ofstream(std::filesystem::path(directory_) / (key + ".ptx")) << result->ptx;
       std::ofstream(std::filesystem::path(directory_) / (key + ".meta"))
           << result->registers << " " << result->spill_bytes << " " << result->shared_bytes << " " << result->seconds;
       std::error_code ec;

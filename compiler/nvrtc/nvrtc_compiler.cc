@@ -130,6 +130,11 @@ absl::StatusOr<CompiledKernel> CompileToCubin(absl::string_view source,
       FromNvrtc(nvrtcGetCUBINSize(program.get(), &cubin_size), "nvrtcGetCUBINSize"));
   out.cubin.resize(cubin_size);
   TIR_RETURN_IF_ERROR(FromNvrtc(nvrtcGetCUBIN(program.get(), out.cubin.data()), "nvrtcGetCUBIN"));
+  size_t ptx_size = 0;
+  TIR_RETURN_IF_ERROR(FromNvrtc(nvrtcGetPTXSize(program.get(), &ptx_size), "nvrtcGetPTXSize"));
+  out.ptx.resize(ptx_size);
+  TIR_RETURN_IF_ERROR(FromNvrtc(nvrtcGetPTX(program.get(), out.ptx.data()), "nvrtcGetPTX"));
+  while (!out.ptx.empty() && out.ptx.back() == '\0') out.ptx.pop_back();
   ParsePtxasInfo(out);
   out.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -39,6 +39,8 @@ struct CompileOptions {
 struct CompiledKernel {
   // ELF cubin bytes.
   std::string cubin;
+  // The PTX NVRTC generated (what the cubin was assembled from).
+  std::string ptx;
   // The full NVRTC/ptxas log.
   std::string log;
   // Registers per thread of the heaviest kernel in the unit (-1 if unreported).

@@ -156,6 +156,40 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
   c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
   return out;
 }
+// The Hopper form (sm_90a, bf16/f16): a producer warpgroup and `consumers`
+// consumer warpgroups, 64-column K steps through `stages` TMA stages.
+Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int stages, int consumers,
+                  int persistent, int group) {
+  const int64_t m = f.space.m, n = f.space.n;
+  int64_t batch = 1;
+  for (int64_t b : f.space.batch) batch *= b;
+  Made out;
+  std::string &reject = out.reject;
+  const int rows = bm / std::max(1, consumers);
+  if (bm % (64 * consumers) != 0) {
+    reject = "each consumer warpgroup takes whole 64-row wgmma tiles";
+  } else if (bn % 64 != 0 || bn > 256) {
+    reject = "wgmma N: a multiple of 64 up to 256 (64-column TMA boxes)";
+  } else if (rows / 64 * bn / 2 > 128) {
+    reject = "more than 128 accumulators a consumer thread";
+  } else if (bm > std::max<int64_t>(64, NextPow2(m)) || bn > std::max<int64_t>(64, NextPow2(n))) {
+    reject = "tile larger than the problem";
+  } else if (persistent && group > 1 && CeilDiv(m, bm) <= 1) {
+    reject = "grouped rasterization of a single tile row";
+  }
+  TileCandidate &c = out.c;
+  c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", 64}, {"stages", stages}, {"consumers", consumers},
+              {"persistent", persistent}, {"group_m", group}, {"wgmma", 1}};
+  c.threads = 128 * (consumers + 1);
+  c.shared_bytes = 1024 + stages * (bm + bn) * 128 + stages * 16;
+  // setmaxnreg moves registers from the producer (40) to the consumers
+  // (232); at entry the launch bounds cap every thread at the file's share.
+  c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);
+  // Work units: tiles (a persistent block loops over several).
+  c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch;
+  return out;
+}
+
 int DefaultStages(const KernelFacts &f, const target::ArchInfo &arch) {
   if (!arch.is_gpu) return 1;
   if (!f.tensor_core || f.tf32) return 2;
@@ -268,7 +302,37 @@ struct Builder {
     }
   }
 
+  void Hopper() {
+    const int64_t m = f.space.m, n = f.space.n;
+    const int defaultBm = m <= 64 ? 64 : 128;
+    const int defaultBn = n <= 64 || m <= 64 ? 64 : n <= 128 ? 128 : 256;
+    const int defaultConsumers = defaultBm == 64 ? 1 : 2;
+    for (int bm : {64, 128, 256}) {
+      for (int bn : {64, 128, 192, 256}) {
+        for (int stages : {2, 3, 4, 5, 6}) {
+          for (int consumers : {1, 2}) {
+            for (int persistent : {0, 1}) {
+              for (int group : {1, 8}) {
+                Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group);
+                made.c.is_default = bm == defaultBm && bn == defaultBn && consumers == defaultConsumers &&
+                                    stages == 4 && persistent == 1 &&
+                                    group == (CeilDiv(m, bm) > 1 ? 8 : 1);
+                if (!made.reject.empty()) {
+                  ++space.before_pruning;
+                  ++space.pruned[made.reject];
+                  continue;
+                }
+                Offer(std::move(made));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
   void Matmul() {
+    if (arch.has_wgmma && f.tensor_core && !f.tf32) return Hopper();
     const int64_t m = f.space.m, n = f.space.n;
     const std::vector<int> tiles = arch.is_gpu ? std::vector<int>{32, 64, 128, 256} : std::vector<int>{16, 32, 64};
     const std::vector<int> ks = {16, 32, 64};
@@ -394,6 +458,13 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
       // As many warps as the default would use and the tile has room for.
       int warps = DefaultWarps(bm, bn, arch);
       while (arch.is_gpu && warps > 1 && bm * bn / warps < 16 * 16) warps /= 2;
+      if (arch.has_wgmma && f.tensor_core && !f.tf32) {
+        // The Hopper form: K steps are 64 (reduction_tile_size does not apply).
+        m = planning::HopperMatmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), 4, bm >= 128 ? 2 : 1, 1,
+                                   CeilDiv(f.space.m, bm) > 1 ? 8 : 1);
+        detail = absl::StrCat("the tile is M and N a block (the sm_90a wgmma form: K steps of 64)", batchNote);
+        break;
+      }
       m = planning::Matmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), bk, warps, DefaultStages(f, arch), 1, 8);
       detail = absl::StrCat("the tile is M and N a block", hints.reduction_tile ? ", reduction_tile_size K" : "",
                             batchNote);

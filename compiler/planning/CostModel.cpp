@@ -99,7 +99,21 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
           if ((bm * bn + bm * bk + bk * bn) * 4 > 32 * 1024) edge *= 1.3;
         }
       }
-      if (arch.is_gpu && f.tensor_core) {
+      if (arch.is_gpu && f.tensor_core && param("wgmma", 0) > 0) {
+        // wgmma from TMA-fed shared tiles: each consumer warpgroup's tile
+        // (64-row wgmma tiles x block_n) sets how often B is re-read from
+        // shared memory; two consumers overlap one's epilogue and waits with
+        // the other's math; stages hide the load latency.
+        const double consumers = param("consumers", 2), persistent = param("persistent", 1);
+        rate = arch.wgmma_bf16_tflops * 1e12;
+        const double wgTile = bm / consumers * bn;  // C elements a warpgroup
+        double eff = std::min(1.0, std::sqrt(wgTile / (128.0 * 128.0)));
+        eff *= consumers >= 2 ? 0.85 : 0.7;
+        eff *= stages >= 4 ? 1.0 : stages >= 3 ? 0.95 : 0.8;
+        // A persistent grid overlaps a tile's epilogue with the next loads.
+        eff *= persistent > 0 ? 1.0 : 0.93;
+        rate *= std::max(0.05, eff);
+      } else if (arch.is_gpu && f.tensor_core) {
         rate = (f.tf32 ? arch.mma_tf32_tflops : arch.mma_bf16_tflops) * 1e12;
         const double warpTile = bm * bn / warps;  // elements of C per warp
         double eff = std::min(1.0, std::sqrt(warpTile / 4096.0));

@@ -81,6 +81,8 @@ std::vector<ArchInfo> MakeTable() {
   t.push_back(h100);
   ArchInfo h100a = h100;
   h100a.name = "sm_90a";
+  h100a.has_wgmma = true;
+  h100a.wgmma_bf16_tflops = 989;              // the datasheet's dense rate
   t.push_back(h100a);
 
   ArchInfo b200 = h100;  // NVIDIA B200 (HGX B200 datasheet): 148 SMs, 8000 GB/s, 2250 TF bf16 dense, 80 TF fp32.

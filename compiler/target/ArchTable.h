@@ -33,6 +33,10 @@ struct ArchInfo {
   double mma_tf32_tflops = 0;       // dense tf32 with mma.sync
   double launch_overhead_us = 0;    // per kernel launch, as seen by a stream of launches
   bool has_cp_async = true;         // sm_80+
+  // wgmma, TMA and setmaxnreg (sm_90a): the Hopper matmul form, and the
+  // dense bf16/f16 rate it can reach.
+  bool has_wgmma = false;
+  double wgmma_bf16_tflops = 0;
   // On-chip bytes a row-resident reduction may keep per block (registers +
   // shared memory it can use without collapsing occupancy).
   int row_budget_bytes = 0;

@@ -80,6 +80,18 @@ absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector
       add(tir::v1::KernelArgument::WORKSPACE, tir::v1::TensorRef(), 0);
       continue;
     }
+    int mapInput = -1;
+    uint32_t box0 = 0, box1 = 0;
+    if (codegen::ParseTensorMapField(f, &mapInput, &box0, &box1)) {
+      if (mapInput < 0 || static_cast<size_t>(mapInput) >= kernel.inputs.size()) {
+        return MakeError(absl::StatusCode::kInternal, "INTERNAL", "field " + f + " out of range");
+      }
+      TIR_ASSIGN_OR_RETURN(tir::v1::TensorRef ref, refOf(kernel.inputs[mapInput]));
+      add(tir::v1::KernelArgument::TENSOR_MAP, ref, 0);
+      out.back().add_box(box0);
+      out.back().add_box(box1);
+      continue;
+    }
     const bool isInput = f.rfind("in", 0) == 0;
     const size_t digits = isInput ? 2 : 3;
     const size_t index = std::stoul(f.substr(digits));
@@ -201,7 +213,9 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
       }
     }
     std::sort(work.ranks.begin(), work.ranks.end());
-    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(kernel));
+    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields,
+                         codegen::ArgumentFieldNames(kernel, work.ranks.empty() ? std::map<std::string, int64_t>{}
+                                                                                : space[work.ranks[0]].params));
     TIR_ASSIGN_OR_RETURN(std::vector<tir::v1::KernelArgument> arguments,
                          Arguments(fields, planned.partition.kernels[k], kernel, refs));
     work.space_size = space.size();

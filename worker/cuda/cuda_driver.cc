@@ -72,6 +72,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(absl::string_view l
   TIR_RESOLVE(cuGetErrorString, "cuGetErrorString");
   TIR_RESOLVE(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
 #undef TIR_RESOLVE
+  if (!Resolve(handle, "cuTensorMapEncodeTiled", api.cuTensorMapEncodeTiled)) api.cuTensorMapEncodeTiled = nullptr;
   if (missing != nullptr) {
     dlclose(handle);
     return Unavailable(absl::StrCat(path, " lacks entry point ", missing,

@@ -74,6 +74,10 @@ class CudaDriver {
     CUresult (*cuGetErrorName)(CUresult, const char**);
     CUresult (*cuGetErrorString)(CUresult, const char**);
     CUresult (*cuDeviceGetPCIBusId)(char*, int, CUdevice);
+    // CUDA 12+ (null with an older driver): TMA tensor maps.
+    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                       const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
   };
 
   // Loads the driver library (default "libcuda.so.1", found by the system

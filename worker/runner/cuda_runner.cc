@@ -119,13 +119,39 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
   for (int i = 0; i < work.launch().block_size() && i < 3; ++i) block[i] = std::max(1u, work.launch().block(i));
   // tir_args per set: each field at its natural alignment, pointers to the
   // set's device buffers.
+  // A tensor-map field is encoded by the driver over the set's buffer (64
+  // bytes aligned, the struct with it), or left zero when the layout allows
+  // none (the kernel then loads without TMA).
   std::vector<std::vector<uint8_t>> args(buffers_.size());
   for (size_t s = 0; s < buffers_.size(); ++s) {
     std::vector<uint8_t> &a = args[s];
     for (const codegen::HostLaunch::FieldView &f : host_->Fields(0)) {
-      const size_t align = f.buffer >= 0 ? 8 : std::min<size_t>(8, f.bytes >= 8 ? 8 : f.bytes);
+      const size_t align = f.map ? 64 : f.buffer >= 0 ? 8 : std::min<size_t>(8, f.bytes >= 8 ? 8 : f.bytes);
       a.resize((a.size() + align - 1) / align * align);
       const size_t at = a.size();
+      if (f.map) {
+        a.resize(at + sizeof(CUtensorMap), 0);
+        if (!f.map->encodable) continue;
+        if (api.cuTensorMapEncodeTiled == nullptr) {
+          return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
+                           "the kernel loads by TMA and the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
+        }
+        CUtensorMap map;
+        const cuuint64_t dims[2] = {f.map->dims[0], f.map->dims[1]};
+        const cuuint64_t strides[1] = {f.map->stride_bytes};
+        const cuuint32_t box[2] = {f.map->box[0], f.map->box[1]}, element[2] = {1, 1};
+        if (absl::Status e = driver_->Check(
+                api.cuTensorMapEncodeTiled(&map, f.map->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                           2, reinterpret_cast<void *>(static_cast<uintptr_t>(buffers_[s][f.map->buffer])), dims, strides, box,
+                                           element, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled");
+            !e.ok()) {
+          return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", std::string(e.message()));
+        }
+        std::memcpy(a.data() + at, &map, sizeof(map));
+        continue;
+      }
       if (f.buffer >= 0) {
         const CUdeviceptr p = buffers_[s][f.buffer];
         a.resize(at + sizeof(p));
@@ -135,7 +161,10 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
         std::memcpy(a.data() + at, f.value, f.bytes);
       }
     }
-    a.resize((a.size() + 7) / 8 * 8);
+    bool maps = false;
+    for (const codegen::HostLaunch::FieldView &f : host_->Fields(0)) maps = maps || f.map != nullptr;
+    const size_t align = maps ? 64 : 8;
+    a.resize((a.size() + align - 1) / align * align);
   }
   auto launch = [&](size_t s) {
     void *params[] = {args[s].data()};

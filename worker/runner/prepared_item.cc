@@ -1,5 +1,7 @@
 #include "worker/runner/prepared_item.h"
 
+#include <map>
+
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -26,7 +28,18 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
   if (item.kernel_mlir().empty()) return InvalidWork("the work item has no kernel graph");
   TIR_ASSIGN_OR_RETURN(p->loaded, LoadGraphText(item.kernel_mlir(), p->context.get(), "kernel.mlir"));
   GraphOp kernel = p->loaded.graph;
-  TIR_ASSIGN_OR_RETURN(p->field_names, codegen::ArgumentFieldNames(kernel));
+  // The Hopper matmul form adds tensor maps: every candidate of an item is
+  // of one form (the planner offers wgmma candidates alone on sm_90a).
+  std::map<std::string, int64_t> form;
+  for (const tir::v1::CandidateWork &c : item.candidates()) {
+    const bool wgmma = c.candidate().params().count("wgmma") > 0 && c.candidate().params().at("wgmma") != 0;
+    if (&c == &item.candidates(0)) {
+      if (wgmma) form["wgmma"] = 1;
+    } else if (wgmma != (form.count("wgmma") > 0)) {
+      return InvalidWork("the work item mixes wgmma and other matmul candidates (their arguments differ)");
+    }
+  }
+  TIR_ASSIGN_OR_RETURN(p->field_names, codegen::ArgumentFieldNames(kernel, form));
   const uint64_t seed = item.policy().seed() ? item.policy().seed() : 1;
   TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 1));
   p->inputs = reference::SampleInputs(kernel, 1, seed);

@@ -56,6 +56,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -167,6 +168,10 @@ struct Lane {
   uint32_t wgmma_fences = 0;  // wgmma.fence count
   int wgmma_committed = 0;    // wgmma.commit_group count
   std::vector<WgmmaPending> wgmma;
+  // mbarrier arrivals made, and per thread of the block the arrivals of it
+  // that completed phases this thread saw complete (what it synchronized with).
+  uint32_t arrivals = 0;
+  std::vector<uint32_t> synced;
 };
 
 // An mbarrier: expected arrivals per phase, arrivals and transaction bytes
@@ -176,6 +181,9 @@ struct MBarrier {
   int count = 0, pending = 0;
   long long tx = 0;
   uint32_t phase = 0;
+  // Per thread: its latest arrival (1-based) in the open phase, and in the
+  // phases completed so far.
+  std::vector<uint32_t> open, completed;
 };
 
 // Per shared byte: the last writer and reader in the barrier interval of
@@ -190,9 +198,10 @@ struct Shadow {
   int16_t async_bar;
   uint32_t async_phase;
   uint32_t fence_at;
+  uint32_t arrivals_at;  // the writer's mbarrier arrivals before the store
   int8_t swizzle;
 };
-constexpr Shadow kFresh = {0, 0, -1, -1, -1, -1, 0, 0, -1};
+constexpr Shadow kFresh = {0, 0, -1, -1, -1, -1, 0, 0, 0, -1};
 
 constexpr int kMaxThreads = 1024;
 constexpr size_t kStackBytes = 256 * 1024;
@@ -337,6 +346,7 @@ inline void Record(size_t off, size_t n, bool write, int id) {
       s.async_bar = -1;
       s.swizzle = -1;
       s.fence_at = b.lanes[id].proxy_fences;
+      s.arrivals_at = b.lanes[id].arrivals;
     } else if (s.read_epoch != b.epoch) {
       s.read_epoch = b.epoch;
       s.reader = static_cast<int16_t>(id);
@@ -503,6 +513,8 @@ inline void MbarrierInit(void *p, int count) {
   MBarrier m;
   m.offset = off;
   m.count = m.pending = count;
+  m.open.assign(b.threads, 0);
+  m.completed.assign(b.threads, 0);
   for (MBarrier &o : b.mbarriers) {
     if (o.offset == off) {
       o = m;
@@ -519,6 +531,7 @@ inline void MbarrierSettle(MBarrier &m) {
   if (m.pending == 0 && m.tx == 0) {
     ++m.phase;
     m.pending = m.count;
+    for (size_t i = 0; i < m.open.size(); ++i) m.completed[i] = std::max(m.completed[i], m.open[i]);
   }
   ++B().mbarrier_changes;
 }
@@ -528,6 +541,8 @@ inline void MbarrierArrive(void *p, long long tx) {
   Block &b = B();
   ++b.events;
   MBarrier &m = b.mbarriers[MbarrierIndex(p)];
+  Lane &l = Current();
+  m.open[l.id] = ++l.arrivals;
   m.tx += tx;
   if (--m.pending < 0) {
     char buf[200];
@@ -551,6 +566,8 @@ inline bool MbarrierTryWait(void *p, int parity) {
   if ((m.phase & 1u) != (static_cast<unsigned>(parity) & 1u)) {
     if (l.observed.size() <= size_t(i)) l.observed.resize(i + 1, 0);
     if (l.observed[i] < m.phase) l.observed[i] = m.phase;
+    if (l.synced.size() < m.completed.size()) l.synced.resize(m.completed.size(), 0);
+    for (size_t t = 0; t < m.completed.size(); ++t) l.synced[t] = std::max(l.synced[t], m.completed[t]);
     return true;
   }
   l.arg = i;
@@ -708,6 +725,18 @@ inline bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v) {
         return false;
       }
     } else if (s.writer >= 0) {
+      // Ordered by a barrier since the store, or by an mbarrier phase the
+      // writer arrived at after it and this thread saw complete.
+      const bool ordered = s.writer == l.id || s.write_epoch != b.epoch ||
+                           (size_t(s.writer) < l.synced.size() && l.synced[s.writer] > s.arrivals_at);
+      if (!ordered) {
+        std::snprintf(buf, sizeof(buf),
+                      "%s: a wgmma reads shared byte %zu, which %s stored with no barrier or completed mbarrier phase "
+                      "between",
+                      LaneName(l.id).c_str(), off + k, LaneName(s.writer).c_str());
+        Report("SHARED_MEMORY_RACE", buf);
+        return false;
+      }
       if (b.lanes[s.writer].proxy_fences <= s.fence_at) {
         std::snprintf(buf, sizeof(buf),
                       "%s: a wgmma reads shared byte %zu, which %s stored with no fence.proxy.async after the store",
@@ -1133,6 +1162,8 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
           l.proxy_fences = l.wgmma_fences = 0;
           l.wgmma_committed = 0;
           l.wgmma.clear();
+          l.arrivals = 0;
+          l.synced.clear();
           void *stack = StackFor(l);
           if (stack == nullptr) {
             result.errors = 1;

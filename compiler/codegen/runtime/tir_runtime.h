@@ -25,6 +25,12 @@
 #define TIR_KERNEL extern "C" __global__
 // The block size a kernel is compiled for (registers are allocated for it).
 #define TIR_BOUNDS(threads) __launch_bounds__(threads)
+// With a minimum of resident blocks (1 caps registers at entry, which
+// setmaxnreg needs).
+#define TIR_BOUNDS_MIN(threads, blocks) __launch_bounds__(threads, blocks)
+// A kernel parameter in the constant bank that may be addressed (TMA reads
+// its tensor maps there).
+#define TIR_GRID_CONSTANT const __grid_constant__
 #define TIR_SHARED __shared__
 typedef long long tir_i64;
 typedef unsigned long long tir_u64;
@@ -48,6 +54,8 @@ typedef int tir_i32;
 #define TIR_FN_MEMBER inline
 #define TIR_KERNEL extern "C"
 #define TIR_BOUNDS(threads)
+#define TIR_BOUNDS_MIN(threads, blocks)
+#define TIR_GRID_CONSTANT const
 #define TIR_SHARED static thread_local
 typedef int64_t tir_i64;
 typedef uint64_t tir_u64;

@@ -542,19 +542,22 @@ template <int R> TIR_FN void tir_setmaxnreg_dec() {
 }
 
 // d (+)= A * B for the warpgroup: A 64x16 and B 16xN from shared memory
-// through descriptors, K-major unless trans_a / trans_b (M- / N-major). The
-// device form of each N is generated beside the kernel (the operand list
-// grows with N); the emulated one is here.
-#if TIR_EMULATE
-template <int N>
-static inline void tir_wgmma_m64k16_bf16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d, int trans_a,
-                                         int trans_b) {
-  ::tir_lanes::Wgmma(true, N, acc.view(), da, db, scale_d, trans_a, trans_b);
+// through descriptors, K-major unless TA / TB (M- / N-major); scale_d 0
+// ignores d. The device form of each shape is generated beside the kernel
+// (the operand list grows with N); the emulated one is here.
+#if TIR_DEVICE
+template <int N, int TA, int TB>
+__device__ __forceinline__ void tir_wgmma_m64k16_bf16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d);
+template <int N, int TA, int TB>
+__device__ __forceinline__ void tir_wgmma_m64k16_f16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d);
+#elif TIR_EMULATE
+template <int N, int TA, int TB>
+static inline void tir_wgmma_m64k16_bf16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d) {
+  ::tir_lanes::Wgmma(true, N, acc.view(), da, db, scale_d, TA, TB);
 }
-template <int N>
-static inline void tir_wgmma_m64k16_f16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d, int trans_a,
-                                        int trans_b) {
-  ::tir_lanes::Wgmma(false, N, acc.view(), da, db, scale_d, trans_a, trans_b);
+template <int N, int TA, int TB>
+static inline void tir_wgmma_m64k16_f16(tir_wg_acc<N> &acc, tir_u64 da, tir_u64 db, int scale_d) {
+  ::tir_lanes::Wgmma(false, N, acc.view(), da, db, scale_d, TA, TB);
 }
 #endif
 

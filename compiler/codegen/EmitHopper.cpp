@@ -1,0 +1,295 @@
+// The Hopper matmul form (sm_90a): warp-specialized and persistent, wgmma
+// from 128-byte-swizzled shared tiles that TMA fills, an mbarrier pipeline.
+
+#include "compiler/codegen/KernelEmitter.h"
+
+#include "absl/strings/str_cat.h"
+#include "compiler/planning/TileRules.h"
+#include "compiler/support/status.h"
+
+namespace tir::codegen::detail {
+
+namespace {
+// Whether `m` reads dims (r, c) as its last two results and nothing else
+// of the matmul's dims (b, b+1, b+2).
+bool Tail(mlir::AffineMap m, int r, int c, int b) {
+  const unsigned n = m.getNumResults();
+  if (n < 2 || m.getResult(n - 2) != mlir::getAffineDimExpr(r, m.getContext()) ||
+      m.getResult(n - 1) != mlir::getAffineDimExpr(c, m.getContext())) {
+    return false;
+  }
+  for (unsigned j = 0; j + 2 < n; ++j) {
+    for (int d : {b, b + 1, b + 2}) {
+      if (m.getResult(j).isFunctionOfDim(d)) return false;
+    }
+  }
+  return true;
+}
+}  // namespace
+
+KernelEmitter::HopperOperands KernelEmitter::HopperPlan(MatmulOp mm) {
+  HopperOperands h;
+  const int b = rank_ - 3;
+  // An operand is loaded as the kernel input it is a view of: through
+  // transposes and exact conversions (bf16/f16 to f32) used by nothing else,
+  // which only move or widen its elements.
+  std::set<mlir::Operation *> through;
+  auto sourceUse = [&](int operand) -> mlir::OpOperand * {
+    mlir::OpOperand *u = &mm->getOpOperand(operand);
+    for (;;) {
+      mlir::Operation *def = u->get().getDefiningOp();
+      if (def == nullptr || def->getNumOperands() != 1 || !def->getResult(0).hasOneUse()) return u;
+      if (auto cv = llvm::dyn_cast<ConvertOp>(def)) {
+        mlir::Type from = cv.getInput().getType().cast<mlir::ShapedType>().getElementType();
+        mlir::Type to = cv.getType().cast<mlir::ShapedType>().getElementType();
+        if (!(from.isBF16() || from.isF16()) || !to.isF32()) return u;
+      } else if (!llvm::isa<TransposeOp>(def)) {
+        return u;
+      }
+      through.insert(def);
+      u = &def->getOpOperand(0);
+    }
+  };
+  mlir::OpOperand *useA = sourceUse(0), *useB = sourceUse(1);
+  std::set<mlir::Operation *> others = MatmulPrologue();
+  for (mlir::Operation *op : through) others.erase(op);
+  auto argA = useA->get().dyn_cast<mlir::BlockArgument>(), argB = useB->get().dyn_cast<mlir::BlockArgument>();
+  auto mapA = maps_.operands.find(useA), mapB = maps_.operands.find(useB);
+  if (!others.empty() || !argA || !argB || mapA == maps_.operands.end() || mapB == maps_.operands.end()) return h;
+  auto rank2 = [](mlir::Value v) {
+    auto t = v.getType().dyn_cast<mlir::RankedTensorType>();
+    return t && t.getRank() == 2;
+  };
+  if (!rank2(argA) || !rank2(argB) || !Tail(mapA->second, b, b + 2, b)) return h;
+  if (Tail(mapB->second, b + 2, b + 1, b)) {
+    h.b_k_major = false;
+  } else if (Tail(mapB->second, b + 1, b + 2, b)) {
+    h.b_k_major = true;
+  } else {
+    return h;
+  }
+  h.tma = true;
+  h.arg_a = static_cast<int>(argA.getArgNumber());
+  h.arg_b = static_cast<int>(argB.getArgNumber());
+  return h;
+}
+
+// The device form of one wgmma shape: the operand list grows with N (N/2
+// accumulators a thread), so each kernel carries the ones it uses.
+std::string KernelEmitter::WgmmaDeviceFunction(int64_t n, const std::string &type, bool trans_b) {
+  std::string regs, outs;
+  for (int64_t i = 0; i < n / 2; ++i) {
+    absl::StrAppend(&regs, i ? ", " : "", "%", i);
+    absl::StrAppend(&outs, i ? ", " : "", "\"+f\"(acc.d[", i, "])");
+  }
+  const int64_t da = n / 2, db = da + 1, sd = da + 2;
+  return absl::StrCat(
+      "#if TIR_DEVICE\n",
+      "template <> __device__ __forceinline__ void tir_wgmma_m64k16_", type, "<", n, ", 0, ", trans_b ? 1 : 0,
+      ">(tir_wg_acc<", n, "> &acc, tir_u64 da, tir_u64 db, int scale_d) {\n",
+      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %", sd, ", 0;\\n\"\n",
+      "               \"wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", type, ".", type, " {", regs, "}, %", da,
+      ", %", db, ", p, 1, 1, 0, ", trans_b ? 1 : 0, ";\\n}\\n\"\n",
+      "               : ", outs, "\n",
+      "               : \"l\"(da), \"l\"(db), \"r\"(scale_d));\n",
+      "}\n#endif\n");
+}
+
+// Warpgroup 0 produces: for each K step of each of the block's tiles it
+// waits for the stage to be free (the `empty` mbarrier), then either one
+// thread issues TMA loads of A (block_m x 64, K-major) and B (64 x block_n,
+// N-major, or block_n x 64 K-major for a transposed B) into 128-byte
+// swizzled tiles completing on the `full` mbarrier, or, when an operand's
+// layout allows no tensor map or prologue ops compute it, its 128 threads
+// stage the elements with ordinary stores in the same swizzle,
+// fence.proxy.async and arrive. Warpgroups 1..C consume: each owns
+// block_m / C rows (64-row wgmma tiles), waits for the stage, issues 4
+// wgmma k16 steps per m64 tile with one commit group per K step and keeps
+// one group in flight (wait_group 1) before releasing the previous stage;
+// then the epilogue runs on the f32 accumulators. With `persistent` the
+// grid is at most one block per SM and each block walks tiles
+// blockIdx.x, + gridDim.x, ... in grouped order (group_m tile rows).
+absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::string &type) {
+  const int b = rank_ - 3;
+  const int64_t bm = Param("block_m", 128), bn = Param("block_n", 128), stages = Param("stages", 4);
+  const int64_t consumers = Param("consumers", 2), persistent = Param("persistent", 1), group = Param("group_m", 8);
+  const int64_t rowsPerConsumer = bm / std::max<int64_t>(1, consumers), msub = rowsPerConsumer / 64;
+  if (consumers < 1 || bm % (64 * consumers) != 0 || bn % 64 != 0 || bn > 256 || stages < 2 || msub * bn / 2 > 128) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     absl::StrCat("a ", bm, "x", bn, " tile over ", consumers, " consumer warpgroups with ", stages,
+                                  " stages is not a wgmma tile (64-row tiles per warpgroup, N a multiple of 64 up to 256, "
+                                  "at most 128 accumulators a thread, 2 stages or more)"));
+  }
+  const HopperOperands h = HopperPlan(mm);
+  const int64_t aBytes = bm * 128, bBytes = bn * 128, stageBytes = aBytes + bBytes;
+  const int64_t smem = 1024 + stages * stageBytes + stages * 16;
+  const int64_t threads = 128 * (consumers + 1);
+  const std::string toBits = type == "bf16" ? "tir_to_bf16" : "tir_to_f16";
+  std::set<mlir::Operation *> prologue = MatmulPrologue();
+  launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smem));
+  grid_constant_ = h.tma;
+  min_blocks_ = 1;
+  std::string code = absl::StrCat("  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
+                                  "  tir_i64 batches = 1;\n");
+  for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= a.dim[", d, "];\n");
+  absl::StrAppend(
+      &code, "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
+      "  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n",
+      "  TIR_DYNAMIC_SHARED(tir_smem, ", smem, ");\n",
+      // Stage s: A at s * stage, B after it; tiles 1024-byte aligned (the
+      // 128-byte swizzle repeats every 8 rows of 128 bytes).
+      "  tir_sptr<unsigned char> base = tir_smem + ((1024u - (tir_smem_u32(tir_smem) & 1023u)) & 1023u);\n",
+      "  tir_sptr<tir_u64> full = tir_sptr_cast<tir_u64>(base + ", stages * stageBytes, "), empty = full + ", stages, ";\n");
+  if (h.tma) {
+    auto cond = [&](int arg) {
+      const std::string in = absl::StrCat("a.in", arg);
+      return absl::StrCat(in, "_stride[1] == 1 && ", in, "_stride[0] > 0 && (", in, "_stride[0] * 2) % 16 == 0 && ", in,
+                          "_stride[0] * 2 < (1ll << 40) && (tir_u64)", in, " % 16 == 0 && ", in, "_size[0] < (1ll << 31) && ",
+                          in, "_size[1] < (1ll << 31)");
+    };
+    absl::StrAppend(&code, "  // TMA when both operands' layouts allow a tensor map (the launcher encodes one then).\n",
+                    "  const bool tma = (", cond(h.arg_a), ") && (", cond(h.arg_b), ");\n");
+  } else {
+    absl::StrAppend(&code, "  const bool tma = false;\n");
+  }
+  absl::StrAppend(&code, "  if (threadIdx.x == 0) {\n", "    for (int s = 0; s < ", stages, "; ++s) {\n",
+                  "      tir_mbar_init(full + s, tma ? 1u : 128u);\n", "      tir_mbar_init(empty + s, ", consumers * 4, "u);\n",
+                  "    }\n    tir_mbar_init_fence();\n  }\n  TIR_SYNC();\n",
+                  "  const tir_i64 first_tile = ((tir_i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n",
+                  "  const tir_i64 tile_step = (tir_i64)gridDim.x * gridDim.y * gridDim.z;\n");
+  // Tile `tile` -> (batch, tm, tn), group_m tile rows at a time.
+  std::string coords = absl::StrCat("      const tir_i64 batch = tile / (tiles_m * tiles_n), pid = tile % (tiles_m * tiles_n);\n");
+  if (group <= 1) {
+    absl::StrAppend(&coords, "      const tir_i64 tm = pid / tiles_n, tn = pid % tiles_n;\n");
+  } else {
+    absl::StrAppend(&coords, "      const tir_i64 width = ", group, " * tiles_n, first_m = (pid / width) * ", group, ";\n",
+                    "      const tir_i64 rows = tiles_m - first_m < ", group, " ? tiles_m - first_m : ", group, ";\n",
+                    "      const tir_i64 tm = first_m + (pid % width) % rows, tn = (pid % width) / rows;\n");
+  }
+  std::vector<int> batchDims;
+  for (int d = 0; d < b; ++d) batchDims.push_back(d);
+  absl::StrAppend(&coords, Delinearize("batch", batchDims, "      "));
+  // Ordinary staging of one operand: `rows` x `cols` elements, with the
+  // prologue applied and zeros outside the problem, stored at `dest`.
+  auto stage = [&](int operand, int64_t rows, int64_t cols, const std::string &rowVar, const std::string &colVar,
+                   int rowDim, int colDim, const std::string &dest) -> absl::StatusOr<std::string> {
+    std::string s = absl::StrCat("          for (int e = p; e < ", rows * cols, "; e += 128) {\n",
+                                 "            const int r = e / ", cols, ", c = e % ", cols, ";\n",
+                                 "            const tir_i64 i", rowDim, " = ", rowVar, ";\n",
+                                 "            const tir_i64 i", colDim, " = ", colVar, ";\n",
+                                 "            const tir_i64 i", b + (operand == 0 ? 1 : 0), " = 0;\n",
+                                 "            float val = 0.f;\n            if (i", b, " < M && i", b + 1, " < N && i", b + 2,
+                                 " < K) {\n");
+    auto saved = values_;
+    std::string inner;
+    for (mlir::Operation *op : Ordered(prologue)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, "              "));
+    TIR_ASSIGN_OR_RETURN(std::string v, Operand(mm->getOpOperand(operand), inner, "              "));
+    values_ = saved;
+    absl::StrAppend(&s, inner, "              val = (float)(", v, ");\n            }\n", "            ", dest, " = ", toBits,
+                    "(val).bits;\n          }\n");
+    return s;
+  };
+  TIR_ASSIGN_OR_RETURN(std::string stageA, stage(0, bm, 64, absl::StrCat("tm * ", bm, " + r"), "k0 + c", b, b + 2,
+                                                  "As[tir_swz_bytes<128>(r * 128 + c * 2) / 2]"));
+  // B staged as its tiles are read: N-major (64 k rows of 64-column
+  // chunks, 8 KiB apart) or K-major (block_n rows of 64 k).
+  const std::string bDest = h.b_k_major ? "Bs[tir_swz_bytes<128>(c * 128 + r * 2) / 2]"
+                                        : "Bs[tir_swz_bytes<128>((c / 64) * 8192 + r * 128 + (c % 64) * 2) / 2]";
+  TIR_ASSIGN_OR_RETURN(std::string stageB,
+                       stage(1, 64, bn, "k0 + r", absl::StrCat("tn * ", bn, " + c"), b + 2, b + 1, bDest));
+  std::string tmaLoads;
+  if (h.tma) {
+    const std::string ma = TensorMapFieldName(h.arg_a, 64, 64), mb = TensorMapFieldName(h.arg_b, 64, 64);
+    absl::StrAppend(&tmaLoads, "          if (p == 0) {\n", "            tir_mbar_arrive_tx(full + s, ", stageBytes, "u);\n",
+                    "            for (int j = 0; j < ", bm / 64, "; ++j)\n",
+                    "              tir_tma_load_2d(As + j * 4096, &a.", ma, ", (int)(kt * 64), (int)(tm * ", bm,
+                    " + j * 64), full + s);\n",
+                    "            for (int j = 0; j < ", bn / 64, "; ++j)\n");
+    if (h.b_k_major) {
+      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(kt * 64), (int)(tn * ", bn,
+                      " + j * 64), full + s);\n");
+    } else {
+      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(tn * ", bn,
+                      " + j * 64), (int)(kt * 64), full + s);\n");
+    }
+    absl::StrAppend(&tmaLoads, "          }\n");
+  }
+  // The producer.
+  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", "    tir_setmaxnreg_dec<40>();\n",
+                  "    const int p = threadIdx.x;\n", "    tir_i64 it = 0;\n",
+                  // With TMA one thread issues everything; the rest of the warpgroup idles.
+                  "    for (tir_i64 tile = first_tile; tile < tiles && (!tma || p == 0); tile += tile_step) {\n", coords,
+                  "      for (tir_i64 kt = 0; kt < KT; ++kt, ++it) {\n",
+                  "        const int s = (int)(it % ", stages, ");\n",
+                  "        tir_mbar_wait(empty + s, (unsigned)((it / ", stages, ") & 1) ^ 1u);\n",
+                  "        tir_sptr<tir_u16> As = tir_sptr_cast<tir_u16>(base + s * ", stageBytes, ");\n",
+                  "        tir_sptr<tir_u16> Bs = tir_sptr_cast<tir_u16>(base + s * ", stageBytes, " + ", aBytes, ");\n",
+                  "        if (tma) {\n", tmaLoads, "        } else {\n", "          const tir_i64 k0 = kt * 64;\n", stageA,
+                  stageB, "          tir_fence_proxy_async();\n", "          tir_mbar_arrive(full + s);\n", "        }\n",
+                  "      }\n    }\n  } else {\n");
+  // The consumers.
+  const std::string bDesc = h.b_k_major ? "tir_wgmma_desc(sb + ks * 32, 16, 1024, 1)"
+                                        : "tir_wgmma_desc(sb + ks * 2048, 8192, 1024, 1)";
+  TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, "float", ""));
+  absl::StrAppend(
+      &code, "    tir_setmaxnreg_inc<232>();\n",
+      "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
+      "    tir_i64 it = 0;\n", "    for (tir_i64 tile = first_tile; tile < tiles; tile += tile_step) {\n", coords,
+      "      tir_wg_acc<", bn, "> acc[", msub, "];\n",
+      "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
+      "#pragma unroll\n        for (int i = 0; i < ", bn / 2, "; ++i) acc[ms].set(i, 0.f);\n",
+      "      for (tir_i64 kt = 0; kt < KT; ++kt, ++it) {\n",
+      "        const int s = (int)(it % ", stages, ");\n",
+      "        tir_mbar_wait(full + s, (unsigned)((it / ", stages, ") & 1));\n",
+      "        const tir_u32 sa = tir_smem_u32(base + s * ", stageBytes, ") + cw * ", msub * 8192, ";\n",
+      "        const tir_u32 sb = tir_smem_u32(base + s * ", stageBytes, " + ", aBytes, ");\n",
+      "        tir_wgmma_fence();\n",
+      "#pragma unroll\n        for (int ks = 0; ks < 4; ++ks) {\n",
+      "          const tir_u64 db = ", bDesc, ";\n",
+      "#pragma unroll\n          for (int ms = 0; ms < ", msub, "; ++ms)\n",
+      "            tir_wgmma_m64k16_", type, "<", bn, ", 0, ", h.b_k_major ? 0 : 1,
+      ">(acc[ms], tir_wgmma_desc(sa + ms * 8192 + ks * 32, 16, 1024, 1), db, 1);\n",
+      "        }\n", "        tir_wgmma_commit();\n",
+      // One group in flight: the previous K step's is done, its stage free.
+      "        tir_wgmma_wait<1>();\n",
+      "        if (kt > 0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n", "      }\n",
+      "      tir_wgmma_wait<0>();\n",
+      "      if (KT > 0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
+      "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
+      "#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; ++i) {\n",
+      "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
+      "    const tir_i64 i", b + 1, " = tn * ", bn, " + 8 * (i >> 2) + 2 * q + (i & 1);\n",
+      "    const float accv = acc[ms].get(i);\n", epi, "      }\n    }\n  }\n",
+      "#else\n",
+      // The plain host form runs a block as one thread: the warp-specialized
+      // form needs its warpgroups (sm_90a targets build the GPU forms only).
+      "  (void)tiles; (void)KT; (void)first_tile; (void)tile_step; (void)tma; (void)full; (void)empty;\n",
+      "  std::fprintf(stderr, \"tir: the sm_90a matmul form runs on a GPU or emulated (TIR_EMULATE), not as one thread a block\\n\");\n",
+      "  std::abort();\n",
+      "#endif\n");
+  // The device wgmma of this shape, before the kernel.
+  absl::StrAppend(&constants_, WgmmaDeviceFunction(bn, type, !h.b_k_major));
+  // The launch: persistent, at most one block per SM (132 on an H100/H200);
+  // else one block per tile.
+  if (persistent) {
+    auto *gx = launch_.add_grid();
+    gx->set_constant(1);
+    gx->set_divisor(bm * bn);
+    gx->set_max(132);
+    for (int d = 0; d <= b + 1; ++d) {
+      auto *td = gx->add_dims();
+      td->mutable_tensor()->set_kind(tir::v1::TensorRef::ITERATION_DOMAIN);
+      td->set_dim(d);
+    }
+    launch_.add_grid()->set_constant(1);
+    launch_.add_grid()->set_constant(1);
+    launch_.add_block(threads);
+    launch_.add_block(1);
+    launch_.add_block(1);
+  } else {
+    AddMatmulLaunch(bm, bn, threads, b);
+  }
+  return code;
+}
+
+}  // namespace tir::codegen::detail

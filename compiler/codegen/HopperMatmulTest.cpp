@@ -1,0 +1,296 @@
+// The sm_90a matmul form proven on the CPU: every candidate of a matmul with
+// partial tiles, K not a multiple of the K step and a fused epilogue runs
+// lane by lane (TMA, mbarriers, wgmma emulated) and matches the reference;
+// a covering set of candidates does so for transposed, strided and
+// column-major operands, prologue ops, f16 and batches; the default of each
+// compiles with NVRTC to PTX holding wgmma.mma_async (and
+// cp.async.bulk.tensor where TMA applies); and faults planted in the
+// generated source (no mbarrier wait, no wgmma.wait_group, another swizzle
+// in a descriptor, a flipped parity, a missing proxy fence, a wrong arrival
+// count) are each caught by the emulator.
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/HostBuild.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/nvrtc/nvrtc_compiler.h"
+#include "compiler/planning/Plan.h"
+#include "compiler/reference/Interpreter.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::codegen {
+namespace {
+
+using ::testing::HasSubstr;
+
+// M = 200, N = 192, K = 136: partial tiles along M and N for every tile
+// shape, a last K step of 8; bias and GELU fused.
+constexpr const char *kBiasGelu = R"G(
+tir.graph @mm(%x: tensor<200x136xbf16>, %w: tensor<136x192xbf16>, %bias: tensor<1x192xf32>) -> tensor<200x192xf32> {
+  %m = matmul(%x, %w) : (tensor<200x136xbf16>, tensor<136x192xbf16>) -> tensor<200x192xf32>
+  %y = add %m, %bias : (tensor<200x192xf32>, tensor<1x192xf32>) -> tensor<200x192xf32>
+  %g = gelu_approx_tanh_fwd %y : tensor<200x192xf32>
+  results %g : tensor<200x192xf32>
+}
+)G";
+
+struct Graph {
+  const char *name;
+  const char *text;
+  bool tma;  // both operands can be TMA-loaded
+};
+
+const std::vector<Graph> &Others() {
+  static const auto *graphs = new std::vector<Graph>{
+      // x @ w^T with w (N, K): B K-major by TMA.
+      {"transposed_b", R"G(
+tir.graph @wt(%x: tensor<96x200xbf16>, %w: tensor<130x200xbf16>, %bias: tensor<1x130xf32>) -> tensor<96x130xf32> {
+  %t = transpose %w permutation = [1, 0] : tensor<130x200xbf16> -> tensor<200x130xbf16>
+  %m = matmul(%x, %t) : (tensor<96x200xbf16>, tensor<200x130xbf16>) -> tensor<96x130xf32>
+  %y = add %m, %bias : (tensor<96x130xf32>, tensor<1x130xf32>) -> tensor<96x130xf32>
+  results %y : tensor<96x130xf32>
+})G", true},
+      // Padded rows for A, a row stride of B that is not 16-byte aligned: staged by the producer threads.
+      {"strided_f16", R"G(
+tir.graph @st(%x: tensor<70x64xf16> {tir.stride = "(72,1)"}, %w: tensor<64x100xf16> {tir.stride = "(101,1)"}) -> tensor<70x100xf32> {
+  %m = matmul(%x, %w) : (tensor<70x64xf16>, tensor<64x100xf16>) -> tensor<70x100xf32>
+  results %m : tensor<70x100xf32>
+})G", false},
+      // A column-major (M contiguous): no tensor map; a bf16 output.
+      {"column_major_a", R"G(
+tir.graph @cm(%x: tensor<80x72xbf16> {tir.stride = "(1,80)"}, %w: tensor<72x64xbf16>) -> tensor<80x64xbf16> {
+  %m = matmul(%x, %w) : (tensor<80x72xbf16>, tensor<72x64xbf16>) -> tensor<80x64xbf16>
+  results %m : tensor<80x64xbf16>
+})G", false},
+      // A computed in the kernel (a product) and a residual added after.
+      {"prologue", R"G(
+tir.graph @pro(%x: tensor<130x64xbf16>, %s: tensor<130x64xbf16>, %w: tensor<64x128xbf16>, %r: tensor<130x128xf32>) -> tensor<130x128xf32> {
+  %xs = mul %x, %s : tensor<130x64xbf16>
+  %m = matmul(%xs, %w) : (tensor<130x64xbf16>, tensor<64x128xbf16>) -> tensor<130x128xf32>
+  %o = add %m, %r : tensor<130x128xf32>
+  results %o : tensor<130x128xf32>
+})G", false},
+      // bf16 converted to f32 before the matmul, batched operands.
+      {"batched_converted", R"G(
+tir.graph @bt(%x: tensor<3x70x64xbf16>, %w: tensor<3x64x72xbf16>) -> tensor<3x70x72xf32> {
+  %xc = convert %x : tensor<3x70x64xbf16> -> tensor<3x70x64xf32>
+  %wc = convert %w : tensor<3x64x72xbf16> -> tensor<3x64x72xf32>
+  %m = matmul(%xc, %wc) : (tensor<3x70x64xf32>, tensor<3x64x72xf32>) -> tensor<3x70x72xf32>
+  results %m : tensor<3x70x72xf32>
+})G", false},
+  };
+  return *graphs;
+}
+
+std::string WorkDir() { return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/hopper"; }
+
+// One planned graph: its only kernel, its sm_90a space, inputs and the
+// reference outputs.
+struct Planned {
+  std::unique_ptr<mlir::MLIRContext> ctx = makeTirContext();
+  std::optional<LoadedGraph> loaded;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  GraphOp kernel;
+  std::vector<planning::TileCandidate> space;
+  std::vector<reference::Tensor> inputs, want;
+};
+
+std::unique_ptr<Planned> Plan(const char *text) {
+  auto p = std::make_unique<Planned>();
+  auto loaded = LoadGraphText(text, p->ctx.get());
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return nullptr;
+  p->loaded.emplace(std::move(*loaded));
+  planning::AnalyticCostModel model;
+  auto planned = planning::PlanGraph(p->loaded->graph, *target::LookupArch("sm_90a"), model, 1);
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  if (!planned.ok()) return nullptr;
+  EXPECT_EQ(planned->partition.kernels.size(), 1u);
+  p->module = planning::BuildPartitionedModule(p->loaded->graph, planned->partition);
+  for (GraphOp g : p->module->getOps<GraphOp>()) {
+    if (g.getSymName() == p->loaded->graph.getSymName().str() + "_k0") p->kernel = g;
+  }
+  p->space = planned->spaces[0].kept;
+  p->inputs = reference::SampleInputs(p->kernel, 1, 7);
+  auto want = reference::Evaluate(p->kernel, p->inputs);
+  EXPECT_TRUE(want.ok()) << want.status();
+  if (want.ok()) p->want = *want;
+  return p;
+}
+
+// Emits `params`, optionally edits the source, runs it lane by lane: OK
+// with the worst relative L2 error, or the emulator's (or the build's) error.
+absl::StatusOr<double> RunLanes(const Planned &p, const std::map<std::string, int64_t> &params,
+                           const std::function<std::string(std::string)> &edit = nullptr) {
+  TIR_ASSIGN_OR_RETURN(EmittedKernel emitted, EmitKernel(p.kernel, params));
+  if (edit) emitted.source = edit(emitted.source);
+  HostBuildOptions lanes;
+  lanes.form = HostForm::kLanes;
+  TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostKernel> built, BuildHostKernel(emitted, WorkDir(), lanes));
+  TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, RunOnHost(p.kernel, emitted, *built, p.inputs));
+  double worst = 0;
+  for (size_t o = 0; o < p.want.size(); ++o) {
+    const double err = reference::RelativeL2Error(got[o], p.want[o]);
+    worst = std::max(worst, std::isnan(err) ? 1e30 : err);
+  }
+  return worst;
+}
+
+std::string Params(const planning::TileCandidate &c) {
+  std::string s;
+  for (const auto &[k, v] : c.params) absl::StrAppend(&s, s.empty() ? "" : " ", k, "=", v);
+  return s;
+}
+
+constexpr int kChunks = 8;
+
+class EveryCandidate : public ::testing::TestWithParam<int> {};
+
+// Candidates i with i % kChunks == chunk (the test shards over chunks).
+TEST_P(EveryCandidate, OfTheTmaMatmulPassesLaneByLane) {
+  auto p = Plan(kBiasGelu);
+  ASSERT_TRUE(p);
+  ASSERT_GT(p->space.size(), 100u);
+  for (size_t i = GetParam(); i < p->space.size(); i += kChunks) {
+    SCOPED_TRACE(absl::StrCat("candidate #", i, ": ", Params(p->space[i])));
+    ASSERT_EQ(p->space[i].params.at("wgmma"), 1);
+    auto err = RunLanes(*p, p->space[i].params);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, 1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Chunks, EveryCandidate, ::testing::Range(0, kChunks));
+
+class CoveringCandidates : public ::testing::TestWithParam<Graph> {};
+
+// Every tile shape and consumer count of the space once, with stages,
+// persistence and raster order rotating over them.
+TEST_P(CoveringCandidates, PassLaneByLane) {
+  auto p = Plan(GetParam().text);
+  ASSERT_TRUE(p);
+  std::set<std::tuple<int64_t, int64_t, int64_t>> shapes;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> variants;
+  int checked = 0;
+  for (size_t i = 0; i < p->space.size(); ++i) {
+    const auto &c = p->space[i].params;
+    const auto shape = std::make_tuple(c.at("block_m"), c.at("block_n"), c.at("consumers"));
+    const auto variant = std::make_tuple(c.at("stages"), c.at("persistent"), c.at("group_m"));
+    // A new shape, or a stages / persistence / raster combination not yet run.
+    if (shapes.count(shape) && variants.count(variant)) continue;
+    shapes.insert(shape);
+    variants.insert(variant);
+    SCOPED_TRACE(absl::StrCat("candidate #", i, ": ", Params(p->space[i])));
+    auto err = RunLanes(*p, c);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, p->want[0].dtype == tir::v1::DTYPE_BF16 ? 1e-2 : 1e-5);
+    ++checked;
+  }
+  EXPECT_GE(checked, 8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, CoveringCandidates, ::testing::ValuesIn(Others()),
+                         [](const ::testing::TestParamInfo<Graph> &info) { return info.param.name; });
+
+TEST(HopperMatmul, DefaultsCompileWithNvrtcToWgmmaAndTma) {
+  std::vector<Graph> graphs = Others();
+  graphs.insert(graphs.begin(), Graph{"bias_gelu", kBiasGelu, true});
+  for (const Graph &g : graphs) {
+    SCOPED_TRACE(g.name);
+    auto p = Plan(g.text);
+    ASSERT_TRUE(p);
+    const planning::TileCandidate *def = nullptr;
+    for (const auto &c : p->space) {
+      if (c.is_default) def = &c;
+    }
+    ASSERT_NE(def, nullptr);
+    auto emitted = EmitKernel(p->kernel, def->params);
+    ASSERT_TRUE(emitted.ok()) << emitted.status();
+    nvrtc::CompileOptions options;
+    options.arch = "sm_90a";
+    options.headers = RuntimeHeaders();
+    auto cubin = nvrtc::CompileToCubin(emitted->source, options);
+    ASSERT_TRUE(cubin.ok()) << cubin.status();
+    EXPECT_THAT(cubin->ptx, HasSubstr("wgmma.mma_async.sync.aligned.m64n"));
+    EXPECT_THAT(cubin->ptx, HasSubstr("setmaxnreg.inc.sync.aligned.u32 232"));
+    EXPECT_THAT(cubin->ptx, HasSubstr("mbarrier.try_wait.parity"));
+    if (g.tma) {
+      EXPECT_THAT(cubin->ptx, HasSubstr("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"));
+    }
+    EXPECT_EQ(cubin->spill_bytes, 0) << cubin->log;
+  }
+}
+
+// Planted faults: each edit of the generated source must make the emulator
+// report its reason.
+struct Mutant {
+  const char *name;
+  const char *from, *to;
+  std::vector<const char *> reasons;  // any of them
+  bool tma = true;                    // on the TMA graph (else the producer-staged one)
+};
+
+TEST(HopperMatmul, PlantedFaultsAreCaught) {
+  const std::vector<Mutant> mutants = {
+      {"the consumers skip the full-stage wait", "        tir_mbar_wait(full + s, (unsigned)((it / 4) & 1));\n", "",
+       {"UNCOMPLETED_ASYNC_COPY", "UNINITIALIZED_SHARED_READ"}},
+      {"no wgmma.wait_group before the epilogue reads the accumulators", "      tir_wgmma_wait<0>();\n", "",
+       {"WGMMA_NOT_WAITED"}},
+      {"descriptors in the 64-byte swizzle", ", 1024, 1)", ", 1024, 2)", {"SWIZZLE_MISMATCH"}},
+      {"the consumers' parity flipped", "tir_mbar_wait(full + s, (unsigned)((it / 4) & 1));",
+       "tir_mbar_wait(full + s, (unsigned)((it / 4) & 1) ^ 1u);",
+       {"UNCOMPLETED_ASYNC_COPY", "UNINITIALIZED_SHARED_READ", "MBARRIER_DEADLOCK"}},
+      {"the producer overwrites stages still in use", "        tir_mbar_wait(empty + s, (unsigned)((it / 4) & 1) ^ 1u);\n",
+       "", {"UNCOMPLETED_ASYNC_COPY", "MBARRIER_OVERFLOW", "MBARRIER_DEADLOCK"}},
+      // Each round of consumer arrivals completes two phases: the producer's
+      // parities then name phases that never come.
+      {"the empty barrier expects too few arrivals", "tir_mbar_init(empty + s, 8u);", "tir_mbar_init(empty + s, 4u);",
+       {"MBARRIER_OVERFLOW", "MBARRIER_DEADLOCK"}},
+      {"no wgmma.fence after zeroing the accumulators", "        tir_wgmma_fence();\n", "", {"MISSING_WGMMA_FENCE"}},
+      {"producer stores without fence.proxy.async", "          tir_fence_proxy_async();\n", "", {"MISSING_PROXY_FENCE"},
+       false},
+      {"producer-staged consumers skip the wait", "        tir_mbar_wait(full + s, (unsigned)((it / 4) & 1));\n", "",
+       {"UNINITIALIZED_SHARED_READ", "SHARED_MEMORY_RACE", "MISSING_PROXY_FENCE"}, false},
+  };
+  auto tma = Plan(kBiasGelu);
+  auto staged = Plan(Others()[1].text);  // strided_f16
+  ASSERT_TRUE(tma && staged);
+  // 128 x 128 tiles, two consumers, 4 stages, persistent: several tiles a
+  // block (the producer runs ahead into the next tile).
+  std::map<std::string, int64_t> params = {{"block_m", 64},  {"block_n", 64},    {"block_k", 64},   {"stages", 4},
+                                           {"consumers", 1}, {"persistent", 1},  {"group_m", 1},    {"wgmma", 1}};
+  params["consumers"] = 2;
+  params["block_m"] = 128;
+  // The unmutated kernel passes on both graphs.
+  for (Planned *p : {tma.get(), staged.get()}) {
+    auto clean = RunLanes(*p, params);
+    ASSERT_TRUE(clean.ok()) << clean.status();
+    EXPECT_LE(*clean, 1e-5);
+  }
+  for (const Mutant &m : mutants) {
+    SCOPED_TRACE(m.name);
+    bool applied = false;
+    auto err = RunLanes(m.tma ? *tma : *staged, params, [&](std::string s) {
+      applied = s.find(m.from) != std::string::npos;
+      return absl::StrReplaceAll(s, {{m.from, m.to}});
+    });
+    ASSERT_TRUE(applied) << "the mutation does not apply to the generated source";
+    ASSERT_FALSE(err.ok()) << "not caught (relative L2 error " << *err << ")";
+    bool named = false;
+    const std::string said = absl::StrCat(ReasonOf(err.status()), ": ", err.status().message());
+    for (const char *r : m.reasons) named = named || said.find(r) != std::string::npos;
+    EXPECT_TRUE(named) << err.status();
+  }
+}
+
+}  // namespace
+}  // namespace tir::codegen
