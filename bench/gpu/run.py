@@ -7,7 +7,10 @@ checked launch compared with a PyTorch reference (relative L2 error under the
 dtype's bound), then CUPTI-timed runs with L2 flushed between them. Baselines
 measured in the same run: device-to-device copy bandwidth, cuBLAS (through
 PyTorch) for the matmul, PyTorch eager and torch.compile for every graph.
-Prints one table and writes gpu_results.json.
+Matmuls (bf16, bias + GELU fused) are compared with cuBLAS on the same
+shape and with PyTorch eager's unfused matmul + bias + GELU; memory-bound
+graphs with the copy bandwidth. SM and memory clocks are recorded before and
+after. Prints one table and writes gpu_results.json.
 """
 import argparse
 import ctypes
@@ -16,6 +19,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 
 import torch
@@ -36,6 +40,7 @@ def references():
         return F.gelu(x + b, approximate="tanh") * x
 
     def matmul_bias_gelu(x, w, b):
+        # What a framework runs: cuBLAS's bf16 matmul, then bias and GELU (unfused).
         return F.gelu(torch.matmul(x, w).float() + b, approximate="tanh")
 
     def softmax(x):
@@ -46,6 +51,47 @@ def references():
 
     return {"pointwise_chain": pointwise_chain, "matmul_bias_gelu": matmul_bias_gelu,
             "softmax": softmax, "layernorm": layernorm}
+
+
+def checked_against(fn):
+    """The reference outputs are compared with: the matmul in f32 (no bf16 rounding of the product, no tf32)."""
+    if fn.__name__ != "matmul_bias_gelu":
+        return fn
+
+    def exact(x, w, b):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        return F.gelu(torch.matmul(x.float(), w.float()) + b, approximate="tanh")
+    return exact
+
+
+def reference_of(refs, name):
+    """The reference of a suite graph: by name, or by its family (matmul_bias_gelu_m16_n4096)."""
+    if name in refs:
+        return refs[name]
+    for family, fn in refs.items():
+        if name.startswith(family + "_"):
+            return fn
+    return None
+
+
+def clocks():
+    """SM and memory clocks now (MHz), as nvidia-smi reports them; {} when it cannot."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20).stdout
+        sm, mem, sm_max, temp, power = [v.strip() for v in out.splitlines()[0].split(",")]
+        return {"sm_mhz": sm, "mem_mhz": mem, "sm_max_mhz": sm_max, "temperature_c": temp, "power_w": power}
+    except Exception as e:  # no nvidia-smi: say so in the results
+        return {"error": str(e)[:120]}
+
+
+def tensor_map_encodable(t):
+    """What tir's launchers require of a TMA operand (HostBuild's TensorMapEncodable)."""
+    if t.dim() != 2 or t.dtype not in (torch.bfloat16, torch.float16):
+        return False
+    s0, s1 = t.stride()
+    return (s1 == 1 and t.data_ptr() % 16 == 0 and s0 > 0 and (s0 * 2) % 16 == 0 and s0 * 2 < (1 << 40)
+            and 1 <= t.shape[0] < (1 << 31) and 1 <= t.shape[1] < (1 << 31))
 
 
 def rel_l2(got, want):
@@ -72,10 +118,17 @@ def time_torch(fn, reps=20):
 
 
 def pack(fields, values):
-    """C layout of struct tir_args: natural alignment, size padded to 8."""
+    """C layout of struct tir_args: natural alignment (tensor maps 64 bytes), size padded to the struct's."""
     buf = bytearray()
+    struct_align = 8
     for decl in fields:
         decl = decl.replace("const ", "")
+        if decl.startswith("tir_tensor_map "):
+            struct_align = 64
+            while len(buf) % 64:
+                buf.append(0)
+            buf += values[decl.split()[1]]
+            continue
         if "*" in decl:
             size, align, name, count, ctype = 8, 8, decl.split("*")[1].strip(), 1, "ptr"
         else:
@@ -91,7 +144,7 @@ def pack(fields, values):
                                                                                  "tir_u32", "tir_i16", "tir_u16",
                                                                                  "tir_i8", "tir_u8") \
                 else torch.tensor([v], dtype=torch.float32 if ctype == "float" else torch.float64).numpy().tobytes()
-    while len(buf) % 8:
+    while len(buf) % struct_align:
         buf.append(0)
     return bytes(buf)
 
@@ -118,7 +171,9 @@ def extent_of(ext, domain):
     for d in ext.get("dims", []):
         v *= domain[d.get("dim", 0)]
     div = max(1, int(ext.get("divisor", "1") or 1))
-    return -(-v // div)
+    v = -(-v // div)
+    limit = int(ext.get("max", "0") or 0)
+    return min(v, limit) if limit > 0 else v
 
 
 def grid_of(launch, domain):
@@ -131,7 +186,9 @@ def main():
     p.add_argument("--kernels", required=True)
     p.add_argument("--lib", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--torch-compile", action="store_true", help="also time torch.compile (slow to compile)")
     args = p.parse_args()
+    clocks_before = clocks()
     torch.cuda.init()
     torch.empty(1, device="cuda")  # create PyTorch's context first
     lib = ctypes.CDLL(args.lib)
@@ -151,12 +208,16 @@ def main():
     cublas_s = time_torch(lambda: torch.matmul(a, a))
     cublas_tflops = 2 * 4096 ** 3 / cublas_s / 1e12
     del big, dst
-    print(f"copy bandwidth {copy_gbps:.0f} GB/s; cuBLAS bf16 4096^3 {cublas_tflops:.0f} TFLOP/s\n")
+    print(f"copy bandwidth {copy_gbps:.0f} GB/s; cuBLAS bf16 4096^3 {cublas_tflops:.0f} TFLOP/s; clocks {clocks_before}\n")
+    lib.tir_gpu_tensor_map.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_ulonglong, ctypes.c_ulonglong,
+                                       ctypes.c_ulonglong, ctypes.c_ulonglong, ctypes.c_uint, ctypes.c_uint,
+                                       ctypes.c_char_p, ctypes.c_int]
 
     refs = references()
     rows, results = [], []
+    baselines = {}  # per graph: cuBLAS on the same shape, eager, torch.compile
     for name in sorted(os.listdir(args.kernels)):
-        fn = refs.get(name)
+        fn = reference_of(refs, name)
         for cand_dir in sorted(glob.glob(os.path.join(args.kernels, name, "*"))):
             launch_files = glob.glob(os.path.join(cand_dir, "*_k0.launch.json"))
             if not launch_files or len(glob.glob(os.path.join(cand_dir, "*.launch.json"))) != 1:
@@ -182,12 +243,31 @@ def main():
             ws_bytes = extent_of(meta["launch"]["workspaceBytes"], meta["domain"]) if "workspaceBytes" in meta["launch"] else 0
             workspace = torch.zeros(max(8, ws_bytes), dtype=torch.uint8, device="cuda")
             values["workspace"] = workspace.data_ptr()
+            # TMA operands: tensor maps encoded by the driver, or zeros when the layout allows none.
+            bad_map = None
+            for decl in meta["fields"]:
+                if not decl.startswith("tir_tensor_map "):
+                    continue
+                field = decl.split()[1]
+                index, box = field[4:].split("_")
+                t = inputs[int(index)]
+                b0, b1 = (int(v) for v in box.split("x"))
+                raw = ctypes.create_string_buffer(128)
+                if tensor_map_encodable(t):
+                    if lib.tir_gpu_tensor_map(raw, int(t.dtype == torch.bfloat16), t.data_ptr(), t.shape[1], t.shape[0],
+                                              t.stride(0) * t.element_size(), b0, b1, err, 512) != 0:
+                        bad_map = err.value.decode()
+                values[field] = raw.raw
             params = pack(meta["fields"], values)
             grid, block = grid_of(meta["launch"], meta["domain"])
             smem = int(meta["launch"].get("dynamicSharedMemoryBytes", 0) or 0)
             g3, b3 = (ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block)
             kernel = lib.tir_gpu_load(cubin.encode(), err, 512)
             row = {"graph": name, "candidate": os.path.basename(cand_dir), "shape": str(meta["inputs"][0]["shape"])}
+            if bad_map:
+                row["error"] = bad_map
+                results.append(row)
+                continue
             if not kernel:
                 row["error"] = err.value.decode()
                 results.append(row)
@@ -196,7 +276,7 @@ def main():
                 row["error"] = err.value.decode()
                 results.append(row)
                 continue
-            want = fn(*inputs) if fn else None
+            want = checked_against(fn)(*inputs) if fn else None
             row["rel_l2"] = rel_l2(outputs[0], want) if want is not None else float("nan")
             row["correct"] = want is not None and row["rel_l2"] <= max(BOUND.get(outputs[0].dtype, 0), 1e-3 if "matmul" in name else 0)
             reps = 20
@@ -208,34 +288,46 @@ def main():
             q = len(samples) // 4
             row["iqr_s"] = samples[-q - 1] - samples[q] if samples else float("nan")
             row["timing"] = {1: "cupti", 2: "cuda-events"}.get(source.value, "none")
-            row["eager_s"] = time_torch(lambda: fn(*inputs)) if fn else float("nan")
-            try:
-                compiled = torch.compile(fn)
-                compiled(*inputs)
-                row["compile_s"] = time_torch(lambda: compiled(*inputs))
-            except Exception as e:  # torch.compile may be unavailable; say so
-                row["compile_s"] = float("nan")
-                row["compile_error"] = str(e)[:200]
+            if name not in baselines:
+                base = {"eager_s": time_torch(lambda: fn(*inputs)) if fn else float("nan"), "compile_s": float("nan")}
+                if "matmul" in name:
+                    base["cublas_s"] = time_torch(lambda: torch.matmul(inputs[0], inputs[1]))
+                if args.torch_compile and fn:
+                    try:
+                        compiled = torch.compile(fn)
+                        compiled(*inputs)
+                        base["compile_s"] = time_torch(lambda: compiled(*inputs))
+                    except Exception as e:  # torch.compile may be unavailable; say so
+                        base["compile_error"] = str(e)[:200]
+                baselines[name] = base
+            row.update({k: v for k, v in baselines[name].items()})
             moved = sum(t.numel() * t.element_size() for t in inputs + outputs)
             if "matmul" in name:
-                row["tflops"] = 2 * 4096 ** 3 / row["tir_s"] / 1e12
-                row["vs_baseline"] = row["tflops"] / cublas_tflops
+                m_, n_, k_ = meta["domain"][-3:]
+                row["tflops"] = 2 * m_ * n_ * k_ / row["tir_s"] / 1e12
+                row["cublas_tflops"] = 2 * m_ * n_ * k_ / row["cublas_s"] / 1e12
+                # cuBLAS's plain matmul on the same shape (tir's kernel adds bias + GELU).
+                row["vs_baseline"] = row["tflops"] / row["cublas_tflops"]
+                row["gbps"] = moved / row["tir_s"] / 1e9
             else:
                 row["gbps"] = moved / row["tir_s"] / 1e9
                 row["vs_baseline"] = row["gbps"] / copy_gbps
             results.append(row)
-    print(f"{'graph':18} {'cand':8} {'tir us':>9} {'iqr us':>8} {'rate':>14} {'vs copy/cuBLAS':>15} "
+    clocks_after = clocks()
+    print(f"clocks before {clocks_before}\nclocks after  {clocks_after}")
+    print(f"{'graph':32} {'cand':8} {'tir us':>9} {'iqr us':>8} {'rate':>14} {'vs copy/cuBLAS':>15} "
           f"{'eager us':>9} {'x eager':>8} {'compile us':>11} {'x compile':>9} {'rel L2':>9} ok")
     for r in results:
         if "error" in r:
-            print(f"{r['graph']:18} {r['candidate']:8} ERROR {r['error']}")
+            print(f"{r['graph']:32} {r['candidate']:8} ERROR {r['error']}")
             continue
         rate = f"{r['tflops']:.1f} TFLOP/s" if "tflops" in r else f"{r['gbps']:.0f} GB/s"
-        print(f"{r['graph']:18} {r['candidate']:8} {r['tir_s']*1e6:9.1f} {r['iqr_s']*1e6:8.1f} {rate:>14} "
+        print(f"{r['graph']:32} {r['candidate']:8} {r['tir_s']*1e6:9.1f} {r['iqr_s']*1e6:8.1f} {rate:>14} "
               f"{r['vs_baseline']*100:14.0f}% {r['eager_s']*1e6:9.1f} {r['eager_s']/r['tir_s']:8.2f} "
               f"{r['compile_s']*1e6:11.1f} {r['compile_s']/r['tir_s']:9.2f} {r['rel_l2']:9.2e} "
               f"{'yes' if r['correct'] else 'NO'}")
-    json.dump({"device": props.name, "copy_gbps": copy_gbps, "cublas_tflops": cublas_tflops, "results": results},
+    json.dump({"device": props.name, "copy_gbps": copy_gbps, "cublas_tflops": cublas_tflops,
+               "clocks_before": clocks_before, "clocks_after": clocks_after, "results": results},
               open(os.path.join(args.out, "gpu_results.json"), "w"), indent=1)
 
 

@@ -174,7 +174,7 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     reject = "more than 128 accumulators a consumer thread";
   } else if (bm > std::max<int64_t>(64, NextPow2(m)) || bn > std::max<int64_t>(64, NextPow2(n))) {
     reject = "tile larger than the problem";
-  } else if (persistent && group > 1 && CeilDiv(m, bm) <= 1) {
+  } else if (group > 1 && CeilDiv(m, bm) <= 1) {
     reject = "grouped rasterization of a single tile row";
   }
   TileCandidate &c = out.c;

@@ -129,7 +129,13 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
   const double waves = std::max(1.0, CeilDiv(c.blocks, capacity));
   const double quantization = waves / std::max(1e-9, c.blocks / capacity) ;
   const double residentThreads = double(std::max(1, bps)) * c.threads;
-  const double occupancy = arch.is_gpu ? std::min(1.0, residentThreads / (0.5 * arch.max_threads_per_sm)) : 1.0;
+  double occupancy = arch.is_gpu ? std::min(1.0, residentThreads / (0.5 * arch.max_threads_per_sm)) : 1.0;
+  if (arch.is_gpu && f.space.kind == KernelKind::kMatmul && param("wgmma", 0) > 0) {
+    // TMA keeps the stages ahead of the math in flight whatever the thread
+    // count: bytes in flight per SM (about 64 KiB cover the latency) count.
+    const double inFlight = (param("stages", 4) - 1) * (param("block_m", 128) + param("block_n", 128)) * 128;
+    occupancy = std::min(1.0, std::max(1, bps) * inFlight / 65536.0);
+  }
   // Few blocks keep few SMs busy; one SM can draw about twice its share of DRAM bandwidth.
   const double activeSms = arch.is_gpu ? std::min(1.0, 2.0 * c.blocks / arch.sm_count) : 1.0;
   const double bw = arch.dram_gbps * 1e9 * std::max(0.1, occupancy) * std::max(0.01, activeSms);

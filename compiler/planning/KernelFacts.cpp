@@ -35,6 +35,9 @@ KernelFacts ComputeFacts(const Kernel &kernel) {
   for (int64_t d : f.space.shape) f.points *= d;
   f.innermost = f.space.shape.empty() ? 1 : f.space.shape.back();
   int ops = 0;
+  // The widest element the kernel's ops produce (bf16-only kernels: 2 bytes,
+  // so 16-byte runs are 8 elements); 4 when no op says.
+  f.element_bytes = 0;
   for (mlir::Operation *op : kernel.ops) {
     if (llvm::isa<BroadcastOp, ReshapeOp, TransposeOp, SliceOp, ConstantOp, DimOp>(op)) continue;
     ++ops;
@@ -89,6 +92,7 @@ KernelFacts ComputeFacts(const Kernel &kernel) {
     for (int d : f.space.reduced_dims) anyReducedAboveOne |= f.space.shape[d] != 1;
     if (!anyReducedAboveOne) f.row_outputs = false;
   }
+  if (f.element_bytes == 0) f.element_bytes = 4;
   f.flops_per_point = std::max(1, ops);
   f.live_values = std::max(1, std::min(ops, 16));
   // Vector width: the innermost extent of every input/output must be a

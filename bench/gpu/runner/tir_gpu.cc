@@ -91,6 +91,25 @@ static CUresult Launch(void *fn, const void *params, const unsigned *grid, const
                         nullptr, args, nullptr);
 }
 
+// Encodes a 2D TMA tensor map (128 bytes at `out`) as the worker does: bf16
+// or f16 elements, dims and box inner first, the outer stride in bytes, the
+// 128-byte swizzle, zeros outside the tensor. Returns 0 on success.
+int tir_gpu_tensor_map(void *out, int bf16, unsigned long long base, unsigned long long dim0, unsigned long long dim1,
+                       unsigned long long stride_bytes, unsigned box0, unsigned box1, char *err, int errlen) {
+  const cuuint64_t dims[2] = {dim0, dim1}, strides[1] = {stride_bytes};
+  const cuuint32_t box[2] = {box0, box1}, element[2] = {1, 1};
+  CUtensorMap map;
+  if (Fail(cuTensorMapEncodeTiled(&map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                                  reinterpret_cast<void *>(base), dims, strides, box, element,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+           "cuTensorMapEncodeTiled", err, errlen)) {
+    return 1;
+  }
+  std::memcpy(out, &map, sizeof(map));
+  return 0;
+}
+
 // One launch, synchronized; a fault is reported, not hidden.
 int tir_gpu_launch(void *fn, const void *params, const unsigned *grid, const unsigned *block, unsigned smem,
                    char *err, int errlen) {

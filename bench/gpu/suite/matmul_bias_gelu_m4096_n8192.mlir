@@ -1,0 +1,7 @@
+// An LLM layer shape: x (M=4096 tokens) @ w (K=N=8192), bias, gelu_tanh; bf16 operands, f32 accumulation and output.
+tir.graph @matmul_bias_gelu_m4096_n8192(%x: tensor<4096x8192xbf16>, %w: tensor<8192x8192xbf16>, %b: tensor<1x8192xf32>) -> tensor<4096x8192xf32> {
+  %m = matmul(%x, %w) : (tensor<4096x8192xbf16>, tensor<8192x8192xbf16>) -> tensor<4096x8192xf32>
+  %y = add %m, %b : (tensor<4096x8192xf32>, tensor<1x8192xf32>) -> tensor<4096x8192xf32>
+  %g = gelu_approx_tanh_fwd %y : tensor<4096x8192xf32>
+  results %g : tensor<4096x8192xf32>
+}
