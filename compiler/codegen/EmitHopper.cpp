@@ -172,8 +172,8 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   // Ordinary staging of one operand: `rows` x `cols` elements, with the
   // prologue applied and zeros outside the problem, stored at `dest`.
   auto stage = [&](int operand, int64_t rows, int64_t cols, const std::string &rowVar, const std::string &colVar,
-                   int rowDim, int colDim, const std::string &dest) -> absl::StatusOr<std::string> {
-    std::string s = absl::StrCat("          for (int e = p; e < ", rows * cols, "; e += 128) {\n",
+                   int rowDim, int colDim, const std::string &dest, int step) -> absl::StatusOr<std::string> {
+    std::string s = absl::StrCat("          for (int e = p; e < ", rows * cols, "; e += ", step, ") {\n",
                                  "            const int r = e / ", cols, ", c = e % ", cols, ";\n",
                                  "            const tir_i64 i", rowDim, " = ", rowVar, ";\n",
                                  "            const tir_i64 i", colDim, " = ", colVar, ";\n",
@@ -189,14 +189,26 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                     "(val).bits;\n          }\n");
     return s;
   };
-  TIR_ASSIGN_OR_RETURN(std::string stageA, stage(0, bm, 64, absl::StrCat("tm * ", bm, " + r"), "k0 + c", b, b + 2,
-                                                  "As[tir_swz_bytes<128>(r * 128 + c * 2) / 2]"));
-  // B staged as its tiles are read: N-major (64 k rows of 64-column
-  // chunks, 8 KiB apart) or K-major (block_n rows of 64 k).
-  const std::string bDest = h.b_k_major ? "Bs[tir_swz_bytes<128>(c * 128 + r * 2) / 2]"
-                                        : "Bs[tir_swz_bytes<128>((c / 64) * 8192 + r * 128 + (c % 64) * 2) / 2]";
-  TIR_ASSIGN_OR_RETURN(std::string stageB,
-                       stage(1, 64, bn, "k0 + r", absl::StrCat("tn * ", bn, " + c"), b + 2, b + 1, bDest));
+  // Element (r, k) of the A tile and (k, c) of the B tile in their
+  // swizzled stages: A K-major (128-byte rows); B N-major (64 k rows of
+  // 64-column chunks, 8 KiB apart) or K-major (block_n rows of 64 k).
+  auto aAt = [](const std::string &r, const std::string &k) {
+    return absl::StrCat("As[tir_swz_bytes<128>((", r, ") * 128 + (", k, ") * 2) / 2]");
+  };
+  auto bAt = [&](const std::string &k, const std::string &c) {
+    return h.b_k_major ? absl::StrCat("Bs[tir_swz_bytes<128>((", c, ") * 128 + (", k, ") * 2) / 2]")
+                       : absl::StrCat("Bs[tir_swz_bytes<128>(((", c, ") / 64) * 8192 + (", k, ") * 128 + ((", c,
+                                      ") % 64) * 2) / 2]");
+  };
+  std::string stageA, stageB, hostA, hostB;
+  for (int step : {128, 1}) {
+    TIR_ASSIGN_OR_RETURN(std::string sa, stage(0, bm, 64, absl::StrCat("tm * ", bm, " + r"), "k0 + c", b, b + 2,
+                                                aAt("r", "c"), step));
+    TIR_ASSIGN_OR_RETURN(std::string sb, stage(1, 64, bn, "k0 + r", absl::StrCat("tn * ", bn, " + c"), b + 2, b + 1,
+                                                bAt("r", "c"), step));
+    (step == 1 ? hostA : stageA) = sa;
+    (step == 1 ? hostB : stageB) = sb;
+  }
   std::string tmaLoads;
   if (h.tma) {
     const std::string ma = TensorMapFieldName(h.arg_a, 64, 64), mb = TensorMapFieldName(h.arg_b, 64, 64);
@@ -215,7 +227,11 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     absl::StrAppend(&tmaLoads, "          }\n");
   }
   // The producer.
-  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", "    tir_setmaxnreg_dec<40>();\n",
+  // setmaxnreg with two consumers (384 threads: 168 registers each at
+  // entry; 40 for the producer, 232 for the consumers); one consumer has
+  // the file's share (255) without it.
+  const bool moveRegisters = consumers == 2;
+  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", moveRegisters ? "    tir_setmaxnreg_dec<40>();\n" : "",
                   "    const int p = threadIdx.x;\n", "    tir_i64 it = 0;\n",
                   // With TMA one thread issues everything; the rest of the warpgroup idles.
                   "    for (tir_i64 tile = first_tile; tile < tiles && (!tma || p == 0); tile += tile_step) {\n", coords,
@@ -232,7 +248,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                                         : "tir_wgmma_desc(sb + ks * 2048, 8192, 1024, 1)";
   TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, "float", ""));
   absl::StrAppend(
-      &code, "    tir_setmaxnreg_inc<232>();\n",
+      &code, moveRegisters ? "    tir_setmaxnreg_inc<232>();\n" : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
       "    tir_i64 it = 0;\n", "    for (tir_i64 tile = first_tile; tile < tiles; tile += tile_step) {\n", coords,
       "      tir_wg_acc<", bn, "> acc[", msub, "];\n",
@@ -260,13 +276,29 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
       "    const tir_i64 i", b + 1, " = tn * ", bn, " + 8 * (i >> 2) + 2 * q + (i & 1);\n",
       "    const float accv = acc[ms].get(i);\n", epi, "      }\n    }\n  }\n",
-      "#else\n",
-      // The plain host form runs a block as one thread: the warp-specialized
-      // form needs its warpgroups (sm_90a targets build the GPU forms only).
-      "  (void)tiles; (void)KT; (void)first_tile; (void)tile_step; (void)tma; (void)full; (void)empty;\n",
-      "  std::fprintf(stderr, \"tir: the sm_90a matmul form runs on a GPU or emulated (TIR_EMULATE), not as one thread a block\\n\");\n",
-      "  std::abort();\n",
-      "#endif\n");
+      "#else\n");
+  // The plain host form: the block's one thread stages each K step's tiles
+  // as the producer's threads do (the same swizzled stages) and multiplies
+  // them in loops.
+  const std::string storage = type == "bf16" ? "tir_bf16" : "tir_f16", fromBits = type == "bf16" ? "tir_from_bf16" : "tir_from_f16";
+  absl::StrAppend(&code, "  (void)tma; (void)full; (void)empty;\n", "  const int p = 0;\n",
+                  "  TIR_SHARED float acc_h[", bm * bn, "];\n",
+                  "  tir_sptr<tir_u16> As = tir_sptr_cast<tir_u16>(base), Bs = tir_sptr_cast<tir_u16>(base + ", aBytes, ");\n",
+                  "  for (tir_i64 tile = first_tile; tile < tiles; tile += tile_step) {\n", coords,
+                  "      for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0.f;\n",
+                  "      for (tir_i64 kt = 0; kt < KT; ++kt) {\n", "        {\n", "          const tir_i64 k0 = kt * 64;\n",
+                  hostA, hostB, "        }\n",
+                  "        for (int r = 0; r < ", bm, "; ++r)\n", "          for (int kk = 0; kk < 64; ++kk) {\n",
+                  "            ", storage, " av; av.bits = ", aAt("r", "kk"), ";\n",
+                  "            const float x = ", fromBits, "(av);\n",
+                  "            for (int c = 0; c < ", bn, "; ++c) {\n",
+                  "              ", storage, " bv; bv.bits = ", bAt("kk", "c"), ";\n",
+                  "              acc_h[r * ", bn, " + c] += x * ", fromBits, "(bv);\n", "            }\n          }\n",
+                  "      }\n",
+                  "      for (int e = 0; e < ", bm * bn, "; ++e) {\n",
+                  "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",
+                  "    const tir_i64 i", b + 1, " = tn * ", bn, " + e % ", bn, ";\n",
+                  "    const float accv = acc_h[e];\n", epi, "      }\n  }\n", "#endif\n");
   // The device wgmma of this shape, before the kernel.
   absl::StrAppend(&constants_, WgmmaDeviceFunction(bn, type, !h.b_k_major));
   // The launch: persistent, at most one block per SM (132 on an H100/H200);

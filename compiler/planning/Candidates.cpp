@@ -459,10 +459,17 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
       int warps = DefaultWarps(bm, bn, arch);
       while (arch.is_gpu && warps > 1 && bm * bn / warps < 16 * 16) warps /= 2;
       if (arch.has_wgmma && f.tensor_core && !f.tf32) {
-        // The Hopper form: K steps are 64 (reduction_tile_size does not apply).
-        m = planning::HopperMatmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), 4, bm >= 128 ? 2 : 1, 1,
-                                   CeilDiv(f.space.m, bm) > 1 ? 8 : 1);
-        detail = absl::StrCat("the tile is M and N a block (the sm_90a wgmma form: K steps of 64)", batchNote);
+        // The Hopper form: tiles of whole 64 x 64 wgmma / TMA units; a
+        // smaller tile becomes the smallest one holding it. K steps are 64
+        // (reduction_tile_size does not apply).
+        const int64_t hm = std::max<int64_t>(64, CeilDiv(bm, 64) * 64), hn = std::max<int64_t>(64, CeilDiv(bn, 64) * 64);
+        m = planning::HopperMatmul(f, arch, static_cast<int>(hm), static_cast<int>(hn), 4, hm >= 128 && hm % 128 == 0 ? 2 : 1,
+                                   1, CeilDiv(f.space.m, hm) > 1 ? 8 : 1);
+        detail = absl::StrCat("the tile is M and N a block",
+                              hm != bm || hn != bn ? absl::StrCat(", rounded up to ", hm, "x", hn,
+                                                                  " (the sm_90a wgmma form takes 64 x 64 units)")
+                                                   : " (the sm_90a wgmma form)",
+                              "; K steps of 64", batchNote);
         break;
       }
       m = planning::Matmul(f, arch, static_cast<int>(bm), static_cast<int>(bn), bk, warps, DefaultStages(f, arch), 1, 8);

@@ -434,8 +434,8 @@ nv_tensor_ir.graph @mm(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>) -> te
 }
 
 TEST_F(PlanTest, ATileThatCannotRunIsNotHonouredAndSaysWhy) {
-  // A 7-row M tile is not a multiple of mma.sync's 16-row shape on sm_80
-  // (nor of wgmma's 64 rows on sm_90a).
+  // A 7-row M tile is not a multiple of mma.sync's 16-row shape on sm_80;
+  // on sm_90a it becomes the smallest wgmma tile holding it.
   PlannedGraph hopper = Plan(R"mlir(
 nv_tensor_ir.graph @mm(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xf32>
     attributes {tile_size = array<i32: 7, 64>} {
@@ -444,7 +444,8 @@ nv_tensor_ir.graph @mm(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor
 }
 )mlir");
   EXPECT_THAT(hopper.plan.kernels(0).user_tile(),
-              ::testing::HasSubstr("tile_size [7, 64] is not honoured: each consumer warpgroup takes whole 64-row wgmma tiles"));
+              ::testing::HasSubstr("tile_size [7, 64] became the default candidate block_k=64 block_m=64 block_n=64"));
+  EXPECT_THAT(hopper.plan.kernels(0).user_tile(), ::testing::HasSubstr("rounded up to 64x64"));
   PlannedGraph mm = Plan(R"mlir(
 nv_tensor_ir.graph @mm(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xf32>
     attributes {tile_size = array<i32: 7, 64>} {

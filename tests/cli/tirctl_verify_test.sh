@@ -12,8 +12,9 @@ check() {
   if [[ "$2" != "$3" ]]; then echo "FAIL: $1: expected '$2', got '$3'"; fail=1; else echo "ok: $1"; fi
 }
 
+# The sm_80 form (mma.sync, ldmatrix, cp.async).
 mm="$out/mm"
-"$tirctl" emit "$graphs/matmul_bf16_pipelined.mlir" --arch sm_90a -o "$mm" > emit.txt 2>&1
+"$tirctl" emit "$graphs/matmul_bf16_pipelined.mlir" --arch sm_80 -o "$mm" > emit.txt 2>&1
 check "emit exit" 0 $?
 check "emit wrote the kernel graph" 1 "$(ls "$mm" | grep -c '^mm_k0.mlir$')"
 cu="$mm/mm_k0.cu"
@@ -52,6 +53,33 @@ cp "$out/mm_k0.orig" "$cu"
 "$tirctl" verify "$mm" --arch host > report.txt 2>&1
 check "verify --arch host exit" 0 $?
 check "verify --arch host runs the plain form" 1 "$(grep -c 'the plain host form' report.txt)"
+
+# The sm_90a form (wgmma, TMA, mbarriers): verified as emitted, then edited.
+hm="$out/hopper"
+"$tirctl" emit "$graphs/matmul_bf16_pipelined.mlir" --arch sm_90a -o "$hm" > emit.txt 2>&1
+check "sm_90a emit exit" 0 $?
+hcu="$hm/mm_k0.cu"
+check "the sm_90a kernel issues wgmma" 1 "$(grep -c -m1 'tir_wgmma_m64k16_bf16<' "$hcu")"
+check "the sm_90a kernel loads by TMA" 1 "$(grep -c -m1 'tir_tma_load_2d(As' "$hcu")"
+check "emit wrote the PTX" 1 "$(grep -c -m1 'wgmma.mma_async' "$hm/mm_k0.sm_90a.ptx")"
+cp "$hcu" "$out/hopper.orig"
+"$tirctl" verify "$hm" > report.txt 2>&1
+check "sm_90a verify exit" 0 $?
+check "sm_90a verify reports the output ok" 1 "$(grep -c ' ok$' report.txt)"
+# The consumers no longer wait for the stage's TMA copies.
+perl -0pi -e 's/\n\s*tir_mbar_wait\(full \+ s, [^\n]*\n/\n/' "$hcu"
+"$tirctl" verify "$hm" > report.txt 2>&1
+check "no mbarrier wait fails" 1 $?
+check "no mbarrier wait is an uncompleted copy" 1 "$(grep -c -m1 'UNCOMPLETED_ASYNC_COPY\|UNINITIALIZED_SHARED_READ' report.txt)"
+cp "$out/hopper.orig" "$hcu"
+# The epilogue reads the accumulators without wgmma.wait_group.
+perl -0pi -e 's/\n\s*tir_wgmma_wait<0>\(\);\n/\n/' "$hcu"
+"$tirctl" verify "$hm" > report.txt 2>&1
+check "no wgmma wait fails" 1 $?
+check "no wgmma wait is named" 1 "$(grep -c -m1 'WGMMA_NOT_WAITED' report.txt)"
+cp "$out/hopper.orig" "$hcu"
+"$tirctl" verify "$hm" --arch host > report.txt 2>&1
+check "sm_90a kernel's plain host form exit" 0 $?
 
 # A reduction with several warps per row; the tile library's barrier between
 # the warps' partials removed in the directory's tir_tiles.h.
