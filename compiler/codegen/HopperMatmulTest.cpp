@@ -227,7 +227,67 @@ TEST(HopperMatmul, DefaultsCompileWithNvrtcToWgmmaAndTma) {
       EXPECT_THAT(cubin->ptx, HasSubstr("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"));
     }
     EXPECT_EQ(cubin->spill_bytes, 0) << cubin->log;
+    // ptxas serializes wgmma it cannot keep asynchronous, and says so.
+    EXPECT_THAT(cubin->log, ::testing::Not(HasSubstr("wgmma"))) << cubin->log;
   }
+}
+
+// What a GPU launcher is given for the tensor maps: the operand's buffer,
+// dims and box inner first, the outer stride in bytes, and whether the
+// layout allows a map (else the field stays zero and the kernel stages
+// without TMA).
+TEST(HopperMatmul, TensorMapArgumentsDescribeTheOperands) {
+  auto tma = Plan(kBiasGelu);
+  auto strided = Plan(Others()[1].text);
+  ASSERT_TRUE(tma && strided);
+  const std::map<std::string, int64_t> params = {{"block_m", 128}, {"block_n", 128}, {"block_k", 64}, {"stages", 4},
+                                                 {"consumers", 2},   {"persistent", 1}, {"group_m", 8},  {"wgmma", 1}};
+  struct Want {
+    Planned *p;
+    bool encodable;
+  };
+  for (const Want &w : {Want{tma.get(), true}, Want{strided.get(), false}}) {
+    auto fields = ArgumentFieldNames(w.p->kernel, params);
+    ASSERT_TRUE(fields.ok()) << fields.status();
+    auto emitted = EmitKernel(w.p->kernel, params);
+    ASSERT_TRUE(emitted.ok()) << emitted.status();
+    EXPECT_EQ(*fields, emitted->field_names) << "the launcher's fields are the kernel's";
+    auto launch = HostLaunch::Prepare(w.p->kernel, *fields, emitted->launch, w.p->inputs);
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    int maps = 0;
+    for (const HostLaunch::FieldView &f : (*launch)->Fields(0)) {
+      if (!f.map) continue;
+      ++maps;
+      EXPECT_EQ(f.bytes, 128u);
+      EXPECT_EQ(f.map->box[0], 64u);
+      EXPECT_EQ(f.map->box[1], 64u);
+      EXPECT_EQ(f.map->elem_bytes, 2);
+      // The strided graph's A rows are 144 bytes (a map), B's 202 (none).
+      const bool encodable = w.encodable || f.map->stride_bytes % 16 == 0;
+      EXPECT_EQ(f.map->encodable, encodable) << f.map->stride_bytes;
+      const auto *words = static_cast<const uint64_t *>(f.value);
+      if (encodable) {
+        EXPECT_NE(words[0], 0u) << "the emulator's encoding";
+        EXPECT_EQ(words[2], f.map->dims[0]);
+        EXPECT_EQ(words[3], f.map->dims[1]);
+        EXPECT_EQ(words[4], f.map->stride_bytes);
+        EXPECT_EQ(words[8], 3u) << "the 128-byte swizzle";
+      } else {
+        for (int i = 0; i < 16; ++i) EXPECT_EQ(words[i], 0u);
+      }
+    }
+    EXPECT_EQ(maps, 2);
+  }
+  // A (200 x 136) and B (136 x 192) of the TMA graph: dims inner first.
+  auto fields = ArgumentFieldNames(tma->kernel, params);
+  auto emitted = EmitKernel(tma->kernel, params);
+  auto launch = HostLaunch::Prepare(tma->kernel, *fields, emitted->launch, tma->inputs);
+  ASSERT_TRUE(launch.ok());
+  std::set<std::vector<uint64_t>> seen;
+  for (const HostLaunch::FieldView &f : (*launch)->Fields(0)) {
+    if (f.map) seen.insert({f.map->dims[0], f.map->dims[1], f.map->stride_bytes});
+  }
+  EXPECT_EQ(seen, (std::set<std::vector<uint64_t>>{{136, 200, 272}, {192, 136, 384}}));
 }
 
 // Planted faults: each edit of the generated source must make the emulator
@@ -237,6 +297,8 @@ struct Mutant {
   const char *from, *to;
   std::vector<const char *> reasons;  // any of them
   bool tma = true;                    // on the TMA graph (else the producer-staged one)
+  // 64 x 64 tiles, one consumer, 2 stages: stages reused within a block.
+  bool small = false;
 };
 
 TEST(HopperMatmul, PlantedFaultsAreCaught) {
@@ -256,6 +318,15 @@ TEST(HopperMatmul, PlantedFaultsAreCaught) {
       {"the empty barrier expects too few arrivals", "tir_mbar_init(empty + s, 8u);", "tir_mbar_init(empty + s, 4u);",
        {"MBARRIER_OVERFLOW", "MBARRIER_DEADLOCK"}},
       {"no wgmma.fence after zeroing the accumulators", "        tir_wgmma_fence();\n", "", {"MISSING_WGMMA_FENCE"}},
+      // A stage released while the wgmma reading it may still run: the
+      // producer's next copy into it races with the read.
+      {"the stage is released before its wgmma retires", "        tir_wgmma_wait<1>();\n", "        tir_wgmma_wait<2>();\n",
+       {"SHARED_MEMORY_RACE"}},
+      {"the consumers release the stage they just issued on", "if (kt > 0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % 4));",
+       "if (kt > 0 && t % 32 == 0) tir_mbar_arrive(empty + (int)(it % 4));",
+       {"SHARED_MEMORY_RACE", "MBARRIER_DEADLOCK", "MBARRIER_OVERFLOW", "UNCOMPLETED_ASYNC_COPY"}},
+      {"producer-staged: the stage is released before its wgmma retires", "        tir_wgmma_wait<1>();\n",
+       "        tir_wgmma_wait<2>();\n", {"SHARED_MEMORY_RACE"}, false, true},
       {"producer stores without fence.proxy.async", "          tir_fence_proxy_async();\n", "", {"MISSING_PROXY_FENCE"},
        false},
       {"producer-staged consumers skip the wait", "        tir_mbar_wait(full + s, (unsigned)((it / 4) & 1));\n", "",
@@ -263,7 +334,13 @@ TEST(HopperMatmul, PlantedFaultsAreCaught) {
   };
   auto tma = Plan(kBiasGelu);
   auto staged = Plan(Others()[1].text);  // strided_f16
-  ASSERT_TRUE(tma && staged);
+  // Producer-staged with four K steps in one tile: two stages are reused.
+  auto longK = Plan(R"G(
+tir.graph @lk(%x: tensor<64x256xf16> {tir.stride = "(264,1)"}, %w: tensor<256x64xf16> {tir.stride = "(65,1)"}) -> tensor<64x64xf32> {
+  %m = matmul(%x, %w) : (tensor<64x256xf16>, tensor<256x64xf16>) -> tensor<64x64xf32>
+  results %m : tensor<64x64xf32>
+})G");
+  ASSERT_TRUE(tma && staged && longK);
   // 128 x 128 tiles, two consumers, 4 stages, persistent: several tiles a
   // block (the producer runs ahead into the next tile).
   std::map<std::string, int64_t> params = {{"block_m", 64},  {"block_n", 64},    {"block_k", 64},   {"stages", 4},
@@ -279,7 +356,15 @@ TEST(HopperMatmul, PlantedFaultsAreCaught) {
   for (const Mutant &m : mutants) {
     SCOPED_TRACE(m.name);
     bool applied = false;
-    auto err = RunLanes(m.tma ? *tma : *staged, params, [&](std::string s) {
+    std::map<std::string, int64_t> use = params;
+    if (m.small) {
+      use["block_m"] = use["block_n"] = 64;
+      use["consumers"] = 1;
+      use["stages"] = 2;
+      auto clean = RunLanes(m.tma ? *tma : *longK, use);
+      ASSERT_TRUE(clean.ok()) << clean.status();
+    }
+    auto err = RunLanes(m.tma ? *tma : m.small ? *longK : *staged, use, [&](std::string s) {
       applied = s.find(m.from) != std::string::npos;
       return absl::StrReplaceAll(s, {{m.from, m.to}});
     });

@@ -131,7 +131,8 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
       const size_t at = a.size();
       if (f.map) {
         a.resize(at + sizeof(CUtensorMap), 0);
-        if (!f.map->encodable) continue;
+        // The kernel tests the same layout rule on the device pointer.
+        if (!f.map->encodable || buffers_[s][f.map->buffer] % 16 != 0) continue;
         if (api.cuTensorMapEncodeTiled == nullptr) {
           return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
                            "the kernel loads by TMA and the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");

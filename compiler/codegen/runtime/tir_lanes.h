@@ -57,6 +57,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 #include <map>
@@ -172,6 +173,11 @@ struct Lane {
   // that completed phases this thread saw complete (what it synchronized with).
   uint32_t arrivals = 0;
   std::vector<uint32_t> synced;
+  // wgmma commit groups retired (by wait_group), and at each of this
+  // thread's mbarrier arrivals how many were.
+  int wgmma_retired = 0;
+  uint32_t retired_epoch = 0;  // the barrier interval of the last retirement
+  std::vector<int> retired_at_arrival;
 };
 
 // An mbarrier: expected arrivals per phase, arrivals and transaction bytes
@@ -228,6 +234,13 @@ struct Block {
   bool in_scheduler = false;  // running a collective for its lanes
   std::vector<MBarrier> mbarriers;
   uint64_t mbarrier_changes = 0, woken_at = 0;  // spinners wake when barriers change
+  // Per 16-byte chunk of shared memory and warpgroup: the newest wgmma
+  // commit group that reads it (-1 none). A wgmma reads its operands until
+  // the wait_group that retires its group, so a write to the chunk must
+  // come after such a wait of the reading warpgroup and an mbarrier arrival
+  // the writer saw complete.
+  std::vector<std::array<int32_t, 8>> wgmma_reads;
+  size_t wgmma_reads_dirty = 0;
 };
 
 // Thrown (on the scheduler's stack only) to stop a launch.
@@ -316,6 +329,48 @@ inline void UnseenTma(size_t off, int id, const Shadow &s) {
   Report("UNCOMPLETED_ASYNC_COPY", buf);
 }
 
+// Whether a write by lane `w` to chunk `chunk` is ordered after every wgmma
+// that reads it (see Block::wgmma_reads); reports the first that is not.
+// `memo` caches verdicts per (warpgroup, group) within one copy.
+inline bool WgmmaReadsDone(size_t chunk, int w, std::map<std::pair<int, int>, bool> *memo = nullptr) {
+  Block &b = B();
+  if (chunk >= b.wgmma_reads.size()) return true;
+  std::array<int32_t, 8> &r = b.wgmma_reads[chunk];
+  const Lane &writer = b.lanes[w];
+  for (int g = 0; g < 8; ++g) {
+    const int group = r[g];
+    if (group < 0) continue;
+    bool ordered = false;
+    auto cached = memo ? memo->find({g, group}) : decltype(memo->end()){};
+    if (memo && cached != memo->end()) {
+      ordered = cached->second;
+    } else if (w / 128 == g) {
+      ordered = writer.wgmma_retired > group;  // its own warpgroup: its own wait
+    } else {
+      // A lane of the reading warpgroup retired the group and then arrived at
+      // an mbarrier phase the writer saw complete, or a barrier came since.
+      for (int l = g * 128; l < (g + 1) * 128 && l < b.threads && !ordered; ++l) {
+        const Lane &reader = b.lanes[l];
+        const uint32_t a = l < static_cast<int>(writer.synced.size()) ? writer.synced[l] : 0;
+        ordered = (a > 0 && reader.retired_at_arrival[a - 1] > group) ||
+                  (reader.wgmma_retired > group && reader.retired_epoch < b.epoch);
+      }
+      if (memo) (*memo)[{g, group}] = ordered;
+    }
+    if (!ordered) {
+      char buf[300];
+      std::snprintf(buf, sizeof(buf),
+                    "%s writes shared byte %zu, which a wgmma of warpgroup %d (commit group %d) may still read: no "
+                    "wgmma.wait_group retiring it, then an mbarrier arrival this thread saw complete, came between",
+                    LaneName(w).c_str(), chunk * 16, g, group);
+      Report("SHARED_MEMORY_RACE", buf);
+      return false;
+    }
+    r[g] = -1;
+  }
+  return true;
+}
+
 inline void Record(size_t off, size_t n, bool write, int id) {
   Block &b = B();
   bool reported = false;
@@ -337,6 +392,7 @@ inline void Record(size_t off, size_t n, bool write, int id) {
       reported = true;
     }
     if (write) {
+      if (!reported && ((off + k) % 16 == 0 || k == 0) && !WgmmaReadsDone((off + k) / 16, id)) reported = true;
       if (!reported && s.read_epoch == b.epoch && s.reader != id) {
         Race(off + k, "writes", s.reader, "read");
         reported = true;
@@ -543,6 +599,7 @@ inline void MbarrierArrive(void *p, long long tx) {
   MBarrier &m = b.mbarriers[MbarrierIndex(p)];
   Lane &l = Current();
   m.open[l.id] = ++l.arrivals;
+  l.retired_at_arrival.push_back(l.wgmma_retired);
   m.tx += tx;
   if (--m.pending < 0) {
     char buf[200];
@@ -624,6 +681,12 @@ inline void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
   const int bi = MbarrierIndex(bar);
   const uint32_t phase = b.mbarriers[bi].phase;
   const unsigned char *base = reinterpret_cast<const unsigned char *>(f.base);
+  {
+    std::map<std::pair<int, int>, bool> memo;
+    for (size_t c = off / 16; c < (off + row * f.box1 + 15) / 16; ++c) {
+      if (!WgmmaReadsDone(c, l.id, &memo)) Abort();
+    }
+  }
   for (uint64_t r = 0; r < f.box1; ++r) {
     const int64_t gr = int64_t(c1) + int64_t(r);
     for (uint64_t c = 0; c < f.box0; ++c) {
@@ -695,6 +758,11 @@ inline size_t DescriptorByte(uint64_t desc, int mn, int k, bool mn_major) {
 // with the async-proxy checks; false after the first error.
 inline bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v) {
   Block &b = B();
+  if (off / 16 < b.wgmma_reads.size()) {
+    int32_t &r = b.wgmma_reads[off / 16][(l.id / 128) & 7];
+    r = std::max(r, l.wgmma_committed);
+    b.wgmma_reads_dirty = std::max(b.wgmma_reads_dirty, off / 16 + 1);
+  }
   if (off + 2 > b.used) {
     char buf[160];
     std::snprintf(buf, sizeof(buf), "%s: a wgmma descriptor reaches shared byte %zu, outside the block's %zu bytes",
@@ -840,6 +908,10 @@ inline void WgmmaCommit() {
 inline void WgmmaWait(int n) {
   Lane &l = Current();
   ++B().events;
+  if (l.wgmma_committed - n > l.wgmma_retired) {
+    l.wgmma_retired = l.wgmma_committed - n;
+    l.retired_epoch = B().epoch;
+  }
   std::vector<WgmmaPending> rest;
   for (const WgmmaPending &p : l.wgmma) {
     if (*p.group < l.wgmma_committed - n) {
@@ -1152,6 +1224,10 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
         b.epoch = 1;
         b.mbarriers.clear();
         b.mbarrier_changes = b.woken_at = 0;
+        if (b.wgmma_reads.empty()) b.wgmma_reads.assign(kArenaBytes / 16, std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
+        std::fill(b.wgmma_reads.begin(), b.wgmma_reads.begin() + b.wgmma_reads_dirty,
+                  std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
+        b.wgmma_reads_dirty = 0;
         for (int i = 0; i < b.threads; ++i) {
           Lane &l = b.lanes[i];
           l.id = i;
@@ -1164,6 +1240,9 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
           l.wgmma.clear();
           l.arrivals = 0;
           l.synced.clear();
+          l.wgmma_retired = 0;
+          l.retired_epoch = 0;
+          l.retired_at_arrival.clear();
           void *stack = StackFor(l);
           if (stack == nullptr) {
             result.errors = 1;

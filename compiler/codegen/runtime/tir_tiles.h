@@ -15,6 +15,7 @@
 //   tir_tensor_map, tir_tma_load_2d                     TMA tile loads (sm_90)
 //   tir_fence_proxy_async, tir_swz_bytes<S>             ordinary stores for the async proxy
 //   tir_wgmma_desc, tir_wg_acc<N>, tir_wgmma_fence /    warpgroup MMA from shared memory (sm_90a)
+//   _fence_operands
 //   _commit / _wait<N>, tir_wgmma_m64k16_bf16/_f16<N>
 //   tir_setmaxnreg_inc<R> / _dec<R>                     warpgroup register reallocation (sm_90a)
 
@@ -503,6 +504,18 @@ template <int N> struct tir_wg_acc {
   TIR_FN_MEMBER void set(int i, float v) { d[i] = v; }
 #endif
 };
+
+// Keeps the compiler from moving ordinary accesses of the accumulators
+// across the asynchronous wgmma (each register is "used and redefined"
+// here); emitted around the fence, the commit and the waits.
+template <int N> TIR_FN void tir_wgmma_fence_operands(tir_wg_acc<N> &acc) {
+#if TIR_DEVICE
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) asm volatile("" : "+f"(acc.d[i])::"memory");
+#else
+  (void)acc;
+#endif
+}
 
 // wgmma.fence (before a wgmma whose accumulators ordinary code wrote),
 // commit_group, wait_group N.
