@@ -97,6 +97,9 @@ absl::StatusOr<tir::v1::Operation> Client::GetOperation(const std::string &name)
 
 absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::Duration timeout) {
   const absl::Time end = absl::Now() + timeout;
+  // The key the operation answered for first: a later answer for another
+  // key (a coordinator that reused the name) is an error, not a result.
+  std::string key;
   for (;;) {
     // Long polls of at most a minute, so a proxy's idle timeout never cuts one.
     const absl::Duration left = end - absl::Now();
@@ -108,6 +111,17 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
     tir::v1::Operation op;
     TIR_RETURN_IF_ERROR(
         Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op, true, poll + absl::Seconds(10)));
+    const std::string &got = op.metadata().key();
+    if (key.empty()) key = got;
+    if (!got.empty() && got != key) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "OPERATION_REPLACED",
+                       absl::StrCat(name, " answered for key ", got, " after answering for ", key,
+                                    "; the coordinator lost the operation (compile again)"));
+    }
+    if (op.done() && op.has_response() && !key.empty() && op.response().key() != key) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "OPERATION_REPLACED",
+                       absl::StrCat(name, " finished with the bundle of key ", op.response().key(), ", not ", key));
+    }
     if (op.done() || absl::Now() >= end) return op;
   }
 }

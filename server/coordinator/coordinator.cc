@@ -211,6 +211,29 @@ absl::Status Coordinator::Start() {
     absl::StatusOr<tir::v1::Operation> op = CompileInternal(r, true);
     if (!op.ok()) IgnoreError(op.status(), "a persisted job no longer compiles; dropping it");
   }
+  // Operations from before the restart wait for their resumed jobs under
+  // their own names (the others answer from the store: RestoredOperation).
+  std::vector<std::pair<std::string, std::string>> persisted;
+  TIR_RETURN_IF_ERROR(store_->Scan(store::Family::kJobs, "op/", [&](absl::string_view k, absl::string_view value) {
+    persisted.emplace_back(std::string(k.substr(3)), std::string(value));
+    return true;
+  }));
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto &[name, key] : persisted) {
+      auto job = jobs_.find(key);
+      if (job == jobs_.end() || operations_.count(name)) continue;
+      OpEntry &e = operations_[name];
+      e.op.set_name(name);
+      e.op.mutable_metadata()->set_key(key);
+      e.op.mutable_metadata()->set_target_arch(job->second.arch);
+      *e.op.mutable_metadata()->mutable_create_time() = TimeUtil::GetCurrentTime();
+      e.op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_VERIFYING);
+      e.job = key;
+      job->second.operations.push_back(name);
+      UpdateProgress(key);
+    }
+  }
   reaper_ = std::thread([this] { Reap(); });
   return absl::OkStatus();
 }
@@ -275,7 +298,10 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
 }
 
 std::string Coordinator::NewOperation(const std::string &arch, const std::string &key) {
-  const std::string name = absl::StrCat("operations/", ++next_id_);
+  std::string name;
+  do {
+    name = absl::StrFormat("operations/%016x", op_names_());
+  } while (operations_.count(name));
   OpEntry &e = operations_[name];
   e.op.set_name(name);
   e.op.mutable_metadata()->set_key(key);
@@ -283,6 +309,27 @@ std::string Coordinator::NewOperation(const std::string &arch, const std::string
   *e.op.mutable_metadata()->mutable_create_time() = TimeUtil::GetCurrentTime();
   e.op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_VERIFYING);
   return name;
+}
+
+void Coordinator::PersistOperation(const std::string &name, const std::string &key) {
+  IgnoreError(store_->Put(store::Family::kJobs, "op/" + name, key, true),
+              "an operation not persisted answers only until the coordinator restarts");
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::string &name) {
+  absl::StatusOr<std::string> key = store_->Get(store::Family::kJobs, "op/" + name);
+  if (absl::IsNotFound(key.status())) return NotFound("no operation " + name);
+  TIR_RETURN_IF_ERROR(key.status());
+  absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(*key);
+  if (absl::IsNotFound(b.status())) {
+    return NotFound(absl::StrCat("operation ", name, " (key ", *key,
+                                 ") ended before the coordinator restarted and no bundle is stored for it; compile again"));
+  }
+  TIR_RETURN_IF_ERROR(b.status());
+  tir::v1::Operation op = CachedOperation(*std::move(b));
+  op.set_name(name);
+  op.mutable_metadata()->set_cache_hit(false);
+  return op;
 }
 
 void Coordinator::FinishOperation(const std::string &name, const absl::StatusOr<tir::v1::KernelBundle> &result) {
@@ -352,6 +399,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
       const std::string name = NewOperation(arch, parsed.key);
       operations_[name].job = parsed.key;
       job->second.operations.push_back(name);
+      PersistOperation(name, parsed.key);
       job->second.priority = std::max(job->second.priority, request.options().priority());
       for (Queued &q : queue_) {
         if (q.job == parsed.key) q.priority = job->second.priority;
@@ -388,6 +436,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   } else {
     operations_[name].job = parsed.key;
     job->second.operations.push_back(name);
+    if (!resume) PersistOperation(name, parsed.key);
   }
   UpdateProgress(parsed.key);
   Advance(parsed.key);
@@ -611,16 +660,24 @@ absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &
     TIR_RETURN_IF_ERROR(b.status());
     return CachedOperation(*std::move(b));
   }
-  absl::MutexLock l(&mu_);
-  auto it = operations_.find(name);
-  if (it == operations_.end()) return NotFound("no operation " + name);
-  return it->second.op;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = operations_.find(name);
+    if (it != operations_.end()) return it->second.op;
+  }
+  return RestoredOperation(name);
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string &name, absl::Duration timeout,
                                                               int64_t *version) {
   if (absl::StartsWith(name, kCachedPrefix)) return GetOperation(name);
   const absl::Time end = absl::Now() + timeout;
+  bool known;
+  {
+    absl::MutexLock l(&mu_);
+    known = operations_.count(name) > 0;
+  }
+  if (!known) return RestoredOperation(name);
   absl::MutexLock l(&mu_);
   for (;;) {
     auto it = operations_.find(name);

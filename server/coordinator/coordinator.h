@@ -21,6 +21,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <random>
 #include <memory>
 #include <set>
 #include <string>
@@ -144,6 +145,11 @@ class Coordinator {
     uint64_t sampled_measured = 0;  // at the last series sample
     double rate = 0;                // candidates per second over the last sample
   };
+  // Persists operation `name` as waiting for job `key`.
+  void PersistOperation(const std::string &name, const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An operation from before a restart that is not in memory: its job's
+  // bundle if one is stored; NOT_FOUND otherwise.
+  absl::StatusOr<tir::v1::Operation> RestoredOperation(const std::string &name);
   struct OpEntry {
     tir::v1::Operation op;
     std::string job;
@@ -206,6 +212,9 @@ class Coordinator {
   std::map<std::string, OpEntry> operations_ ABSL_GUARDED_BY(mu_);   // by name
   std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  // Operation names are random (unique for the life of the store, across
+  // restarts); each one attached to a job is persisted ("op/<name>" -> key).
+  std::mt19937_64 op_names_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
   // Dashboard state: finished jobs (newest last) and the sampled series.
   std::deque<tir::v1::JobStatus> recent_ ABSL_GUARDED_BY(mu_);

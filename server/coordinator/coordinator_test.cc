@@ -129,6 +129,46 @@ TEST_F(CoordinatorTest, TunesRoundByRoundAndStoresTheWinner) {
   EXPECT_EQ(get->response().key(), b.key());
 }
 
+TEST_F(CoordinatorTest, OperationsKeepTheirNamesAndJobsAcrossRestarts) {
+  Start();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  // No worker yet: a waiting job (default_without_worker answers at once otherwise).
+  const std::string w = Register();
+  auto queued = Compile(Graph("q", 16));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_FALSE(queued->done());
+  EXPECT_THAT(queued->name(), ::testing::MatchesRegex("operations/[0-9a-f]{16}"));
+  const std::string key = queued->metadata().key();
+  // The coordinator restarts (same store): the operation answers for the same job.
+  c_.reset();
+  Start();
+  auto again = c_->GetOperation(queued->name());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->done());
+  EXPECT_EQ(again->metadata().key(), key);
+  // New operations never reuse a name from before.
+  const std::string w2 = Register();
+  auto other = Compile(Graph("r", 24));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->name(), queued->name());
+  const tir::v1::Operation done = Serve(w2, queued->name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  EXPECT_EQ(done.response().key(), key);
+  // Finished before a restart: answered from the stored bundle, same name.
+  c_.reset();
+  Start();
+  auto after = c_->GetOperation(queued->name());
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE(after->done());
+  EXPECT_EQ(after->name(), queued->name());
+  EXPECT_EQ(after->response().key(), key);
+  auto waited = c_->WaitOperation(queued->name(), absl::Milliseconds(10), nullptr);
+  ASSERT_TRUE(waited.ok()) << waited.status();
+  EXPECT_TRUE(waited->done());
+  EXPECT_EQ(ReasonOf(c_->GetOperation("operations/0123456789abcdef").status()), "NOT_FOUND");
+}
+
 TEST_F(CoordinatorTest, IdenticalRequestsShareOneJobAndOperationsAreIdempotentByRequestId) {
   Start();
   const std::string w = Register();
