@@ -59,7 +59,7 @@ check "ops watch" 1 "$("$tirctl" ops watch "$name" --server "$server" | grep -c 
 "$tirctl" compile "$graphs/matmul_bias_gelu_residual.mlir" --server "$server" --arch host --timeout 0.2 \
   >/dev/null 2>cancel_err.txt
 check "compile past --timeout exit" 1 $?
-running=$(grep -o 'operations/[0-9]*' cancel_err.txt | head -1)
+running=$(grep -o 'operations/[0-9a-f]*' cancel_err.txt | head -1)
 check "cancel" 1 "$("$tirctl" ops cancel "$running" --server "$server" | grep -c 'CANCELLED')"
 
 # rm.
