@@ -20,6 +20,7 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.heartbeat_interval_ms() == 0) c.set_heartbeat_interval_ms(1000);
   if (c.lost_after_ms() == 0) c.set_lost_after_ms(5000);
   if (c.max_attempts() == 0) c.set_max_attempts(3);
+  if (c.lease_timeout_ms() == 0) c.set_lease_timeout_ms(15 * 60 * 1000);
   if (c.tuning_width() == 0) c.set_tuning_width(8);
   if (c.tuning_min_runs() == 0) c.set_tuning_min_runs(5);
   if (c.tuning_budget_ms() == 0) c.set_tuning_budget_ms(20);
@@ -36,6 +37,10 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.lost_after_ms() < 2 * c.heartbeat_interval_ms()) {
     return Invalid(absl::StrCat("lost_after_ms (", c.lost_after_ms(), ") must be at least twice heartbeat_interval_ms (",
                                 c.heartbeat_interval_ms(), ")"));
+  }
+  if (c.lease_timeout_ms() < c.lost_after_ms()) {
+    return Invalid(absl::StrCat("lease_timeout_ms (", c.lease_timeout_ms(), ") must be at least lost_after_ms (",
+                                c.lost_after_ms(), ")"));
   }
   if (c.tuning_width() > 256) return Invalid(absl::StrCat("tuning_width ", c.tuning_width(), " is over 256"));
   if (c.no_worker() != "default" && c.no_worker() != "fail") {

@@ -59,6 +59,11 @@ struct Coordinator::Metrics {
                      .Help("Candidate measurements reported by workers")
                      .Register(r)
                      .Add({})),
+        leases_expired(prometheus::BuildCounter()
+                           .Name("tir_leases_expired_total")
+                           .Help("Leases re-queued because they passed their deadline unreported")
+                           .Register(r)
+                           .Add({})),
         speedup(prometheus::BuildHistogram()
                     .Name("tir_tuned_speedup")
                     .Help("Default candidates' time over the tuned bundle's, per tuned bundle")
@@ -80,7 +85,7 @@ struct Coordinator::Metrics {
   prometheus::Gauge &leases;
   prometheus::Family<prometheus::Gauge> &workers;
   prometheus::Histogram &tune_seconds, &queue_wait_seconds, &measure_seconds, &compile_seconds;
-  prometheus::Counter &measured;
+  prometheus::Counter &measured, &leases_expired;
   prometheus::Histogram &speedup;
   prometheus::Gauge &store_kernels, &store_bytes;
 };
@@ -852,8 +857,8 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
       const std::string id = absl::StrCat("leases/", ++next_id_);
       lease.work.item.set_lease_id(id);
       lease.work.item.set_attempt(lease.work.attempts + 1);
-      *lease.work.item.mutable_deadline() =
-          TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now() + options_.lost_after));
+      lease.deadline = absl::Now() + options_.lease_timeout;
+      *lease.work.item.mutable_deadline() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(lease.deadline));
       metrics_->queue_wait_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
       lease.work.queued_at = absl::Now();
       *out.add_items() = lease.work.item;
@@ -1043,6 +1048,19 @@ void Coordinator::Reap() {
       }
     }
     if (now - last_sample_ >= absl::Seconds(2)) Sample(now);
+    // Leases past their deadline go back to the queue (an attempt counts);
+    // a late report for one is refused as from a lease no longer held.
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      if (now > it->second.deadline) {
+        Lease lease = std::move(it->second);
+        it = leases_.erase(it);
+        metrics_->leases_expired.Increment();
+        Requeue(std::move(lease), true);
+        Touch();
+      } else {
+        ++it;
+      }
+    }
     std::map<std::string, std::map<std::string, int>> byArch;
     for (auto &[name, w] : workers_) {
       if (w.state != "lost" && now - w.last_heartbeat > options_.lost_after) {

@@ -49,6 +49,10 @@ struct CoordinatorOptions {
   absl::Duration lost_after = absl::Seconds(5);
   // A work item whose lease is lost this many times fails its candidates.
   int max_attempts = 3;
+  // A lease not reported by its deadline (this long after it is given) is
+  // re-queued and counts as an attempt, heartbeats or not: a lost reply or a
+  // compile that never ends does not hold a job forever.
+  absl::Duration lease_timeout = absl::Minutes(15);
   TunerConfig tuner;
   // Without a worker of the arch: answer with the default candidates
   // compiled here (true) or fail with NO_WORKER_FOR_ARCH (false).
@@ -136,6 +140,7 @@ class Coordinator {
   struct Lease {
     Queued work;
     std::string worker;
+    absl::Time deadline = absl::InfiniteFuture();
   };
   struct WorkerEntry {
     tir::v1::WorkerCapabilities capabilities;

@@ -261,6 +261,30 @@ TEST_F(CoordinatorTest, ALostWorkersLeaseIsRequeuedAndGivenUpAfterMaxAttempts) {
   EXPECT_EQ(o->error().reason(), "NO_CORRECT_CANDIDATE");
 }
 
+TEST_F(CoordinatorTest, ALeasePastItsDeadlineIsRequeuedWhateverTheHeartbeats) {
+  options_.lease_timeout = absl::Milliseconds(400);
+  options_.max_attempts = 2;
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  auto first = Lease(w);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].attempt(), 1u);
+  // The worker stays alive (heartbeats) but never reports: the lease expires.
+  std::vector<tir::v1::WorkItem> second;
+  for (int i = 0; i < 30 && second.empty(); ++i) {
+    Heartbeat(w);
+    second = Lease(w, 1, absl::Milliseconds(100));
+  }
+  ASSERT_EQ(second.size(), 1u) << "the expired lease was not re-queued";
+  EXPECT_EQ(second[0].attempt(), 2u);
+  EXPECT_NE(second[0].lease_id(), first[0].lease_id());
+  // A late report for the expired lease is refused; the live one is taken.
+  EXPECT_FALSE(Report(w, first[0]).ok());
+  EXPECT_TRUE(Report(w, second[0]).ok());
+}
+
 TEST_F(CoordinatorTest, AReturnedLeaseIsRequeuedWithoutAnAttemptAndAnUnavailableWorkerDoesNotCount) {
   options_.max_attempts = 1;  // a counted attempt would fail the item at once
   options_.lost_after = absl::Seconds(30);  // compiling defaults below takes a while

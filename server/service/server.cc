@@ -40,6 +40,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.heartbeat_interval = absl::Milliseconds(config.heartbeat_interval_ms());
   o.lost_after = absl::Milliseconds(config.lost_after_ms());
   o.max_attempts = static_cast<int>(config.max_attempts());
+  o.lease_timeout = absl::Milliseconds(config.lease_timeout_ms());
   o.tuner.width = static_cast<int>(config.tuning_width());
   o.tuner.min_runs = static_cast<int>(config.tuning_min_runs());
   o.tuner.budget_seconds = config.tuning_budget_ms() * 1e-3;
