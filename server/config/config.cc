@@ -31,8 +31,9 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.dashboard_port() != 0 && c.dashboard_port() == c.metrics_port()) {
     return Invalid("dashboard_port and metrics_port must differ");
   }
-  if (c.max_message_bytes() < (1u << 20) || c.max_message_bytes() > (1ull << 31)) {
-    return Invalid(absl::StrCat("max_message_bytes must be between 1 MiB and 2 GiB, got ", c.max_message_bytes()));
+  // gRPC takes the limit as an int.
+  if (c.max_message_bytes() < (1u << 20) || c.max_message_bytes() > (1ull << 31) - 1) {
+    return Invalid(absl::StrCat("max_message_bytes must be between 1 MiB and 2 GiB - 1 byte, got ", c.max_message_bytes()));
   }
   if (c.lost_after_ms() < 2 * c.heartbeat_interval_ms()) {
     return Invalid(absl::StrCat("lost_after_ms (", c.lost_after_ms(), ") must be at least twice heartbeat_interval_ms (",

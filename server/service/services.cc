@@ -1,5 +1,6 @@
 #include "server/service/services.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,13 @@ absl::Status Assign(absl::StatusOr<T> r, T *out) {
   return absl::OkStatus();
 }
 
+// Compares a presented credential with the expected one in time that depends
+// only on their lengths, not on where they first differ.
+bool ConstantTimeEqual(absl::string_view got, absl::string_view want) {
+  unsigned char diff = got.size() == want.size() ? 0 : 1;
+  for (size_t k = 0; k < got.size(); ++k) diff |= static_cast<unsigned char>(got[k] ^ want[k % std::max<size_t>(1, want.size())]);
+  return diff == 0 && !want.empty();
+}
 
 }  // namespace
 
@@ -29,7 +37,9 @@ absl::Status CheckToken(const grpc::ServerContext &context, const std::string &t
   if (token.empty()) return absl::OkStatus();
   const auto &md = context.client_metadata();
   auto it = md.find("authorization");
-  if (it != md.end() && std::string(it->second.data(), it->second.size()) == "Bearer " + token) return absl::OkStatus();
+  if (it != md.end() && ConstantTimeEqual(absl::string_view(it->second.data(), it->second.size()), "Bearer " + token)) {
+    return absl::OkStatus();
+  }
   return MakeError(absl::StatusCode::kUnauthenticated, "UNAUTHENTICATED",
                    it == md.end() ? "this call needs a token (authorization: Bearer <token>)" : "wrong token");
 }
