@@ -9,24 +9,6 @@
 
 namespace tir::codegen::detail {
 
-namespace {
-// Whether `m` reads dims (r, c) as its last two results and nothing else
-// of the matmul's dims (b, b+1, b+2).
-bool Tail(mlir::AffineMap m, int r, int c, int b) {
-  const unsigned n = m.getNumResults();
-  if (n < 2 || m.getResult(n - 2) != mlir::getAffineDimExpr(r, m.getContext()) ||
-      m.getResult(n - 1) != mlir::getAffineDimExpr(c, m.getContext())) {
-    return false;
-  }
-  for (unsigned j = 0; j + 2 < n; ++j) {
-    for (int d : {b, b + 1, b + 2}) {
-      if (m.getResult(j).isFunctionOfDim(d)) return false;
-    }
-  }
-  return true;
-}
-}  // namespace
-
 KernelEmitter::HopperOperands KernelEmitter::HopperPlan(MatmulOp mm) {
   HopperOperands h;
   const int b = rank_ - 3;
@@ -60,10 +42,10 @@ KernelEmitter::HopperOperands KernelEmitter::HopperPlan(MatmulOp mm) {
     auto t = v.getType().dyn_cast<mlir::RankedTensorType>();
     return t && t.getRank() == 2;
   };
-  if (!rank2(argA) || !rank2(argB) || !Tail(mapA->second, b, b + 2, b)) return h;
-  if (Tail(mapB->second, b + 2, b + 1, b)) {
+  if (!rank2(argA) || !rank2(argB) || !ReadsTail(mapA->second, b, b + 2, b)) return h;
+  if (ReadsTail(mapB->second, b + 2, b + 1, b)) {
     h.b_k_major = false;
-  } else if (Tail(mapB->second, b + 1, b + 2, b)) {
+  } else if (ReadsTail(mapB->second, b + 1, b + 2, b)) {
     h.b_k_major = true;
   } else {
     return h;

@@ -9,6 +9,20 @@
 
 namespace tir::codegen::detail {
 
+bool KernelEmitter::ReadsTail(mlir::AffineMap m, int r, int c, int b) {
+  const unsigned n = m.getNumResults();
+  if (n < 2 || m.getResult(n - 2) != mlir::getAffineDimExpr(r, m.getContext()) ||
+      m.getResult(n - 1) != mlir::getAffineDimExpr(c, m.getContext())) {
+    return false;
+  }
+  for (unsigned j = 0; j + 2 < n; ++j) {
+    for (int d : {b, b + 1, b + 2}) {
+      if (m.getResult(j).isFunctionOfDim(d)) return false;
+    }
+  }
+  return true;
+}
+
 // Prologue ops of a matmul kernel (maps that read K), in graph order.
 std::set<mlir::Operation *> KernelEmitter::MatmulPrologue() {
   std::set<mlir::Operation *> prologue;
@@ -56,22 +70,9 @@ absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, 
   }
   auto argA = useA->get().dyn_cast<mlir::BlockArgument>(), argB = useB->get().dyn_cast<mlir::BlockArgument>();
   auto mapA = maps_.operands.find(useA), mapB = maps_.operands.find(useB);
-  auto tail = [&](decltype(mapA) m, int r, int c) {
-    const unsigned n = m->second.getNumResults();
-    if (n < 2 || m->second.getResult(n - 2) != mlir::getAffineDimExpr(r, m->second.getContext()) ||
-        m->second.getResult(n - 1) != mlir::getAffineDimExpr(c, m->second.getContext())) {
-      return false;
-    }
-    for (unsigned j = 0; j + 2 < n; ++j) {
-      for (int d : {b, b + 1, b + 2}) {
-        if (m->second.getResult(j).isFunctionOfDim(d)) return false;
-      }
-    }
-    return true;
-  };
   const int64_t pipelineStages = Param("stages", 1);
   if (pipelineStages >= 2 && others.empty() && argA && argB && mapA != maps_.operands.end() &&
-      mapB != maps_.operands.end() && tail(mapA, b, b + 2) && tail(mapB, b + 2, b + 1)) {
+      mapB != maps_.operands.end() && ReadsTail(mapA->second, b, b + 2, b) && ReadsTail(mapB->second, b + 2, b + 1, b)) {
     stages = pipelineStages;
   }
   const int64_t aBytes = stages * bm * bk * 2, smemBytes = aBytes + stages * bk * bn * 2;

@@ -117,6 +117,9 @@ class KernelEmitter {
   absl::StatusOr<std::string> BodyCType(mlir::Type t);
   // The C expression of body op `op` on `a` (its operands' expressions).
   absl::StatusOr<std::string> BodyOpExpr(mlir::Operation &op, const std::vector<std::string> &a);
+  // Whether `m` reads domain dims (r, c) as its last two results and nothing
+  // else of the matmul's dims b, b+1, b+2 (an operand read as it is).
+  static bool ReadsTail(mlir::AffineMap m, int r, int c, int b);
   // Prologue ops of a matmul kernel (maps that read K), in graph order.
   std::set<mlir::Operation *> MatmulPrologue();
   // The tensor-core form for bf16/f16 operands. Each K step stages a

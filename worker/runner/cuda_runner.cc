@@ -122,10 +122,15 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
   // A tensor-map field is encoded by the driver over the set's buffer (64
   // bytes aligned, the struct with it), or left zero when the layout allows
   // none (the kernel then loads without TMA).
+  const std::vector<codegen::HostLaunch::FieldView> fields = host_->Fields(0);
+  size_t structAlign = 8;
+  for (const codegen::HostLaunch::FieldView &f : fields) {
+    if (f.map) structAlign = 64;
+  }
   std::vector<std::vector<uint8_t>> args(buffers_.size());
   for (size_t s = 0; s < buffers_.size(); ++s) {
     std::vector<uint8_t> &a = args[s];
-    for (const codegen::HostLaunch::FieldView &f : host_->Fields(0)) {
+    for (const codegen::HostLaunch::FieldView &f : fields) {
       const size_t align = f.map ? 64 : f.buffer >= 0 ? 8 : std::min<size_t>(8, f.bytes >= 8 ? 8 : f.bytes);
       a.resize((a.size() + align - 1) / align * align);
       const size_t at = a.size();
@@ -162,10 +167,7 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
         std::memcpy(a.data() + at, f.value, f.bytes);
       }
     }
-    bool maps = false;
-    for (const codegen::HostLaunch::FieldView &f : host_->Fields(0)) maps = maps || f.map != nullptr;
-    const size_t align = maps ? 64 : 8;
-    a.resize((a.size() + align - 1) / align * align);
+    a.resize((a.size() + structAlign - 1) / structAlign * structAlign);
   }
   auto launch = [&](size_t s) {
     void *params[] = {args[s].data()};
