@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/HostBuild.h"
 #include "compiler/codegen/LaunchContract.h"
+#include "client/bundle_signature.h"
 #include "compiler/support/status.h"
 
 namespace tir::client {
@@ -32,7 +33,9 @@ struct Buffer {
 
 absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::KernelBundle &bundle,
                                                              const std::vector<reference::Tensor> &inputs,
-                                                             const std::string &work_dir) {
+                                                             const std::string &work_dir,
+                                                             const std::string &bundle_key) {
+  if (!bundle_key.empty()) TIR_RETURN_IF_ERROR(CheckBundleSignature(bundle, bundle_key));
   if (inputs.size() != static_cast<size_t>(bundle.inputs_size())) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
                      absl::StrCat("the bundle takes ", bundle.inputs_size(), " inputs, got ", inputs.size()));

@@ -19,11 +19,16 @@ namespace tir::client {
 // Runs every kernel of `bundle` in order on `inputs` (dense, one per graph
 // input) and returns the graph outputs. Outputs and intermediates are
 // poisoned (0xff) first. `work_dir` holds the loaded shared objects.
+// With `bundle_key`, the bundle's signature is checked before anything is
+// loaded (client/bundle_signature.h).
 // Errors: FAILED_PRECONDITION for a bundle that is not a host bundle or has
-// dynamic extents, INVALID_ARGUMENT for inputs that do not match it.
+// dynamic extents, or whose signature does not check (BUNDLE_UNSIGNED,
+// BUNDLE_KEY_MISMATCH, BUNDLE_SIGNATURE_INVALID); INVALID_ARGUMENT for inputs
+// that do not match it.
 absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::KernelBundle &bundle,
                                                              const std::vector<reference::Tensor> &inputs,
-                                                             const std::string &work_dir);
+                                                             const std::string &work_dir,
+                                                             const std::string &bundle_key = "");
 
 }  // namespace tir::client
 

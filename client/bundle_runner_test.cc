@@ -5,7 +5,10 @@
 
 #include "client/bundle_runner.h"
 
+#include "client/bundle_signature.h"
+
 #include "absl/strings/str_cat.h"
+#include "client/bundle_signature.h"
 #include "client/client.h"
 #include "client/embedded.h"
 #include "compiler/conversion/GraphProto.h"
@@ -89,6 +92,14 @@ TEST(BundleRunner, ATunedBundleComputesItsGraphFromItsOwnRecords) {
   }
   // Wrong inputs are refused, not run.
   EXPECT_EQ(ReasonOf(RunHostBundle(bundle, {}, tmp + "/run3").status()), "INVALID_ARGUMENT");
+  // Given a key, a bundle is loaded only when its signature checks.
+  tir::v1::KernelBundle signed_ = bundle;
+  SignBundle(signed_, "key");
+  EXPECT_TRUE(RunHostBundle(signed_, inputs, tmp + "/run4", "key").ok());
+  EXPECT_EQ(ReasonOf(RunHostBundle(bundle, inputs, tmp + "/run5", "key").status()), "BUNDLE_UNSIGNED");
+  tir::v1::KernelBundle altered = signed_;
+  altered.mutable_kernels(0)->mutable_binary()->append("x");
+  EXPECT_EQ(ReasonOf(RunHostBundle(altered, inputs, tmp + "/run6", "key").status()), "BUNDLE_SIGNATURE_INVALID");
 }
 
 }  // namespace

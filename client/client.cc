@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/bundle_signature.h"
 #include "compiler/support/status.h"
 #include "tir/v1/error.pb.h"
 
@@ -55,13 +56,26 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions &opt
 Client::Client(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
     : channel_(std::move(channel)), stub_(tir::v1::CompilerService::NewStub(channel_)), options_(std::move(options)) {}
 
+void Client::Authorize(grpc::ClientContext &ctx) const {
+  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  if (!options_.client_name.empty()) ctx.AddMetadata("tir-client", options_.client_name);
+}
+
+absl::Status Client::Check(const tir::v1::KernelBundle &bundle) const {
+  return options_.bundle_key.empty() ? absl::OkStatus() : CheckBundleSignature(bundle, options_.bundle_key);
+}
+
+absl::Status Client::Check(const tir::v1::Operation &op) const {
+  return op.has_response() ? Check(op.response()) : absl::OkStatus();
+}
+
 template <typename Req, typename Resp, typename Fn>
 absl::Status Client::Call(Fn fn, const Req &req, Resp *resp, bool retry, absl::Duration timeout) {
   absl::Duration backoff = options_.initial_backoff;
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+    Authorize(ctx);
     const grpc::Status s = (stub_.get()->*fn)(&ctx, req, resp);
     if (s.ok()) return absl::OkStatus();
     if (!retry || s.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) {
@@ -84,6 +98,7 @@ absl::StatusOr<tir::v1::Operation> Client::Compile(tir::v1::CompileRequest reque
   if (request.request_id().empty()) request.set_request_id(NewRequestId());
   tir::v1::Operation op;
   TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::Compile, request, &op, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Check(op));
   return op;
 }
 
@@ -92,6 +107,7 @@ absl::StatusOr<tir::v1::Operation> Client::GetOperation(const std::string &name)
   r.set_name(name);
   tir::v1::Operation op;
   TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetOperation, r, &op, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Check(op));
   return op;
 }
 
@@ -122,6 +138,7 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
       return MakeError(absl::StatusCode::kFailedPrecondition, "OPERATION_REPLACED",
                        absl::StrCat(name, " finished with the bundle of key ", op.response().key(), ", not ", key));
     }
+    TIR_RETURN_IF_ERROR(Check(op));
     if (op.done() || absl::Now() >= end) return op;
   }
 }
@@ -130,13 +147,19 @@ absl::StatusOr<tir::v1::Operation> Client::Watch(const std::string &name, absl::
                                                  const std::function<void(const tir::v1::Operation &)> &on_progress) {
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  Authorize(ctx);
   tir::v1::WatchOperationRequest r;
   r.set_name(name);
   auto reader = stub_->WatchOperation(&ctx, r);
   tir::v1::Operation op, last;
   bool any = false;
+  absl::Status checked = absl::OkStatus();
   while (reader->Read(&op)) {
+    checked = Check(op);
+    if (!checked.ok()) {
+      ctx.TryCancel();
+      break;
+    }
     any = true;
     last = op;
     if (on_progress) on_progress(op);
@@ -146,6 +169,7 @@ absl::StatusOr<tir::v1::Operation> Client::Watch(const std::string &name, absl::
     }
   }
   const grpc::Status s = reader->Finish();
+  TIR_RETURN_IF_ERROR(checked);
   if (any && (last.done() || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)) return last;
   TIR_RETURN_IF_ERROR(FromGrpc(s));
   return last;
@@ -165,6 +189,7 @@ absl::StatusOr<tir::v1::KernelBundle> Client::GetKernel(const std::string &key_o
   r.set_metadata_only(metadata_only);
   tir::v1::KernelBundle b;
   TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetKernel, r, &b, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Check(b));
   return b;
 }
 
@@ -175,6 +200,7 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Client::Lookup(const tir::v1::Grap
   *r.mutable_options() = options;
   tir::v1::LookupKernelResponse out;
   TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::LookupKernel, r, &out, true, options_.call_timeout));
+  if (out.found()) TIR_RETURN_IF_ERROR(Check(out.bundle()));
   return out;
 }
 
@@ -186,6 +212,7 @@ absl::StatusOr<tir::v1::ListKernelsResponse> Client::ListKernels(uint32_t page_s
   r.set_arch(arch);
   tir::v1::ListKernelsResponse out;
   TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListKernels, r, &out, true, options_.call_timeout));
+  for (const tir::v1::KernelBundle &b : out.kernels()) TIR_RETURN_IF_ERROR(Check(b));
   return out;
 }
 

@@ -47,6 +47,14 @@ struct ClientOptions {
   std::string tls_root_certs;
   // Largest message accepted (bundles carry binaries).
   int max_message_bytes = 64 << 20;
+  // The coordinator's bundle key: when not empty, every bundle answered
+  // (operations, GetKernel, Lookup, ListKernels) is checked against its
+  // signature before it is returned. Errors: BUNDLE_UNSIGNED,
+  // BUNDLE_KEY_MISMATCH, BUNDLE_SIGNATURE_INVALID (client/bundle_signature.h).
+  std::string bundle_key;
+  // Sent as "tir-client" metadata: whom the coordinator counts this client's
+  // jobs against (maxJobsPerClient); its address when empty.
+  std::string client_name;
 };
 
 // A graph in tir's or TensorIR's MLIR text form.
@@ -83,6 +91,10 @@ class Client {
  private:
   template <typename Req, typename Resp, typename Fn>
   absl::Status Call(Fn fn, const Req &req, Resp *resp, bool retry, absl::Duration timeout);
+  void Authorize(grpc::ClientContext &ctx) const;
+  // The bundle key's check of what an answer carries (OK without a key).
+  absl::Status Check(const tir::v1::KernelBundle &bundle) const;
+  absl::Status Check(const tir::v1::Operation &op) const;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tir::v1::CompilerService::Stub> stub_;
   ClientOptions options_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
 #include "client/client.h"
 #include "client/doctor.h"
 #include "client/embedded.h"
@@ -65,6 +66,7 @@ flags:
   --server=ADDR            a coordinator (HOST:PORT); get/ls/rm/ops/workers without it use
                            the embedded one
   --token-file=F           client token for a coordinator that requires one
+  --bundle-key-file=F      the coordinator's bundle key: refuse bundles not signed with it
   --tls-ca=F               PEM CA certificate of a coordinator serving TLS
   --backend=auto|cuda|host the embedded worker's backend (default auto)
   --budget=N               candidates measured per kernel in the first round
@@ -121,7 +123,7 @@ int Print(const absl::StatusOr<std::string> &out) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--tls-ca", "--backend", "--budget",
+  static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--bundle-key-file", "--tls-ca", "--backend", "--budget",
                                                     "--timeout", "--candidate", "--output", "--precision"};
   static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain"};
   std::vector<std::string> positional;
@@ -249,6 +251,13 @@ int main(int argc, char **argv) {
     std::ifstream in(Resolve(flags["--token-file"]));
     if (!in) return Usage("cannot read --token-file " + flags["--token-file"]);
     std::getline(in, co.token);
+  }
+  if (flags.count("--bundle-key-file")) {
+    std::ifstream in(Resolve(flags["--bundle-key-file"]));
+    if (!in) return Usage("cannot read --bundle-key-file " + flags["--bundle-key-file"]);
+    co.bundle_key.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    co.bundle_key = std::string(absl::StripAsciiWhitespace(co.bundle_key));
+    if (co.bundle_key.empty()) return Usage("--bundle-key-file " + flags["--bundle-key-file"] + " is empty");
   }
   auto client = tir::Client::Connect(co);
   if (!client.ok()) return Fail(client.status());

@@ -2,6 +2,7 @@
 // //server/service:server.
 //
 //   tir-coordinator [--config=FILE] [--listen=HOST:PORT] [--db=DIR] [--metrics-port=N] [--dashboard-port=N]
+//                   [--insecure]
 
 #include <signal.h>
 #include <unistd.h>
@@ -19,7 +20,8 @@
 #include "server/service/server.h"
 
 ABSL_FLAG(std::string, config, "", "JSON configuration file (tir.v1.CoordinatorConfig)");
-ABSL_FLAG(std::string, listen, "", "gRPC address HOST:PORT (default 0.0.0.0:7070)");
+ABSL_FLAG(std::string, listen, "", "gRPC address HOST:PORT (default 127.0.0.1:7070)");
+ABSL_FLAG(bool, insecure, false, "serve off loopback without a worker token (anyone reaching the port can be a worker)");
 ABSL_FLAG(std::string, db, "", "RocksDB directory of the kernel store");
 ABSL_FLAG(int, metrics_port, -1, "Prometheus /metrics port (0: off)");
 ABSL_FLAG(int, dashboard_port, -1, "dashboard and /api/status port (0: off)");
@@ -44,6 +46,7 @@ int main(int argc, char **argv) {
   }
   if (!absl::GetFlag(FLAGS_listen).empty()) config.set_listen(absl::GetFlag(FLAGS_listen));
   if (!absl::GetFlag(FLAGS_db).empty()) config.set_db(absl::GetFlag(FLAGS_db));
+  if (absl::GetFlag(FLAGS_insecure)) config.set_insecure(true);
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) config.set_metrics_port(absl::GetFlag(FLAGS_metrics_port));
   if (absl::GetFlag(FLAGS_dashboard_port) >= 0) config.set_dashboard_port(absl::GetFlag(FLAGS_dashboard_port));
   if (config.db().empty()) config.set_db(tir::CacheDir() + "/store");

@@ -34,6 +34,7 @@ ABSL_FLAG(int, compile_threads, 0, "compiles at once (0: one per core)");
 ABSL_FLAG(std::string, token_file, "", "file holding the worker token");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA certificate of a coordinator serving TLS (empty: plaintext)");
 ABSL_FLAG(int, metrics_port, 0, "serve Prometheus metrics on this port (0: off)");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1", "address the metrics port binds to (0.0.0.0: every address)");
 ABSL_FLAG(std::string, work_dir, "", "where compiled candidates go (default $XDG_CACHE_HOME/tir/worker)");
 ABSL_FLAG(std::string, runner, "",
           "path of tir-worker-runner (default: found beside this binary, in ../libexec/tir, or in its Bazel "
@@ -75,7 +76,7 @@ int main(int argc, char **argv) {
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<prometheus::Exposer> exposer;
   if (absl::GetFlag(FLAGS_metrics_port) > 0) {
-    exposer = std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", absl::GetFlag(FLAGS_metrics_port)));
+    exposer = std::make_unique<prometheus::Exposer>(absl::StrCat(absl::GetFlag(FLAGS_metrics_address), ":", absl::GetFlag(FLAGS_metrics_port)));
     exposer->RegisterCollectable(registry);
   }
   std::fprintf(stderr, "tir-worker: %s backend (%s), coordinator %s\n", (*backend)->name().c_str(),

@@ -316,8 +316,9 @@ absl::StatusOr<tir::v1::ReportResultRequest> Worker::Process(const tir::v1::Work
     } else if (Cancelled(item.lease_id())) {
       break;
     } else {
-      const double predicted = work.candidate().predicted_seconds();
-      const double deadline = std::max(floor, 20 * predicted * (policy.min_runs() + 1) + 4 * budget);
+      // A time measured in an earlier round beats the cost model's prediction.
+      const double expected = work.expected_seconds() > 0 ? work.expected_seconds() : work.candidate().predicted_seconds();
+      const double deadline = std::max(floor, 20 * expected * (policy.min_runs() + 1) + 4 * budget);
       const auto start = std::chrono::steady_clock::now();
       absl::StatusOr<tir::v1::CandidateResult> m =
           runner_.Measure(static_cast<uint32_t>(i), (*compiled[i])->path, absl::Seconds(deadline));

@@ -2,10 +2,11 @@
 import sys
 import time
 
-from tir_client import Client, TirError
+from tir_client import Client, TirError, check_bundle
 
 address = sys.argv[1]
-client = Client(address)
+KEY = "bundle-key-1"
+client = Client(address, token="client-token", bundle_key=KEY, client_name="python-test")
 failures = []
 
 
@@ -57,6 +58,33 @@ try:
     check("an unknown arch raises", False)
 except TirError as e:
     check("an unknown arch raises UNKNOWN_ARCH", e.reason == "UNKNOWN_ARCH")
+# Signatures: every bundle answered was checked against the key (or the call
+# raised); a client with another key refuses them; a changed bundle fails.
+bundle = client.get_kernel(key)
+check("the bundle is signed with the key", bundle.signature.algorithm == "hmac-sha256")
+try:
+    Client(address, token="client-token", bundle_key="another-key").get_kernel(key)
+    check("another key is refused", False)
+except TirError as e:
+    check("another key is refused with BUNDLE_KEY_MISMATCH", e.reason == "BUNDLE_KEY_MISMATCH")
+bundle.kernels[0].binary = bundle.kernels[0].binary + b"\0"
+try:
+    check_bundle(bundle, KEY)
+    check("an altered binary is refused", False)
+except TirError as e:
+    check("an altered binary is refused with BUNDLE_SIGNATURE_INVALID", e.reason == "BUNDLE_SIGNATURE_INVALID")
+# Tokens: the read token reads and nothing else; no token, nothing.
+reader = Client(address, token="read-token", bundle_key=KEY)
+check("the read token reads", reader.get_kernel(key).key == key and len(reader.workers()) == 1)
+for who, c, calls in [("no token", Client(address), ["compile", "workers", "get_kernel"]),
+                      ("the read token", reader, ["compile", "delete_kernel"])]:
+    for name in calls:
+        try:
+            {"compile": lambda: c.compile(graph, arch="host"), "workers": lambda: c.workers(),
+             "get_kernel": lambda: c.get_kernel(key), "delete_kernel": lambda: c.delete_kernel(key)}[name]()
+            check("%s with %s is refused" % (name, who), False)
+        except TirError as e:
+            check("%s with %s is UNAUTHENTICATED" % (name, who), e.reason == "UNAUTHENTICATED")
 check("delete", client.delete_kernel(key))
 try:
     client.get_kernel(key)

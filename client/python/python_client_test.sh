@@ -8,7 +8,15 @@ py=/usr/bin/python3
 cd "$TEST_TMPDIR"
 export HOME=$TEST_TMPDIR XDG_CACHE_HOME=$TEST_TMPDIR/cache
 port=$($py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$root/server/tir-coordinator" --listen=127.0.0.1:$port --db="$TEST_TMPDIR/db" 2>coordinator.log &
+# Tokens and a bundle key: every call needs a token, every bundle is signed.
+echo client-token >client.token
+echo read-token >read.token
+echo bundle-key-1 >bundle.key
+cat >coordinator.json <<EOF
+{"listen": "127.0.0.1:$port", "db": "$TEST_TMPDIR/db", "clientTokenFile": "client.token",
+ "readTokenFile": "read.token", "bundleKeyFile": "bundle.key"}
+EOF
+"$root/server/tir-coordinator" --config=coordinator.json 2>coordinator.log &
 pids=($!)
 "$root/worker/tir-worker" --coordinator=127.0.0.1:$port --backend=host --work-dir="$TEST_TMPDIR/w" \
   --runner="$root/worker/runner/tir-worker-runner" 2>worker.log &

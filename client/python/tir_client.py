@@ -4,6 +4,9 @@ Every call has a deadline; reads and compile (idempotent by the request id
 this client sets) are retried with backoff while the coordinator is
 UNAVAILABLE, nothing else is. Errors raise TirError with the coordinator's
 code and stable reason (INVALID_GRAPH, UNKNOWN_ARCH, UNAUTHENTICATED, ...).
+Given the coordinator's bundle key, every bundle answered is checked against
+its HMAC-SHA256 signature before it is returned (BUNDLE_UNSIGNED,
+BUNDLE_KEY_MISMATCH, BUNDLE_SIGNATURE_INVALID), as the C++ client does.
 
     client = Client("tir.internal:7070")
     op = client.compile(open("mlp.mlir").read(), arch="sm_90a")
@@ -14,6 +17,9 @@ Needs the generated modules of this directory on sys.path (Bazel:
 //client/python:python), python3-grpcio and python3-protobuf.
 """
 
+import copy
+import hashlib
+import hmac
 import time
 import uuid
 
@@ -43,15 +49,59 @@ class TirError(Exception):
         return TirError(error.code(), error.code().name, error.details())
 
 
+def _key_bytes(key):
+    return key.encode() if isinstance(key, str) else bytes(key)
+
+
+def bundle_key_id(key):
+    """The first 16 hex digits of SHA-256(key): which key signed a bundle."""
+    return hashlib.sha256(_key_bytes(key)).hexdigest()[:16]
+
+
+def check_bundle(bundle, key):
+    """Raises TirError unless `bundle` (tir.v1.KernelBundle) is signed with `key`.
+
+    The MAC is HMAC-SHA256 over the bundle's deterministic serialization with
+    `signature` cleared (client/bundle_signature.h)."""
+    name = bundle.key or "(no key)"
+    precondition = grpc.StatusCode.FAILED_PRECONDITION
+    if not bundle.HasField("signature") or not bundle.signature.mac:
+        raise TirError(precondition, "BUNDLE_UNSIGNED", "bundle %s: it carries no signature" % name)
+    sig = bundle.signature
+    if sig.algorithm != "hmac-sha256":
+        raise TirError(precondition, "BUNDLE_SIGNATURE_INVALID", "bundle %s: unknown algorithm %r" % (name, sig.algorithm))
+    if sig.key_id != bundle_key_id(key):
+        raise TirError(precondition, "BUNDLE_KEY_MISMATCH",
+                       "bundle %s: signed with key %s, this client holds key %s" % (name, sig.key_id, bundle_key_id(key)))
+    unsigned = copy.deepcopy(bundle)
+    unsigned.ClearField("signature")
+    want = hmac.new(_key_bytes(key), unsigned.SerializeToString(deterministic=True), hashlib.sha256).digest()
+    if not hmac.compare_digest(want, sig.mac):
+        raise TirError(precondition, "BUNDLE_SIGNATURE_INVALID",
+                       "bundle %s: its signature does not match its contents (altered after signing)" % name)
+
+
 class Client:
     def __init__(self, address, token=None, timeout=30.0, max_attempts=4, initial_backoff=0.1,
-                 max_message_bytes=64 << 20):
+                 max_message_bytes=64 << 20, bundle_key=None, client_name=None):
+        """`token`: the client (or read) token; `bundle_key`: the coordinator's
+        bundle key (str or bytes), checked on every bundle answered;
+        `client_name`: whom the coordinator counts this client's jobs against."""
         options = [("grpc.max_receive_message_length", max_message_bytes),
                    ("grpc.max_send_message_length", max_message_bytes)]
         self._channel = grpc.insecure_channel(address, options=options)
         self._stub = pb_grpc.CompilerServiceStub(self._channel)
-        self._metadata = (("authorization", "Bearer " + token),) if token else ()
+        metadata = [("authorization", "Bearer " + token)] if token else []
+        if client_name:
+            metadata.append(("tir-client", client_name))
+        self._metadata = tuple(metadata)
+        self._key = bundle_key.strip() if isinstance(bundle_key, str) else bundle_key
         self._timeout, self._attempts, self._backoff = timeout, max_attempts, initial_backoff
+
+    def _checked(self, op):
+        if self._key and op.HasField("response"):
+            check_bundle(op.response, self._key)
+        return op
 
     def close(self):
         self._channel.close()
@@ -75,10 +125,10 @@ class Client:
         request.options.mode = pb.COMPILE_MODE_HEURISTIC_NOW if heuristic_now else pb.COMPILE_MODE_WAIT
         request.options.budget.max_candidates_per_kernel = max_candidates_per_kernel
         request.options.priority = priority
-        return self._call(self._stub.Compile, request, retry=True)
+        return self._checked(self._call(self._stub.Compile, request, retry=True))
 
     def get_operation(self, name):
-        return self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name), retry=True)
+        return self._checked(self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name), retry=True))
 
     def wait(self, name, timeout):
         """The operation once done, or as it is when `timeout` seconds passed."""
@@ -87,7 +137,7 @@ class Client:
             poll = max(0.0, min(end - time.monotonic(), 60.0))
             request = pb.WaitOperationRequest(name=name)
             request.timeout.FromMilliseconds(int(poll * 1000))
-            op = self._call(self._stub.WaitOperation, request, retry=True, timeout=poll + 10)
+            op = self._checked(self._call(self._stub.WaitOperation, request, retry=True, timeout=poll + 10))
             if op.done or time.monotonic() >= end:
                 return op
 
@@ -96,7 +146,7 @@ class Client:
         try:
             for op in self._stub.WatchOperation(pb.WatchOperationRequest(name=name), timeout=timeout,
                                                 metadata=self._metadata):
-                yield op
+                yield self._checked(op)
                 if op.done:
                     return
         except grpc.RpcError as e:
@@ -107,13 +157,19 @@ class Client:
 
     def get_kernel(self, key, metadata_only=False):
         name = key if key.startswith("kernels/") else "kernels/" + key
-        return self._call(self._stub.GetKernel, pb.GetKernelRequest(name=name, metadata_only=metadata_only),
-                          retry=True)
+        bundle = self._call(self._stub.GetKernel, pb.GetKernelRequest(name=name, metadata_only=metadata_only),
+                            retry=True)
+        if self._key:
+            check_bundle(bundle, self._key)
+        return bundle
 
     def lookup(self, mlir_text, arch):
         request = pb.LookupKernelRequest(graph=graph_pb2.GraphSource(mlir_text=mlir_text))
         request.options.target_arch = arch
-        return self._call(self._stub.LookupKernel, request, retry=True)
+        found = self._call(self._stub.LookupKernel, request, retry=True)
+        if self._key and found.found:
+            check_bundle(found.bundle, self._key)
+        return found
 
     def list_kernels(self, arch=""):
         """Every stored bundle (metadata), following the pages."""
@@ -121,7 +177,10 @@ class Client:
         while True:
             page = self._call(self._stub.ListKernels, pb.ListKernelsRequest(page_size=500, page_token=token, arch=arch),
                               retry=True)
-            out.extend(page.kernels)
+            for bundle in page.kernels:
+                if self._key:
+                    check_bundle(bundle, self._key)
+                out.append(bundle)
             token = page.next_page_token
             if not token:
                 return out

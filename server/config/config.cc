@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "compiler/support/status.h"
@@ -15,7 +16,8 @@ absl::Status Invalid(const std::string &m) { return MakeError(absl::StatusCode::
 }  // namespace
 
 absl::Status Finish(tir::v1::CoordinatorConfig &c) {
-  if (c.listen().empty()) c.set_listen("0.0.0.0:7070");
+  if (c.listen().empty()) c.set_listen("127.0.0.1:7070");
+  if (c.http_address().empty()) c.set_http_address("127.0.0.1");
   if (c.max_message_bytes() == 0) c.set_max_message_bytes(64u << 20);
   if (c.heartbeat_interval_ms() == 0) c.set_heartbeat_interval_ms(1000);
   if (c.lost_after_ms() == 0) c.set_lost_after_ms(5000);
@@ -25,6 +27,14 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.tuning_min_runs() == 0) c.set_tuning_min_runs(5);
   if (c.tuning_budget_ms() == 0) c.set_tuning_budget_ms(20);
   if (c.no_worker().empty()) c.set_no_worker("default");
+  if (c.max_ops_per_graph() == 0) c.set_max_ops_per_graph(20000);
+  if (c.max_jobs() == 0) c.set_max_jobs(256);
+  if (c.max_jobs_per_client() == 0) c.set_max_jobs_per_client(32);
+  if (c.max_queue_items() == 0) c.set_max_queue_items(100000);
+  if (c.max_operations() == 0) c.set_max_operations(100000);
+  if (c.max_server_threads() == 0) c.set_max_server_threads(256);
+  if (c.quarantine_after() == 0) c.set_quarantine_after(3);
+  if (c.quarantine_probe_ms() == 0) c.set_quarantine_probe_ms(60000);
   if (c.listen().find(':') == std::string::npos) return Invalid("listen must be HOST:PORT, got " + c.listen());
   if (c.metrics_port() > 65535) return Invalid(absl::StrCat("metrics_port ", c.metrics_port(), " is not a port"));
   if (c.dashboard_port() > 65535) return Invalid(absl::StrCat("dashboard_port ", c.dashboard_port(), " is not a port"));
@@ -47,6 +57,17 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.no_worker() != "default" && c.no_worker() != "fail") {
     return Invalid("no_worker must be \"default\" or \"fail\", got \"" + c.no_worker() + "\"");
   }
+  if (c.max_jobs_per_client() > c.max_jobs()) {
+    return Invalid(absl::StrCat("max_jobs_per_client (", c.max_jobs_per_client(), ") is over max_jobs (", c.max_jobs(), ")"));
+  }
+  if (c.max_server_threads() < 4) return Invalid(absl::StrCat("max_server_threads ", c.max_server_threads(), " is under 4"));
+  if (c.http_address().find(':') != std::string::npos && c.http_address().front() != '[') {
+    return Invalid("http_address is a host without a port (the ports are dashboard_port and metrics_port), got " +
+                   c.http_address());
+  }
+  if (!c.read_token_file().empty() && c.client_token_file().empty()) {
+    return Invalid("read_token_file needs client_token_file (without it every call is open)");
+  }
   if (c.tls_cert_file().empty() != c.tls_key_file().empty()) {
     return Invalid("tls_cert_file and tls_key_file go together");
   }
@@ -54,7 +75,7 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
     return Invalid("tls_client_ca_file needs tls_cert_file and tls_key_file");
   }
   for (const std::string &f : {c.tls_cert_file(), c.tls_key_file(), c.tls_client_ca_file(), c.client_token_file(),
-                               c.worker_token_file()}) {
+                               c.worker_token_file(), c.read_token_file(), c.bundle_key_file()}) {
     if (!f.empty() && !std::ifstream(f).good()) return Invalid("cannot read " + f);
   }
   return absl::OkStatus();
@@ -68,6 +89,16 @@ absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json) 
   if (!status.ok()) return Invalid(absl::StrCat("the config file is not a valid CoordinatorConfig: ", status.ToString()));
   TIR_RETURN_IF_ERROR(Finish(c));
   return c;
+}
+
+bool IsLoopback(const std::string &address) {
+  std::string host = address;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(1, host.find(']') == std::string::npos ? std::string::npos : host.find(']') - 1);
+  } else if (host.find(':') != std::string::npos && host.find(':') == host.rfind(':')) {
+    host = host.substr(0, host.find(':'));
+  }
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 absl::StatusOr<std::string> ReadSecret(const std::string &path) {

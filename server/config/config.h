@@ -17,6 +17,10 @@ absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json);
 // Defaults for what is unset, then the checks ParseConfig makes.
 absl::Status Finish(tir::v1::CoordinatorConfig &config);
 
+// True for an address (HOST:PORT, [V6]:PORT or a bare host) on loopback:
+// localhost, 127.0.0.0/8 or ::1.
+bool IsLoopback(const std::string &address);
+
 // The contents of `path`, whitespace trimmed (for token files).
 absl::StatusOr<std::string> ReadSecret(const std::string &path);
 

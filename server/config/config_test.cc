@@ -12,7 +12,14 @@ using ::testing::HasSubstr;
 TEST(ParseConfig, FillsDefaults) {
   auto c = ParseConfig(R"({"db": "/tmp/x", "metricsPort": 9100})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->listen(), "0.0.0.0:7070");
+  EXPECT_EQ(c->listen(), "127.0.0.1:7070");
+  EXPECT_EQ(c->http_address(), "127.0.0.1");
+  EXPECT_EQ(c->max_ops_per_graph(), 20000u);
+  EXPECT_EQ(c->max_jobs(), 256u);
+  EXPECT_EQ(c->max_jobs_per_client(), 32u);
+  EXPECT_EQ(c->max_queue_items(), 100000u);
+  EXPECT_EQ(c->max_operations(), 100000u);
+  EXPECT_EQ(c->quarantine_after(), 3u);
   EXPECT_EQ(c->metrics_port(), 9100u);
   EXPECT_EQ(c->tuning_width(), 8u);
   EXPECT_EQ(c->no_worker(), "default");
@@ -32,9 +39,24 @@ TEST(ParseConfig, RefusesUnknownFieldsAndBadValuesNamingTheField) {
   auto tls = ParseConfig(R"({"tlsCertFile": "/nonexistent.pem"})");
   ASSERT_FALSE(tls.ok());
   EXPECT_THAT(tls.status().message(), HasSubstr("tls_cert_file and tls_key_file"));
+  auto perClient = ParseConfig(R"({"maxJobs": 4, "maxJobsPerClient": 8})");
+  ASSERT_FALSE(perClient.ok());
+  EXPECT_THAT(perClient.status().message(), HasSubstr("max_jobs_per_client"));
+  auto read = ParseConfig(R"({"readTokenFile": "/etc/hostname"})");
+  ASSERT_FALSE(read.ok());
+  EXPECT_THAT(read.status().message(), HasSubstr("read_token_file needs client_token_file"));
   auto notJson = ParseConfig("listen: 1");
   ASSERT_FALSE(notJson.ok());
   EXPECT_EQ(ReasonOf(notJson.status()), "INVALID_CONFIG");
+}
+
+TEST(IsLoopback, KnowsLoopbackFromEveryOtherAddress) {
+  for (const char *a : {"127.0.0.1:7070", "localhost:1", "[::1]:7070", "127.8.9.1:5", "::1", "localhost"}) {
+    EXPECT_TRUE(IsLoopback(a)) << a;
+  }
+  for (const char *a : {"0.0.0.0:7070", "[::]:7070", "10.0.0.1:7070", "tir-coordinator:7070", "::", "example.com"}) {
+    EXPECT_FALSE(IsLoopback(a)) << a;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/bundle_signature.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
 #include "compiler/conversion/GraphProto.h"
@@ -59,6 +60,15 @@ struct Coordinator::Metrics {
                      .Help("Candidate measurements reported by workers")
                      .Register(r)
                      .Add({})),
+        quarantines(prometheus::BuildCounter()
+                        .Name("tir_worker_quarantines_total")
+                        .Help("Workers quarantined after their candidates faulted or timed out on several kernels in a row")
+                        .Register(r)
+                        .Add({})),
+        limits(prometheus::BuildCounter()
+                   .Name("tir_limit_exceeded_total")
+                   .Help("Requests refused with LIMIT_EXCEEDED, by limit")
+                   .Register(r)),
         leases_expired(prometheus::BuildCounter()
                            .Name("tir_leases_expired_total")
                            .Help("Leases re-queued because they passed their deadline unreported")
@@ -85,7 +95,9 @@ struct Coordinator::Metrics {
   prometheus::Gauge &leases;
   prometheus::Family<prometheus::Gauge> &workers;
   prometheus::Histogram &tune_seconds, &queue_wait_seconds, &measure_seconds, &compile_seconds;
-  prometheus::Counter &measured, &leases_expired;
+  prometheus::Counter &measured, &quarantines;
+  prometheus::Family<prometheus::Counter> &limits;
+  prometheus::Counter &leases_expired;
   prometheus::Histogram &speedup;
   prometheus::Gauge &store_kernels, &store_bytes;
 };
@@ -105,6 +117,16 @@ std::string Sha256Hex(const std::string &data) {
 }
 
 absl::Status NotFound(const std::string &what) { return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", what); }
+
+// `limit` is the config key (camelCase, as in the config file).
+absl::Status LimitExceeded(const std::string &limit, uint64_t value, const std::string &what) {
+  return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                   absl::StrCat("limit ", limit, "=", value, " reached: ", what));
+}
+
+bool Sick(const tir::v1::CandidateResult &r) {
+  return r.verification().verdict() == tir::v1::VERDICT_FAULT || r.verification().verdict() == tir::v1::VERDICT_TIMEOUT;
+}
 
 tir::v1::Error ToError(const absl::Status &s) {
   tir::v1::Error e;
@@ -162,10 +184,14 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       store_(std::move(store)),
       registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
       metrics_(std::make_unique<Metrics>(*registry_)),
-      compile_cache_(options_.work_dir + "/nvrtc") {
+      compile_cache_(options_.work_dir + "/nvrtc"),
+      bundle_key_id_(options_.bundle_key.empty() ? "" : BundleKeyId(options_.bundle_key)) {
   // Every label value exists from the start, so rates and alerts see zeros.
   metrics_->cache.Add({{"result", "hit"}});
   metrics_->cache.Add({{"result", "miss"}});
+  for (const char *limit : {"maxOpsPerGraph", "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
+    metrics_->limits.Add({{"limit", limit}});
+  }
 }
 
 Coordinator::~Coordinator() { Shutdown(); }
@@ -202,8 +228,9 @@ void Coordinator::Refit() {
 
 absl::Status Coordinator::Start() {
   Refit();
-  // Resume unfinished jobs: each persisted request is planned again; its
-  // tuning restarts from round 0 (trials already stored stay stored).
+  // Resume unfinished jobs: each persisted request is planned again and its
+  // stored rounds are replayed into the tuners, so tuning goes on where it
+  // stopped.
   std::vector<tir::v1::CompileRequest> pending;
   TIR_RETURN_IF_ERROR(store_->Scan(store::Family::kJobs, "job/", [&](absl::string_view, absl::string_view value) {
     tir::v1::CompileRequest r;
@@ -213,7 +240,7 @@ absl::Status Coordinator::Start() {
   for (tir::v1::CompileRequest &r : pending) {
     r.clear_request_id();
     r.mutable_options()->set_mode(tir::v1::COMPILE_MODE_WAIT);
-    absl::StatusOr<tir::v1::Operation> op = CompileInternal(r, true);
+    absl::StatusOr<tir::v1::Operation> op = CompileInternal(r, true, "");
     if (!op.ok()) IgnoreError(op.status(), "a persisted job no longer compiles; dropping it");
   }
   // Operations from before the restart wait for their resumed jobs under
@@ -260,6 +287,13 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   }
   auto context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphSource(source, context.get()));
+  uint64_t ops = 0;
+  loaded.graph.getBody().walk([&](mlir::Operation *) { ++ops; });
+  if (ops > options_.limits.max_ops_per_graph) {
+    metrics_->limits.Add({{"limit", "maxOpsPerGraph"}}).Increment();
+    return LimitExceeded("maxOpsPerGraph", options_.limits.max_ops_per_graph,
+                         absl::StrCat("the graph has ", ops, " operations"));
+  }
   for (mlir::Type t : loaded.graph.getArgumentTypes()) {
     auto r = t.dyn_cast<mlir::RankedTensorType>();
     if (r && !r.hasStaticShape()) {
@@ -302,7 +336,23 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   return p;
 }
 
-std::string Coordinator::NewOperation(const std::string &arch, const std::string &key) {
+absl::StatusOr<std::string> Coordinator::NewOperation(const std::string &arch, const std::string &key) {
+  if (operations_.size() >= options_.limits.max_operations) {
+    // Room is made from finished operations, oldest first (a tenth at a
+    // time); they answer from the store afterwards (RestoredOperation).
+    std::vector<std::pair<int64_t, std::string>> done;
+    for (const auto &[n, e] : operations_) {
+      if (e.op.done()) done.emplace_back(e.op.metadata().end_time().seconds(), n);
+    }
+    if (done.empty()) {
+      metrics_->limits.Add({{"limit", "maxOperations"}}).Increment();
+      return LimitExceeded("maxOperations", options_.limits.max_operations,
+                           absl::StrCat(operations_.size(), " operations are in flight"));
+    }
+    std::sort(done.begin(), done.end());
+    done.resize(std::max<size_t>(1, std::min(done.size(), operations_.size() / 10)));
+    for (const auto &[t, n] : done) operations_.erase(n);
+  }
   std::string name;
   do {
     name = absl::StrFormat("operations/%016x", op_names_());
@@ -331,6 +381,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::str
                                  ") ended before the coordinator restarted and no bundle is stored for it; compile again"));
   }
   TIR_RETURN_IF_ERROR(b.status());
+  Served(*b);
   tir::v1::Operation op = CachedOperation(*std::move(b));
   op.set_name(name);
   op.mutable_metadata()->set_cache_hit(false);
@@ -355,18 +406,52 @@ void Coordinator::FinishOperation(const std::string &name, const absl::StatusOr<
 
 bool Coordinator::HasLiveWorker(const std::string &arch) const {
   for (const auto &[name, w] : workers_) {
-    if (w.capabilities.arch() == arch && w.state != "lost" && w.state != "draining" && w.state != "unavailable") {
+    if (w.capabilities.arch() == arch && !w.quarantined && w.state != "lost" && w.state != "draining" &&
+        w.state != "unavailable") {
       return true;
     }
   }
   return false;
 }
 
-absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request) {
-  return CompileInternal(request, false);
+absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request, const std::string &client) {
+  return CompileInternal(request, false, client);
 }
 
-absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::CompileRequest &request, bool resume) {
+absl::Status Coordinator::CheckJobLimits(const std::string &client, size_t kernels) const {
+  const Limits &lim = options_.limits;
+  if (jobs_.size() >= lim.max_jobs) {
+    metrics_->limits.Add({{"limit", "maxJobs"}}).Increment();
+    return LimitExceeded("maxJobs", lim.max_jobs, absl::StrCat(jobs_.size(), " tuning jobs are in flight"));
+  }
+  size_t mine = 0;
+  for (const auto &[key, job] : jobs_) mine += job.client == client;
+  if (mine >= lim.max_jobs_per_client) {
+    metrics_->limits.Add({{"limit", "maxJobsPerClient"}}).Increment();
+    return LimitExceeded("maxJobsPerClient", lim.max_jobs_per_client,
+                         absl::StrCat("client ", client.empty() ? "(unnamed)" : client, " has ", mine,
+                                      " tuning jobs in flight"));
+  }
+  if (queue_.size() + kernels > lim.max_queue_items) {
+    metrics_->limits.Add({{"limit", "maxQueueItems"}}).Increment();
+    return LimitExceeded("maxQueueItems", lim.max_queue_items,
+                         absl::StrCat(queue_.size(), " work items are queued and this job adds ", kernels));
+  }
+  return absl::OkStatus();
+}
+
+void Coordinator::Sign(tir::v1::KernelBundle &bundle) const {
+  if (!options_.bundle_key.empty()) SignBundle(bundle, options_.bundle_key);
+}
+
+void Coordinator::Served(tir::v1::KernelBundle &bundle) const {
+  // Bundles are signed when stored; one from before the key (or another
+  // key) is signed as it is served.
+  if (!options_.bundle_key.empty() && bundle.signature().key_id() != bundle_key_id_) Sign(bundle);
+}
+
+absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::CompileRequest &request, bool resume,
+                                                                const std::string &client) {
   const std::string arch = request.options().target_arch();
   {
     absl::MutexLock l(&mu_);
@@ -387,6 +472,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     if (hit.ok()) {
       metrics_->cache.Add({{"result", "hit"}}).Increment();
       ++hits_;
+      Served(*hit);
       // Answered from the store; the operation is not kept (its name says
       // where to find it again).
       return CachedOperation(*std::move(hit));
@@ -401,7 +487,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     absl::MutexLock l(&mu_);
     auto job = jobs_.find(parsed.key);
     if (job != jobs_.end() && !job->second.cancelled && !now && HasLiveWorker(arch)) {
-      const std::string name = NewOperation(arch, parsed.key);
+      TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
       operations_[name].job = parsed.key;
       job->second.operations.push_back(name);
       PersistOperation(name, parsed.key);
@@ -429,11 +515,23 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   std::optional<absl::StatusOr<tir::v1::KernelBundle>> untuned;
   if (answerNow) untuned = DefaultBundle(parsed.key, parsed, arch, plan);
   absl::MutexLock l(&mu_);
-  const std::string name = NewOperation(arch, parsed.key);
-  if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
   auto job = jobs_.find(parsed.key);
+  bool jobless = false;
   if (job == jobs_.end() || job->second.cancelled) {
-    TIR_RETURN_IF_ERROR(StartJob(parsed.key, request, parsed, std::move(plan)));
+    absl::Status fits = resume ? absl::OkStatus() : CheckJobLimits(client, plan.size());
+    // Past a job limit an untuned answer still goes out, without a job
+    // queued to tune it later; a request that waits for tuning is refused.
+    if (!fits.ok() && !untuned) return fits;
+    jobless = !fits.ok();
+  }
+  TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
+  if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+  if (jobless) {
+    FinishOperation(name, *untuned);
+    return operations_.at(name).op;
+  }
+  if (job == jobs_.end() || job->second.cancelled) {
+    TIR_RETURN_IF_ERROR(StartJob(parsed.key, request, parsed, std::move(plan), resume, client));
     job = jobs_.find(parsed.key);
   }
   if (untuned) {
@@ -449,7 +547,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
 }
 
 absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
-                                   std::vector<tuning::KernelWork> plan) {
+                                   std::vector<tuning::KernelWork> plan, bool resume, const std::string &client) {
   tir::v1::CompileRequest persisted = request;
   persisted.clear_request_id();
   TIR_RETURN_IF_ERROR(store_->Put(store::Family::kJobs, "job/" + key, persisted.SerializeAsString(), true));
@@ -462,7 +560,23 @@ absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::Compil
   job.signature = parsed.signature;
   job.arch = request.options().target_arch();
   job.priority = request.options().priority();
+  job.client = client;
   job.start = absl::Now();
+  if (resume) {
+    // Rounds reported before the restart ("round/<key>/<kernel>/<round>").
+    IgnoreError(store_->Scan(store::Family::kJobs, "round/" + key + "/",
+                             [&](absl::string_view k, absl::string_view value) {
+                               int kernel = -1, round = -1;
+                               const std::string rest(k.substr(7 + key.size()));
+                               tir::v1::ReportResultRequest r;
+                               if (std::sscanf(rest.c_str(), "%d/%d", &kernel, &round) == 2 &&
+                                   r.ParseFromString(std::string(value))) {
+                                 job.stored_rounds[{kernel, round}] = std::move(r);
+                               }
+                               return true;
+                             }),
+                "without its stored rounds a resumed job tunes from round 0");
+  }
   TunerConfig config = options_.tuner;
   if (request.options().budget().max_candidates_per_kernel() > 0) {
     config.width = request.options().budget().max_candidates_per_kernel();
@@ -484,6 +598,43 @@ void Coordinator::Advance(const std::string &key) {
   bool allDone = true;
   for (size_t k = 0; k < job.kernels.size(); ++k) {
     KernelJob &kj = job.kernels[k];
+    // The next round of the kernel (none while one is in flight); a round
+    // stored before a restart is replayed instead of measured again.
+    for (std::optional<KernelTuner::Round> round = kj.tuner->done() ? std::nullopt : kj.tuner->Next(); round;) {
+      Queued q;
+      q.job = key;
+      q.kernel = static_cast<int>(k);
+      q.round = round->number;
+      q.priority = job.priority;
+      q.seq = ++next_id_;
+      q.queued_at = absl::Now();
+      q.item = kj.work.item;
+      q.item.clear_candidates();
+      for (int p : round->positions) {
+        tir::v1::CandidateWork *c = q.item.add_candidates();
+        *c = kj.work.item.candidates(p);
+        // The run deadline follows what the candidate took before (the cost
+        // model's prediction can be far off, on the host above all).
+        c->set_expected_seconds(kj.tuner->Median(p));
+      }
+      *q.item.mutable_policy() = round->policy;
+      auto stored = job.stored_rounds.find({static_cast<int>(k), round->number});
+      if (stored != job.stored_rounds.end()) {
+        tir::v1::ReportResultRequest r = std::move(stored->second);
+        job.stored_rounds.erase(stored);
+        bool same = r.results_size() == q.item.candidates_size();
+        for (int i = 0; same && i < r.results_size(); ++i) {
+          same = r.results(i).candidate_index() == q.item.candidates(i).candidate_index();
+        }
+        if (same) {
+          RecordRound(q, {r.results().begin(), r.results().end()}, r.name(), true);
+          round = kj.tuner->done() ? std::nullopt : kj.tuner->Next();
+          continue;
+        }
+      }
+      queue_.push_back(std::move(q));
+      break;
+    }
     if (kj.tuner->done()) {
       if (!kj.tuner->outcome().ok()) {
         EndJob(key, Annotate(kj.tuner->outcome(), absl::StrCat("kernel ", k)));
@@ -492,20 +643,6 @@ void Coordinator::Advance(const std::string &key) {
       continue;
     }
     allDone = false;
-    std::optional<KernelTuner::Round> round = kj.tuner->Next();
-    if (!round) continue;  // a round is in flight
-    Queued q;
-    q.job = key;
-    q.kernel = static_cast<int>(k);
-    q.round = round->number;
-    q.priority = job.priority;
-    q.seq = ++next_id_;
-    q.queued_at = absl::Now();
-    q.item = kj.work.item;
-    q.item.clear_candidates();
-    for (int p : round->positions) *q.item.add_candidates() = kj.work.item.candidates(p);
-    *q.item.mutable_policy() = round->policy;
-    queue_.push_back(std::move(q));
   }
   if (allDone) {
     // 5. Assemble, store, answer.
@@ -545,6 +682,7 @@ void Coordinator::Advance(const std::string &key) {
     }
     if (!defaultsMeasured) t->set_default_seconds(0);
     *b.mutable_create_time() = TimeUtil::GetCurrentTime();
+    Sign(b);
     if (t->default_seconds() > 0 && t->best_seconds() > 0) metrics_->speedup.Observe(t->default_seconds() / t->best_seconds());
     metrics_->tune_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
     absl::Status stored = store_->PutKernel(b);
@@ -583,6 +721,14 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
     }
   }
   IgnoreError(store_->Delete(store::Family::kJobs, "job/" + key), "a finished job's record stays until the next resume");
+  std::vector<std::string> rounds;
+  IgnoreError(store_->Scan(store::Family::kJobs, "round/" + key + "/",
+                           [&](absl::string_view k, absl::string_view) {
+                             rounds.emplace_back(k);
+                             return true;
+                           }),
+              "a finished job's rounds stay until the next resume");
+  for (const std::string &r : rounds) IgnoreError(store_->Delete(store::Family::kJobs, r), "a stale round record stays");
   jobs_.erase(it);
   Touch();
 }
@@ -641,6 +787,7 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
     b.mutable_tuning()->set_candidates_total(b.tuning().candidates_total() + static_cast<uint32_t>(w.space_size));
   }
   *b.mutable_create_time() = TimeUtil::GetCurrentTime();
+  Sign(b);
   return b;
 }
 
@@ -663,6 +810,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &
     absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(name.substr(std::strlen(kCachedPrefix)));
     if (absl::IsNotFound(b.status())) return NotFound("no operation " + name);
     TIR_RETURN_IF_ERROR(b.status());
+    Served(*b);
     return CachedOperation(*std::move(b));
   }
   {
@@ -729,6 +877,7 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
   ++(hit.ok() ? hits_ : misses_);
   if (hit.ok()) {
     out.set_found(true);
+    Served(*hit);
     *out.mutable_bundle() = *std::move(hit);
   } else if (!absl::IsNotFound(hit.status())) {
     return hit.status();
@@ -743,6 +892,9 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::GetKernel(const std::string &
       k.clear_binary();
       k.clear_source();
     }
+    Sign(b);  // what is served is signed
+  } else {
+    Served(b);
   }
   return b;
 }
@@ -751,7 +903,10 @@ absl::StatusOr<tir::v1::ListKernelsResponse> Coordinator::ListKernels(const tir:
   const uint32_t size = request.page_size() == 0 ? 100 : std::min(request.page_size(), 1000u);
   TIR_ASSIGN_OR_RETURN(store::KernelPage page, store_->ListKernels(size, request.page_token(), request.arch()));
   tir::v1::ListKernelsResponse out;
-  for (auto &k : page.kernels) *out.add_kernels() = std::move(k);
+  for (auto &k : page.kernels) {
+    Sign(k);
+    *out.add_kernels() = std::move(k);
+  }
   out.set_next_page_token(page.next_page_token);
   return out;
 }
@@ -773,7 +928,7 @@ tir::v1::ListWorkersResponse Coordinator::ListWorkers(const std::string &arch) {
     i->set_backend(w.capabilities.backend());
     i->set_arch(w.capabilities.arch());
     i->set_device_name(w.capabilities.device_name());
-    i->set_state(w.state);
+    i->set_state(w.shown());
     uint32_t active = 0;
     for (const auto &[id, lease] : leases_) active += lease.worker == name;
     i->set_active_leases(active);
@@ -840,7 +995,10 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
     }
     w->second.last_heartbeat = absl::Now();
     const std::string arch = w->second.capabilities.arch();
-    const uint32_t max = std::max(1u, request.max_items());
+    uint32_t max = std::max(1u, request.max_items());
+    // A quarantined worker gets one probe item per probe interval.
+    const bool probe = w->second.quarantined;
+    if (probe) max = absl::Now() >= w->second.next_probe ? 1 : 0;
     while (static_cast<uint32_t>(out.items_size()) < max) {
       // Highest priority first, then oldest.
       auto best = queue_.end();
@@ -865,16 +1023,17 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
       const std::string job = lease.work.job;
       leases_[id] = std::move(lease);
       UpdateProgress(job);
+      if (probe) w->second.next_probe = absl::Now() + options_.quarantine_probe;
     }
     if (out.items_size() > 0 || absl::Now() >= end || stopping_) break;
-    changed_.WaitWithDeadline(&mu_, end);
+    changed_.WaitWithDeadline(&mu_, probe ? std::min(end, w->second.next_probe) : end);
   }
   Touch();
   return out;
 }
 
 void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results,
-                              const std::string &worker) {
+                              const std::string &worker, bool replayed) {
   auto job = jobs_.find(work.job);
   if (job == jobs_.end() || work.kernel >= static_cast<int>(job->second.kernels.size())) return;
   KernelJob &kj = job->second.kernels[work.kernel];
@@ -887,10 +1046,23 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
     }
     positions.push_back(pos);
   }
+  if (!replayed) {
+    // The round as reported (binaries of passing candidates included), so a
+    // restarted coordinator replays it rather than measuring it again.
+    tir::v1::ReportResultRequest round;
+    round.set_name(worker);
+    round.set_lease_id(work.item.lease_id());
+    for (const tir::v1::CandidateResult &r : results) *round.add_results() = r;
+    IgnoreError(store_->Put(store::Family::kJobs, absl::StrFormat("round/%s/%d/%d", work.job, work.kernel, work.round),
+                            round.SerializeAsString(), false),
+                "a round not stored is measured again after a restart");
+  }
   for (size_t i = 0; i < results.size() && i < positions.size(); ++i) {
     const tir::v1::CandidateResult &r = results[i];
-    metrics_->measured.Increment();
-    ++measured_total_;
+    if (!replayed) {
+      metrics_->measured.Increment();
+      ++measured_total_;
+    }
     tir::v1::CandidateResult trial = r;
     trial.clear_binary();
     if (positions[i] >= 0) {
@@ -900,11 +1072,13 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
       *trial.mutable_candidate() = cw.candidate();
       trial.set_arch(kj.work.item.arch());
     }
-    IgnoreError(store_->Put(store::Family::kTrials,
-                            absl::StrFormat("%s/%d/%d/%d/%s", work.job, work.kernel, r.candidate_index(), work.round,
-                                            work.item.lease_id()),
-                            trial.SerializeAsString(), false),
-                "a trial record is kept for analysis only");
+    if (!replayed) {
+      IgnoreError(store_->Put(store::Family::kTrials,
+                              absl::StrFormat("%s/%d/%d/%d/%s", work.job, work.kernel, r.candidate_index(), work.round,
+                                              work.item.lease_id()),
+                              trial.SerializeAsString(), false),
+                  "a trial record is kept for analysis only");
+    }
     if (r.verification().verdict() == tir::v1::VERDICT_PASSED && positions[i] >= 0) {
       if (!r.binary().empty()) kj.binaries[positions[i]] = r.binary();
       kj.best[positions[i]] = trial;
@@ -912,6 +1086,7 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
     }
   }
   kj.tuner->Record(work.round, results);
+  if (replayed) return;
   // The refit scans the ledger: the reaper does it, outside mu_.
   if ((trials_since_fit_ += static_cast<int>(results.size())) >= 32) {
     trials_since_fit_ = 0;
@@ -942,11 +1117,41 @@ absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const ti
   out.set_accepted(true);
   if (!lease.work.job.empty()) {
     std::vector<tir::v1::CandidateResult> results(request.results().begin(), request.results().end());
+    NoteHealth(request.name(), lease.work.job, lease.work.kernel, results);
     RecordRound(lease.work, results, request.name());
     Advance(lease.work.job);
   }
   Touch();
   return out;
+}
+
+void Coordinator::NoteHealth(const std::string &worker, const std::string &job, int kernel,
+                             const std::vector<tir::v1::CandidateResult> &results) {
+  auto it = workers_.find(worker);
+  if (it == workers_.end() || options_.quarantine_after <= 0) return;
+  WorkerEntry &w = it->second;
+  const bool passed = std::any_of(results.begin(), results.end(), [](const tir::v1::CandidateResult &r) {
+    return r.verification().verdict() == tir::v1::VERDICT_PASSED;
+  });
+  if (passed) {
+    if (w.quarantined) {
+      std::fprintf(stderr, "tir-coordinator: %s passed its probe; out of quarantine\n", worker.c_str());
+    }
+    w.quarantined = false;
+    w.sick.clear();
+    return;
+  }
+  if (results.empty() || !std::all_of(results.begin(), results.end(), Sick)) return;  // wrong results are the kernel's
+  w.sick.insert({job, kernel});
+  w.next_probe = absl::Now() + options_.quarantine_probe;
+  if (!w.quarantined && static_cast<int>(w.sick.size()) >= options_.quarantine_after) {
+    w.quarantined = true;
+    metrics_->quarantines.Increment();
+    std::fprintf(stderr,
+                 "tir-coordinator: %s quarantined: every candidate faulted or timed out on %zu different kernels in a "
+                 "row; a probe every %s\n",
+                 worker.c_str(), w.sick.size(), absl::FormatDuration(options_.quarantine_probe).c_str());
+  }
 }
 
 void Coordinator::Requeue(Lease lease, bool count_attempt) {
@@ -1076,9 +1281,9 @@ void Coordinator::Reap() {
         }
         Touch();
       }
-      ++byArch[w.capabilities.arch()][w.state];
+      ++byArch[w.capabilities.arch()][w.shown()];
     }
-    for (const char *state : {"ready", "busy", "draining", "unavailable", "lost"}) {
+    for (const char *state : {"ready", "busy", "draining", "unavailable", "lost", "quarantined"}) {
       for (auto &[arch, states] : byArch) {
         metrics_->workers.Add({{"arch", arch}, {"state", state}}).Set(states.count(state) ? states[state] : 0);
       }
@@ -1154,7 +1359,7 @@ tir::v1::ServiceStatus Coordinator::Status() {
     s->set_backend(w.capabilities.backend());
     s->set_arch(w.capabilities.arch());
     s->set_device(w.capabilities.device_name());
-    s->set_state(w.state);
+    s->set_state(w.shown());
     for (const auto &[id, lease] : leases_) {
       if (lease.worker == name) s->add_leases(id);
     }

@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "compiler/nvrtc/compile_cache.h"
 #include "compiler/planning/Calibration.h"
+#include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/kernel_tuner.h"
 #include "server/store/kernel_store.h"
@@ -42,6 +43,16 @@
 #include "tir/v1/worker_service.grpc.pb.h"
 
 namespace tir::coordinator {
+
+// Caps on what requests may ask of a coordinator; past one a request is
+// refused with RESOURCE_EXHAUSTED, reason LIMIT_EXCEEDED, naming the limit.
+struct Limits {
+  uint32_t max_ops_per_graph = 20000;
+  uint32_t max_jobs = 256;             // tuning jobs in flight
+  uint32_t max_jobs_per_client = 32;   // of them started by one client
+  uint32_t max_queue_items = 100000;   // work items queued for workers
+  uint32_t max_operations = 100000;    // operations kept in memory
+};
 
 struct CoordinatorOptions {
   // Workers heartbeat this often and count as lost after `lost_after` without one.
@@ -59,6 +70,15 @@ struct CoordinatorOptions {
   bool default_without_worker = true;
   // Where the coordinator builds default candidates (host objects, cubins).
   std::string work_dir = "/tmp/tir-coordinator";
+  Limits limits;
+  // Signs every bundle served (HMAC-SHA256) when not empty.
+  std::string bundle_key;
+  // A worker whose reports have every candidate fault or time out on this
+  // many different kernels in a row is quarantined: it is leased one probe
+  // item every `quarantine_probe`, and a probe with a passing candidate lets
+  // it back (0: never quarantine).
+  int quarantine_after = 3;
+  absl::Duration quarantine_probe = absl::Minutes(1);
 };
 
 class Coordinator {
@@ -72,7 +92,8 @@ class Coordinator {
   void Shutdown();
 
   // Client API.
-  absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::CompileRequest &request);
+  // `client` names the caller for the per-client job limit.
+  absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::CompileRequest &request, const std::string &client = "");
   absl::StatusOr<tir::v1::Operation> GetOperation(const std::string &name);
   // Waits until the operation is done, its progress changes past `version`
   // (when >= 0), or `timeout`; `version` is updated.
@@ -123,6 +144,10 @@ class Coordinator {
     tir::v1::KernelBundle signature;
     std::vector<KernelJob> kernels;
     std::vector<std::string> operations;  // waiting for the tuned bundle
+    std::string client;                   // who started it (per-client limit)
+    // Rounds stored before a restart, by (kernel, round): replayed into the
+    // tuners instead of measured again.
+    std::map<std::pair<int, int>, tir::v1::ReportResultRequest> stored_rounds;
     int priority = 0;
     bool cancelled = false;
     absl::Time start;
@@ -149,6 +174,13 @@ class Coordinator {
     uint64_t measured = 0;
     uint64_t sampled_measured = 0;  // at the last series sample
     double rate = 0;                // candidates per second over the last sample
+    // Kernels (job, kernel) whose last reports from it had every candidate
+    // fault or time out, since its last passing candidate.
+    std::set<std::pair<std::string, int>> sick;
+    bool quarantined = false;
+    absl::Time next_probe;
+    // "quarantined" while quarantined, else `state`.
+    std::string shown() const { return quarantined ? "quarantined" : state; }
   };
   // Persists operation `name` as waiting for job `key`.
   void PersistOperation(const std::string &name, const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -170,19 +202,35 @@ class Coordinator {
   };
 
   // `resume`: a persisted job after a restart (never answered with defaults).
-  absl::StatusOr<tir::v1::Operation> CompileInternal(const tir::v1::CompileRequest &request, bool resume);
+  absl::StatusOr<tir::v1::Operation> CompileInternal(const tir::v1::CompileRequest &request, bool resume,
+                                                     const std::string &client);
   absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                const std::string &arch, std::vector<tuning::KernelWork> *plan);
-  std::string NewOperation(const std::string &arch, const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Errors: LIMIT_EXCEEDED when max_operations are kept and none is done.
+  absl::StatusOr<std::string> NewOperation(const std::string &arch, const std::string &key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // OK when a new job of `kernels` kernels for `client` fits the limits.
+  absl::Status CheckJobLimits(const std::string &client, size_t kernels) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Signs `bundle` when a bundle key is configured (Served: unless it is
+  // signed with the key already).
+  void Sign(tir::v1::KernelBundle &bundle) const;
+  void Served(tir::v1::KernelBundle &bundle) const;
+  // After `worker` reported `results` for kernel `kernel` of `job`: its
+  // quarantine starts, goes on or ends.
+  void NoteHealth(const std::string &worker, const std::string &job, int kernel,
+                  const std::vector<tir::v1::CandidateResult> &results) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishOperation(const std::string &name, const absl::StatusOr<tir::v1::KernelBundle> &result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
-                        std::vector<tuning::KernelWork> plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                        std::vector<tuning::KernelWork> plan, bool resume, const std::string &client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Advance(const std::string &job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJob(const std::string &job, const absl::StatusOr<tir::v1::KernelBundle> &result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `replayed`: a round stored before a restart (not stored again, not
+  // counted in the metrics).
+  void RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker,
+                   bool replayed = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Requeue(Lease lease, bool count_attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-queues the leases `ids` that `worker` holds and gives back unfinished
   // (no attempt counted); returns how many.
@@ -206,6 +254,7 @@ class Coordinator {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Metrics> metrics_;
   nvrtc::CompileCache compile_cache_;
+  const std::string bundle_key_id_;
 
   mutable absl::Mutex mu_;
   absl::CondVar changed_;

@@ -5,6 +5,7 @@
 #include "server/coordinator/coordinator.h"
 
 #include "absl/strings/str_cat.h"
+#include "client/bundle_signature.h"
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -54,7 +55,7 @@ class CoordinatorTest : public ::testing::Test {
     r.mutable_options()->set_target_arch("host");
     r.mutable_options()->set_priority(priority);
     r.mutable_options()->set_mode(mode);
-    return c_->Compile(r);
+    return c_->Compile(r, client_);
   }
   std::vector<tir::v1::WorkItem> Lease(const std::string &worker, int max = 1, absl::Duration wait = absl::Milliseconds(200)) {
     tir::v1::LeaseWorkRequest r;
@@ -99,7 +100,36 @@ class CoordinatorTest : public ::testing::Test {
     return {};
   }
 
+  // Every candidate of `item` faults (a sick device).
+  absl::StatusOr<tir::v1::ReportResultResponse> ReportFaults(const std::string &worker, const tir::v1::WorkItem &item) {
+    tir::v1::ReportResultRequest r;
+    r.set_name(worker);
+    r.set_lease_id(item.lease_id());
+    for (const auto &c : item.candidates()) {
+      tir::v1::CandidateResult *x = r.add_results();
+      x->set_candidate_index(c.candidate_index());
+      x->mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+      x->mutable_verification()->set_detail("CUDA_ERROR_ILLEGAL_ADDRESS");
+    }
+    return c_->ReportResult(r);
+  }
+  // Heartbeats `workers` for `d`.
+  void KeepAlive(const std::vector<std::string> &workers, absl::Duration d) {
+    for (const absl::Time end = absl::Now() + d; absl::Now() < end;) {
+      for (const std::string &w : workers) Heartbeat(w);
+      absl::SleepFor(absl::Milliseconds(40));
+    }
+  }
+  std::string StateOf(const std::string &worker) {
+    const tir::v1::ListWorkersResponse list = c_->ListWorkers("");
+    for (const auto &w : list.workers()) {
+      if (w.name() == worker) return w.state();
+    }
+    return "(not listed)";
+  }
+
   CoordinatorOptions options_;
+  std::string client_;
   std::shared_ptr<store::KernelStore> store_;
   std::unique_ptr<Coordinator> c_;
 };
@@ -405,6 +435,173 @@ TEST_F(CoordinatorTest, BadRequestsHaveTheirReasons) {
   EXPECT_EQ(ReasonOf(c_->Compile(r).status()), "DYNAMIC_TUNING_UNSUPPORTED");
   EXPECT_EQ(ReasonOf(c_->GetOperation("operations/nope").status()), "NOT_FOUND");
   EXPECT_EQ(ReasonOf(c_->GetKernel("kernels/nope", false).status()), "NOT_FOUND");
+}
+
+}  // namespace
+}  // namespace tir::coordinator
+
+namespace tir::coordinator {
+namespace {
+
+TEST_F(CoordinatorTest, AResumedJobGoesOnFromItsStoredRounds) {
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  std::vector<tir::v1::WorkItem> r0 = Lease(w);
+  ASSERT_EQ(r0.size(), 1u);
+  ASSERT_EQ(r0[0].candidates_size(), 3);
+  ASSERT_TRUE(Report(w, r0[0]).ok());
+  std::vector<tir::v1::WorkItem> r1 = Lease(w);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_EQ(r1[0].policy().min_runs(), 2 * r0[0].policy().min_runs());
+  for (const auto &c : r1[0].candidates()) EXPECT_GT(c.expected_seconds(), 0) << "measured in round 0";
+  // The coordinator dies with round 1 leased: after the restart round 0 is
+  // replayed from the store and round 1 is what is queued.
+  c_.reset();
+  Start();
+  const std::string w2 = Register();
+  std::vector<tir::v1::WorkItem> again = Lease(w2);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].policy().min_runs(), r1[0].policy().min_runs()) << "not round 0 again";
+  ASSERT_EQ(again[0].candidates_size(), r1[0].candidates_size());
+  for (int i = 0; i < again[0].candidates_size(); ++i) {
+    EXPECT_EQ(again[0].candidates(i).candidate_index(), r1[0].candidates(i).candidate_index());
+  }
+  ASSERT_TRUE(Report(w2, again[0]).ok());
+  const tir::v1::Operation done = Serve(w2, op->name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  EXPECT_EQ(done.response().kernels(0).binary(), "\x7f" "ELF-candidate-1") << "the binary came back with the round";
+  EXPECT_EQ(done.response().tuning().candidates_measured(), 3u);
+}
+
+TEST_F(CoordinatorTest, AWorkerFaultingOnSeveralKernelsIsQuarantinedUntilAProbePasses) {
+  options_.quarantine_after = 2;
+  options_.quarantine_probe = absl::Milliseconds(300);
+  options_.max_attempts = 10;
+  Start();
+  const std::string sick = Register();
+  for (int k = 0; k < 3; ++k) ASSERT_TRUE(Compile(Graph(absl::StrCat("g", k), 8 * (k + 1))).ok());
+  // Faults on one kernel, twice, are one kernel: no quarantine yet.
+  std::vector<tir::v1::WorkItem> a = Lease(sick);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_TRUE(ReportFaults(sick, a[0]).ok());
+  EXPECT_EQ(StateOf(sick), "ready");
+  std::vector<tir::v1::WorkItem> b = Lease(sick);
+  ASSERT_EQ(b.size(), 1u);
+  ASSERT_TRUE(ReportFaults(sick, b[0]).ok());
+  EXPECT_EQ(StateOf(sick), "quarantined");
+  // Quarantined: nothing leased before the probe time, whatever is queued.
+  EXPECT_TRUE(Lease(sick, 4, absl::Milliseconds(100)).empty());
+  const std::string healthy = Register();
+  std::vector<tir::v1::WorkItem> h = Lease(healthy);
+  ASSERT_EQ(h.size(), 1u) << "the queued work goes to the healthy worker";
+  // The probe: one item, however many are asked for.
+  KeepAlive({sick, healthy}, absl::Milliseconds(350));
+  auto t = Compile(Graph("probe", 40));
+  ASSERT_TRUE(t.ok());
+  std::vector<tir::v1::WorkItem> probe = Lease(sick, 4, absl::Milliseconds(100));
+  ASSERT_EQ(probe.size(), 1u);
+  ASSERT_TRUE(ReportFaults(sick, probe[0]).ok());
+  EXPECT_EQ(StateOf(sick), "quarantined") << "a failed probe keeps it out";
+  KeepAlive({sick, healthy}, absl::Milliseconds(350));
+  ASSERT_TRUE(Compile(Graph("probe2", 48)).ok());
+  probe = Lease(sick, 4, absl::Milliseconds(100));
+  ASSERT_EQ(probe.size(), 1u);
+  ASSERT_TRUE(Report(sick, probe[0]).ok());
+  EXPECT_EQ(StateOf(sick), "ready") << "a passing probe lets it back";
+  EXPECT_EQ(c_->Status().workers_size(), 2);
+}
+
+TEST_F(CoordinatorTest, LimitsRefuseWithTheirNames) {
+  options_.limits.max_jobs = 3;
+  options_.limits.max_jobs_per_client = 2;
+  options_.limits.max_ops_per_graph = 3;
+  Start();
+  Register();
+  client_ = "alice";
+  ASSERT_TRUE(Compile(Graph("a1", 8)).ok());
+  ASSERT_TRUE(Compile(Graph("a2", 16)).ok());
+  auto third = Compile(Graph("a3", 24));
+  ASSERT_FALSE(third.ok());
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(ReasonOf(third.status()), "LIMIT_EXCEEDED");
+  EXPECT_THAT(third.status().message(), HasSubstr("maxJobsPerClient=2"));
+  EXPECT_THAT(third.status().message(), HasSubstr("alice"));
+  // Joining a job in flight is no new job.
+  EXPECT_TRUE(Compile(Graph("a1", 8)).ok());
+  client_ = "bob";
+  ASSERT_TRUE(Compile(Graph("b1", 32)).ok());
+  auto over = Compile(Graph("b2", 40));
+  ASSERT_FALSE(over.ok());
+  EXPECT_THAT(over.status().message(), HasSubstr("maxJobs=3"));
+  // Past the job limit an answer-now request still gets its untuned bundle.
+  auto now = Compile(Graph("b3", 48), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_TRUE(now->done());
+  EXPECT_FALSE(now->response().tuning().tuned());
+  EXPECT_EQ(c_->jobs_in_flight(), 3);
+  // A graph over the operation limit.
+  const std::string big =
+      "tir.graph @big(%x: tensor<8xf32>) -> tensor<8xf32> {\n  %a = exp %x : tensor<8xf32>\n"
+      "  %b = exp %a : tensor<8xf32>\n  %c = exp %b : tensor<8xf32>\n  %d = exp %c : tensor<8xf32>\n"
+      "  results %d : tensor<8xf32>\n}\n";
+  auto tooBig = Compile(big);
+  ASSERT_FALSE(tooBig.ok());
+  EXPECT_EQ(ReasonOf(tooBig.status()), "LIMIT_EXCEEDED");
+  EXPECT_THAT(tooBig.status().message(), HasSubstr("maxOpsPerGraph=3"));
+}
+
+TEST_F(CoordinatorTest, OperationsKeptAreBoundedFinishedOnesGoFirst) {
+  options_.limits.max_operations = 4;
+  Start();
+  std::vector<std::string> names;
+  // No worker: each answers at once with its default (done operations).
+  for (int k = 0; k < 4; ++k) {
+    auto op = Compile(Graph(absl::StrCat("d", k), 8 * (k + 1)));
+    ASSERT_TRUE(op.ok()) << op.status();
+    ASSERT_TRUE(op->done());
+    names.push_back(op->name());
+  }
+  auto fifth = Compile(Graph("d4", 40));
+  ASSERT_TRUE(fifth.ok()) << fifth.status() << ": room is made from finished operations";
+  EXPECT_TRUE(c_->GetOperation(fifth->name()).ok());
+}
+
+TEST_F(CoordinatorTest, EveryBundleServedIsSignedWithTheKey) {
+  options_.bundle_key = "k-1";
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("g", 8));
+  ASSERT_TRUE(op.ok());
+  const tir::v1::Operation done = Serve(w, op->name());
+  ASSERT_TRUE(done.has_response());
+  EXPECT_TRUE(CheckBundleSignature(done.response(), "k-1").ok());
+  auto hit = Compile(Graph("g", 8));
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(CheckBundleSignature(hit->response(), "k-1").ok());
+  auto meta = c_->GetKernel(done.response().name(), true);
+  ASSERT_TRUE(meta.ok());
+  EXPECT_TRUE(meta->kernels(0).binary().empty());
+  EXPECT_TRUE(CheckBundleSignature(*meta, "k-1").ok()) << "the metadata view is signed as served";
+  tir::v1::ListKernelsRequest list;
+  auto page = c_->ListKernels(list);
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->kernels_size(), 1);
+  EXPECT_TRUE(CheckBundleSignature(page->kernels(0), "k-1").ok());
+  // Untuned defaults too.
+  auto now = Compile(Graph("n", 16), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(now.ok());
+  EXPECT_TRUE(CheckBundleSignature(now->response(), "k-1").ok());
+  // A key rotation: stored bundles are signed with the new key as served.
+  c_.reset();
+  options_.bundle_key = "k-2";
+  Start();
+  auto rotated = Compile(Graph("g", 8));
+  ASSERT_TRUE(rotated.ok());
+  EXPECT_TRUE(rotated->done());
+  EXPECT_TRUE(CheckBundleSignature(rotated->response(), "k-2").ok());
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(rotated->response(), "k-1")), "BUNDLE_KEY_MISMATCH");
 }
 
 }  // namespace

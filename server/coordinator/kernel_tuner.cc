@@ -52,6 +52,10 @@ void KernelTuner::Record(int number, const std::vector<tir::v1::CandidateResult>
     const tir::v1::CandidateResult &r = results[i];
     ++measured_[p];
     ++measurements_;
+    // A candidate that passed an earlier round and only times out now (the
+    // machine was busy, the run longer) keeps its earlier time; a fault or a
+    // wrong result puts it out whenever it comes.
+    if (r.verification().verdict() == tir::v1::VERDICT_TIMEOUT && median_.count(p)) continue;
     if (r.verification().verdict() != tir::v1::VERDICT_PASSED || r.measurement().samples() == 0) {
       failed_[p] = r.verification().verdict();
       continue;

@@ -11,7 +11,8 @@
 //     drift of the machine hits both alike; the winner has the lower median
 //     over its confirming samples.
 // A candidate that fails (compile, fault, timeout, wrong) in any round is out
-// for good. Every result is kept (trials). No candidate passing round 0 ends
+// for good, but for a timeout after a round it passed: it keeps its earlier
+// time (a busy machine must not lose the kernel its best candidate). Every result is kept (trials). No candidate passing round 0 ends
 // the kernel with NO_CORRECT_CANDIDATE.
 
 #ifndef TIR_SERVER_COORDINATOR_KERNEL_TUNER_H_

@@ -93,5 +93,35 @@ TEST(KernelTuner, AStaleOrRepeatedRoundIsIgnored) {
   EXPECT_EQ(next->number, 1);
 }
 
+TEST(KernelTuner, ATimeoutAfterAPassedRoundDoesNotLoseTheCandidate) {
+  // Two candidates: round 0 passes both, the confirming round times out on
+  // both (a busy machine): the kernel keeps the faster of round 0.
+  KernelTuner t(2, 0, 100, TunerConfig{});
+  auto r0 = t.Next();
+  ASSERT_TRUE(r0);
+  t.Record(r0->number, {Passed(2), Passed(1)});
+  auto r1 = t.Next();
+  ASSERT_TRUE(r1);
+  EXPECT_THAT(r1->positions, ElementsAre(1, 0, 1, 0));
+  t.Record(r1->number, std::vector<tir::v1::CandidateResult>(4, Failed(tir::v1::VERDICT_TIMEOUT)));
+  EXPECT_TRUE(t.done());
+  ASSERT_TRUE(t.outcome().ok()) << t.outcome();
+  EXPECT_EQ(t.winner(), 1);
+  EXPECT_EQ(t.failed(), 0);
+  // A fault in a later round still puts a candidate out.
+  KernelTuner f(2, 0, 100, TunerConfig{});
+  auto f0 = f.Next();
+  f.Record(f0->number, {Passed(2), Passed(1)});
+  auto f1 = f.Next();
+  f.Record(f1->number, {Failed(tir::v1::VERDICT_FAULT), Passed(2), Failed(tir::v1::VERDICT_FAULT), Passed(2)});
+  ASSERT_TRUE(f.done());
+  EXPECT_EQ(f.winner(), 0);
+  // A timeout in round 0 is a failure like any other.
+  KernelTuner z(2, 0, 100, TunerConfig{});
+  auto z0 = z.Next();
+  z.Record(z0->number, {Failed(tir::v1::VERDICT_TIMEOUT), Failed(tir::v1::VERDICT_TIMEOUT)});
+  EXPECT_EQ(ReasonOf(z.outcome()), "NO_CORRECT_CANDIDATE");
+}
+
 }  // namespace
 }  // namespace tir::coordinator

@@ -7,6 +7,7 @@
 #include "compiler/support/version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "prometheus/gauge.h"
 #include "server/config/config.h"
 #include "server/store/rocksdb_kernel_store.h"
@@ -46,14 +47,36 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.tuner.budget_seconds = config.tuning_budget_ms() * 1e-3;
   o.default_without_worker = config.no_worker() == "default";
   o.work_dir = config.work_dir().empty() ? config.db() + "/work" : config.work_dir();
-  s->coordinator_ = std::make_unique<coordinator::Coordinator>(o, s->store_, s->registry_);
+  o.limits.max_ops_per_graph = config.max_ops_per_graph();
+  o.limits.max_jobs = config.max_jobs();
+  o.limits.max_jobs_per_client = config.max_jobs_per_client();
+  o.limits.max_queue_items = config.max_queue_items();
+  o.limits.max_operations = config.max_operations();
+  o.quarantine_after = static_cast<int>(config.quarantine_after());
+  o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());
+  if (!config.bundle_key_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file()));
+  }
   Tokens tokens;
   if (!config.client_token_file().empty()) {
     TIR_ASSIGN_OR_RETURN(tokens.client, config::ReadSecret(config.client_token_file()));
   }
+  if (!config.read_token_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(tokens.read, config::ReadSecret(config.read_token_file()));
+  }
   if (!config.worker_token_file().empty()) {
     TIR_ASSIGN_OR_RETURN(tokens.worker, config::ReadSecret(config.worker_token_file()));
   }
+  // Off loopback, a coordinator without a worker token lets anyone who
+  // reaches the port register as a worker and have its binaries served.
+  if (!config::IsLoopback(config.listen()) && tokens.worker.empty() && !config.insecure()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
+                     "refusing to serve on " + config.listen() +
+                         " without workerTokenFile: anyone who reaches the port could register as a worker and "
+                         "have its binaries served to every client. Set workerTokenFile (and clientTokenFile), "
+                         "listen on loopback, or pass --insecure (config \"insecure\": true)");
+  }
+  s->coordinator_ = std::make_unique<coordinator::Coordinator>(o, s->store_, s->registry_);
   s->compiler_ = std::make_unique<CompilerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
   s->workers_ = std::make_unique<WorkerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
 
@@ -73,6 +96,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // A bounded server: at most this many threads serve calls (a flood of
+  // clients waits for one instead of growing the process without bound).
+  grpc::ResourceQuota quota("tir-coordinator");
+  quota.SetMaxThreads(static_cast<int>(config.max_server_threads()));
+  builder.SetResourceQuota(quota);
   builder.AddListeningPort(config.listen(), creds, &s->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes()));
@@ -85,10 +113,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   TIR_RETURN_IF_ERROR(s->coordinator_->Start());
   if (config.dashboard_port() > 0) {
     TIR_ASSIGN_OR_RETURN(s->dashboard_,
-                         dashboard::Dashboard::Start(s->coordinator_.get(), absl::StrCat("0.0.0.0:", config.dashboard_port())));
+                         dashboard::Dashboard::Start(s->coordinator_.get(),
+                                                     absl::StrCat(config.http_address(), ":", config.dashboard_port())));
   }
   if (config.metrics_port() > 0) {
-    s->exposer_ = std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", config.metrics_port()));
+    s->exposer_ =
+        std::make_unique<prometheus::Exposer>(absl::StrCat(config.http_address(), ":", config.metrics_port()));
     s->exposer_->RegisterCollectable(s->registry_);
   }
   return s;

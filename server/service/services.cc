@@ -44,6 +44,22 @@ absl::Status CheckToken(const grpc::ServerContext &context, const std::string &t
                    it == md.end() ? "this call needs a token (authorization: Bearer <token>)" : "wrong token");
 }
 
+absl::Status CheckReadToken(const grpc::ServerContext &context, const Tokens &tokens) {
+  absl::Status s = CheckToken(context, tokens.client);
+  if (s.ok() || tokens.read.empty() || !CheckToken(context, tokens.read).ok()) return s;
+  return absl::OkStatus();
+}
+
+std::string ClientOf(const grpc::ServerContext &context) {
+  const auto &md = context.client_metadata();
+  auto it = md.find("tir-client");
+  if (it != md.end() && !it->second.empty()) return std::string(it->second.data(), std::min<size_t>(it->second.size(), 128));
+  std::string peer = context.peer();  // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", "unix:..."
+  const size_t colon = peer.rfind(':');
+  if (colon != std::string::npos && colon > peer.find(':')) peer.resize(colon);
+  return peer;
+}
+
 CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)
     : c_(c),
       tokens_(std::move(tokens)),
@@ -60,13 +76,15 @@ grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s
 grpc::Status CompilerServiceImpl::Compile(grpc::ServerContext *ctx, const tir::v1::CompileRequest *req,
                                           tir::v1::Operation *out) {
   absl::Status s = CheckToken(*ctx, tokens_.client);
-  if (s.ok()) s = Assign(c_->Compile(*req), out);
+  if (s.ok()) s = Assign(c_->Compile(*req, ClientOf(*ctx)), out);
   return Done("Compile", s);
 }
 
-grpc::Status CompilerServiceImpl::GetOperation(grpc::ServerContext *, const tir::v1::GetOperationRequest *req,
+grpc::Status CompilerServiceImpl::GetOperation(grpc::ServerContext *ctx, const tir::v1::GetOperationRequest *req,
                                                tir::v1::Operation *out) {
-  return Done("GetOperation", Assign(c_->GetOperation(req->name()), out));
+  absl::Status s = CheckReadToken(*ctx, tokens_);
+  if (s.ok()) s = Assign(c_->GetOperation(req->name()), out);
+  return Done("GetOperation", s);
 }
 
 grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const tir::v1::WaitOperationRequest *req,
@@ -75,11 +93,14 @@ grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const 
                                               : absl::Minutes(10);
   // Answer a little before the caller's deadline, with the operation as it is.
   timeout = std::min(timeout, DeadlineOf(*ctx) - absl::Now() - absl::Milliseconds(50));
-  return Done("WaitOperation", Assign(c_->WaitOperation(req->name(), std::max(timeout, absl::ZeroDuration())), out));
+  absl::Status s = CheckReadToken(*ctx, tokens_);
+  if (s.ok()) s = Assign(c_->WaitOperation(req->name(), std::max(timeout, absl::ZeroDuration())), out);
+  return Done("WaitOperation", s);
 }
 
 grpc::Status CompilerServiceImpl::WatchOperation(grpc::ServerContext *ctx, const tir::v1::WatchOperationRequest *req,
                                                  grpc::ServerWriter<tir::v1::Operation> *writer) {
+  if (absl::Status s = CheckReadToken(*ctx, tokens_); !s.ok()) return Done("WatchOperation", s);
   int64_t version = -1;
   for (;;) {
     absl::StatusOr<tir::v1::Operation> op = c_->WaitOperation(req->name(), absl::Seconds(1), &version);
@@ -96,19 +117,25 @@ grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, cons
   return Done("CancelOperation", s);
 }
 
-grpc::Status CompilerServiceImpl::GetKernel(grpc::ServerContext *, const tir::v1::GetKernelRequest *req,
+grpc::Status CompilerServiceImpl::GetKernel(grpc::ServerContext *ctx, const tir::v1::GetKernelRequest *req,
                                             tir::v1::KernelBundle *out) {
-  return Done("GetKernel", Assign(c_->GetKernel(req->name(), req->metadata_only()), out));
+  absl::Status s = CheckReadToken(*ctx, tokens_);
+  if (s.ok()) s = Assign(c_->GetKernel(req->name(), req->metadata_only()), out);
+  return Done("GetKernel", s);
 }
 
-grpc::Status CompilerServiceImpl::LookupKernel(grpc::ServerContext *, const tir::v1::LookupKernelRequest *req,
+grpc::Status CompilerServiceImpl::LookupKernel(grpc::ServerContext *ctx, const tir::v1::LookupKernelRequest *req,
                                                tir::v1::LookupKernelResponse *out) {
-  return Done("LookupKernel", Assign(c_->LookupKernel(*req), out));
+  absl::Status s = CheckReadToken(*ctx, tokens_);
+  if (s.ok()) s = Assign(c_->LookupKernel(*req), out);
+  return Done("LookupKernel", s);
 }
 
-grpc::Status CompilerServiceImpl::ListKernels(grpc::ServerContext *, const tir::v1::ListKernelsRequest *req,
+grpc::Status CompilerServiceImpl::ListKernels(grpc::ServerContext *ctx, const tir::v1::ListKernelsRequest *req,
                                               tir::v1::ListKernelsResponse *out) {
-  return Done("ListKernels", Assign(c_->ListKernels(*req), out));
+  absl::Status s = CheckReadToken(*ctx, tokens_);
+  if (s.ok()) s = Assign(c_->ListKernels(*req), out);
+  return Done("ListKernels", s);
 }
 
 grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const tir::v1::DeleteKernelRequest *req,
@@ -118,10 +145,11 @@ grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const t
   return Done("DeleteKernel", s);
 }
 
-grpc::Status CompilerServiceImpl::ListWorkers(grpc::ServerContext *, const tir::v1::ListWorkersRequest *req,
+grpc::Status CompilerServiceImpl::ListWorkers(grpc::ServerContext *ctx, const tir::v1::ListWorkersRequest *req,
                                               tir::v1::ListWorkersResponse *out) {
-  *out = c_->ListWorkers(req->arch());
-  return Done("ListWorkers", absl::OkStatus());
+  absl::Status s = CheckReadToken(*ctx, tokens_);
+  if (s.ok()) *out = c_->ListWorkers(req->arch());
+  return Done("ListWorkers", s);
 }
 
 WorkerServiceImpl::WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)

@@ -18,8 +18,10 @@
 namespace tir::service {
 
 struct Tokens {
-  // Required for Compile, CancelOperation and DeleteKernel when not empty.
+  // When not empty, every client call needs it (or, for a read call, `read`).
   std::string client;
+  // Allows the read calls only (needs `client`).
+  std::string read;
   // Required for every worker call when not empty.
   std::string worker;
 };
@@ -74,6 +76,12 @@ class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
 // Checks "authorization: Bearer <token>" against `token` (always OK when
 // `token` is empty). Errors: UNAUTHENTICATED.
 absl::Status CheckToken(const grpc::ServerContext &context, const std::string &token);
+// A read call: either token does (always OK when `tokens.client` is empty).
+absl::Status CheckReadToken(const grpc::ServerContext &context, const Tokens &tokens);
+
+// Who a call counts against for per-client limits: its "tir-client"
+// metadata when set, else its peer's address without the port.
+std::string ClientOf(const grpc::ServerContext &context);
 
 }  // namespace tir::service
 

@@ -92,7 +92,8 @@ class Service {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
       tir::v1::ListWorkersResponse out;
-      if (stub_->ListWorkers(&ctx, {}, &out).ok()) return;
+      const grpc::Status st = stub_->ListWorkers(&ctx, {}, &out);
+      if (st.ok() || st.error_code() == grpc::StatusCode::UNAUTHENTICATED) return;
       absl::SleepFor(absl::Milliseconds(100));
     }
     FAIL() << "the coordinator did not start";
@@ -312,7 +313,9 @@ TEST(ServiceE2E, EightConcurrentIdenticalSubmissionsShareOneTuning) {
 
 TEST(ServiceE2E, BadRequestsGetTheirCodeAndReason) {
   std::ofstream(Tmp() + "/client.token") << "s3cret\n";
-  Service s(Tmp() + "/db5", ", \"maxMessageBytes\": 1048576, \"clientTokenFile\": \"" + Tmp() + "/client.token\"");
+  std::ofstream(Tmp() + "/read.token") << "look-only\n";
+  Service s(Tmp() + "/db5", ", \"maxMessageBytes\": 1048576, \"clientTokenFile\": \"" + Tmp() +
+                                "/client.token\", \"readTokenFile\": \"" + Tmp() + "/read.token\"");
   s.StartCoordinator();
   tir::v1::Operation op;
   grpc::Status st = s.Compile("tir.graph @g(%x: tensor<4xf32>) -> tensor<4xf32> { results %y : tensor<4xf32> }",
@@ -329,10 +332,113 @@ TEST(ServiceE2E, BadRequestsGetTheirCodeAndReason) {
   EXPECT_EQ(ReasonOf(st), "UNAUTHENTICATED");
   st = s.Compile(Graph("g", 4, 4), "host", &op, "wrong");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  // Reads need no token.
-  grpc::ClientContext ctx;
-  tir::v1::ListKernelsResponse list;
-  EXPECT_TRUE(s.stub().ListKernels(&ctx, {}, &list).ok());
+  // Reads need a token too: the client's or the read token; the read token
+  // allows nothing else.
+  st = s.Compile(Graph("g", 4, 4), "host", &op, "look-only");
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  const auto read = [&](const std::string &token) {
+    std::vector<grpc::Status> out;
+    const auto ctx = [&](grpc::ClientContext &c) {
+      if (!token.empty()) c.AddMetadata("authorization", "Bearer " + token);
+    };
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::ListKernelsResponse r;
+      out.push_back(s.stub().ListKernels(&c, {}, &r));
+    }
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::ListWorkersResponse r;
+      out.push_back(s.stub().ListWorkers(&c, {}, &r));
+    }
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::GetKernelRequest q;
+      q.set_name("kernels/none");
+      tir::v1::KernelBundle r;
+      out.push_back(s.stub().GetKernel(&c, q, &r));
+    }
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::GetOperationRequest q;
+      q.set_name("operations/0123456789abcdef");
+      tir::v1::Operation r;
+      out.push_back(s.stub().GetOperation(&c, q, &r));
+    }
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::WaitOperationRequest q;
+      q.set_name("operations/0123456789abcdef");
+      tir::v1::Operation r;
+      out.push_back(s.stub().WaitOperation(&c, q, &r));
+    }
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::LookupKernelRequest q;
+      q.mutable_graph()->set_mlir_text(Graph("g", 4, 4));
+      q.mutable_options()->set_target_arch("host");
+      tir::v1::LookupKernelResponse r;
+      out.push_back(s.stub().LookupKernel(&c, q, &r));
+    }
+    {
+      grpc::ClientContext c;
+      ctx(c);
+      tir::v1::WatchOperationRequest q;
+      q.set_name("operations/0123456789abcdef");
+      auto reader = s.stub().WatchOperation(&c, q);
+      tir::v1::Operation r;
+      while (reader->Read(&r)) {
+      }
+      out.push_back(reader->Finish());
+    }
+    return out;
+  };
+  for (const grpc::Status &r : read("")) {
+    EXPECT_EQ(r.error_code(), grpc::StatusCode::UNAUTHENTICATED) << r.error_message();
+  }
+  for (const std::string &token : {"s3cret", "look-only"}) {
+    for (const grpc::Status &r : read(token)) {
+      EXPECT_NE(r.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token << ": " << r.error_message();
+    }
+  }
+}
+
+TEST(ServiceE2E, OffLoopbackWithoutAWorkerTokenTheCoordinatorRefusesToStart) {
+  const int port = tir::testing::FreePort();
+  const std::string db = Tmp() + "/db-insecure";
+  const std::string err = Tmp() + "/insecure.err";
+  std::vector<std::string> argv = {"/bin/sh", "-c",
+                                   absl::StrCat(Runfile("server/tir-coordinator"), " --listen=0.0.0.0:", port,
+                                                " --db=", db, " 2>", err)};
+  pid_t pid = Spawn(argv);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(err);
+  const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(message, HasSubstr("without workerTokenFile"));
+  EXPECT_THAT(message, HasSubstr("--insecure"));
+  // Told --insecure, it serves.
+  pid = Spawn({Runfile("server/tir-coordinator"), absl::StrCat("--listen=0.0.0.0:", port), "--db=" + db, "--insecure"});
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
+  auto stub = tir::v1::CompilerService::NewStub(channel);
+  bool served = false;
+  for (int i = 0; i < 300 && !served; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    tir::v1::ListWorkersResponse out;
+    served = stub->ListWorkers(&ctx, {}, &out).ok();
+    if (!served) absl::SleepFor(absl::Milliseconds(100));
+  }
+  Stop(pid);
+  EXPECT_TRUE(served);
 }
 
 TEST(ServiceE2E, CancelStopsTheWork) {

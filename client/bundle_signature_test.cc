@@ -1,0 +1,60 @@
+#include "client/bundle_signature.h"
+
+#include "compiler/support/status.h"
+#include "gtest/gtest.h"
+
+namespace tir {
+namespace {
+
+tir::v1::KernelBundle Bundle() {
+  tir::v1::KernelBundle b;
+  b.set_key("abc");
+  b.set_arch("host");
+  tir::v1::KernelEntry *e = b.add_kernels();
+  e->set_entry_symbol("k0");
+  e->set_binary(std::string("\x7f" "ELF\0\1\2", 7));
+  // Map entries: the signed bytes must not depend on their insertion order.
+  for (const char *p : {"tile_n", "tile_m", "vector_width", "block_k", "stages"}) {
+    (*e->mutable_candidate()->mutable_params())[p] = static_cast<int64_t>(std::string(p).size());
+  }
+  return b;
+}
+
+TEST(BundleSignatureTest, ASignedBundleChecksWithItsKeyOnly) {
+  tir::v1::KernelBundle b = Bundle();
+  SignBundle(b, "secret-1");
+  EXPECT_EQ(b.signature().algorithm(), "hmac-sha256");
+  EXPECT_EQ(b.signature().key_id(), BundleKeyId("secret-1"));
+  EXPECT_EQ(b.signature().mac().size(), 32u);
+  EXPECT_TRUE(CheckBundleSignature(b, "secret-1").ok());
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(b, "secret-2")), "BUNDLE_KEY_MISMATCH");
+  // Through the wire and back (a parsed map has its own order).
+  tir::v1::KernelBundle parsed;
+  ASSERT_TRUE(parsed.ParseFromString(b.SerializeAsString()));
+  EXPECT_TRUE(CheckBundleSignature(parsed, "secret-1").ok());
+  // Signing again replaces the signature rather than signing it.
+  SignBundle(parsed, "secret-1");
+  EXPECT_EQ(parsed.signature().mac(), b.signature().mac());
+}
+
+TEST(BundleSignatureTest, AnyChangeAfterSigningIsRefused) {
+  tir::v1::KernelBundle b = Bundle();
+  SignBundle(b, "k");
+  tir::v1::KernelBundle binary = b;
+  (*binary.mutable_kernels(0)->mutable_binary())[1] ^= 1;
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(binary, "k")), "BUNDLE_SIGNATURE_INVALID");
+  tir::v1::KernelBundle launch = b;
+  launch.mutable_kernels(0)->mutable_launch()->add_block(1024);
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(launch, "k")), "BUNDLE_SIGNATURE_INVALID");
+  tir::v1::KernelBundle param = b;
+  (*param.mutable_kernels(0)->mutable_candidate()->mutable_params())["tile_m"] = 7;
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(param, "k")), "BUNDLE_SIGNATURE_INVALID");
+  tir::v1::KernelBundle forged = b;
+  forged.mutable_signature()->set_algorithm("none");
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(forged, "k")), "BUNDLE_SIGNATURE_INVALID");
+  tir::v1::KernelBundle unsigned_ = Bundle();
+  EXPECT_EQ(ReasonOf(CheckBundleSignature(unsigned_, "k")), "BUNDLE_UNSIGNED");
+}
+
+}  // namespace
+}  // namespace tir
