@@ -28,6 +28,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const Em
   TIR_ASSIGN_OR_RETURN(e->server_, service::CoordinatorServer::Start(config));
   worker::WorkerOptions wo;
   wo.runner_path = runner;
+  wo.reference_dir = options.cache_dir + "/worker/reference";
   wo.compile_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   wo.lease_wait = absl::Milliseconds(300);
   grpc::ChannelArguments args;

@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
   }
   tir::worker::WorkerOptions options;
   options.runner_path = *runner;
+  options.reference_dir = workDir + "/reference";
   const int threads = absl::GetFlag(FLAGS_compile_threads);
   options.max_items = std::max(1, absl::GetFlag(FLAGS_max_items));
   options.compile_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -84,6 +84,7 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Backend> backend, std::sha
       runner_([&] {
         std::vector<std::string> argv = {options_.runner_path};
         for (const std::string &f : backend_->RunnerFlags()) argv.push_back(f);
+        if (!options_.reference_dir.empty()) argv.push_back("--reference_dir=" + options_.reference_dir);
         return argv;
       }()) {}
 

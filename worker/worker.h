@@ -40,6 +40,9 @@ namespace tir::worker {
 struct WorkerOptions {
   // Path of tir-worker-runner.
   std::string runner_path;
+  // Where the runner keeps prepared references across its restarts (a
+  // fault costs one restart, not a reference recompute); empty: none.
+  std::string reference_dir;
   // Compiles at once.
   int compile_threads = 2;
   // Sent as "authorization: Bearer <token>" when not empty.

@@ -1,8 +1,14 @@
 #include "worker/runner/prepared_item.h"
 
-#include <map>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,7 +25,138 @@ absl::Status InvalidWork(const std::string &m) {
   return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", m);
 }
 
+std::string &ReferenceDir() {
+  static std::string dir;
+  return dir;
+}
+
+// Files kept in the reference cache, and the largest one written.
+constexpr int kReferenceFiles = 8;
+constexpr uint64_t kReferenceMaxBytes = uint64_t{1} << 30;
+constexpr char kReferenceMagic[8] = {'T', 'I', 'R', 'R', 'E', 'F', '0', '1'};
+
+// What the inputs and reference depend on: the kernel graph, the seed and
+// the shapes (FNV-1a, 64 bits, over their bytes).
+std::string ReferenceKey(const tir::v1::WorkItem &item, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const std::string &bytes) {
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  mix(item.kernel_mlir());
+  mix(std::to_string(seed));
+  for (const tir::v1::ShapeHint &s : item.shapes()) mix(s.SerializeAsString());
+  return absl::StrFormat("%016x-%zu.ref", h, item.kernel_mlir().size());
+}
+
+template <typename T>
+void Put(std::string &out, const T &v) {
+  out.append(reinterpret_cast<const char *>(&v), sizeof(T));
+}
+
+template <typename T>
+bool Take(const std::string &in, size_t &at, T *v) {
+  if (at + sizeof(T) > in.size()) return false;
+  std::memcpy(v, in.data() + at, sizeof(T));
+  at += sizeof(T);
+  return true;
+}
+
+void PutTensors(std::string &out, const std::vector<reference::Tensor> &ts) {
+  Put(out, static_cast<uint64_t>(ts.size()));
+  for (const reference::Tensor &t : ts) {
+    Put(out, static_cast<int32_t>(t.dtype));
+    Put(out, static_cast<uint8_t>(t.scalar));
+    Put(out, static_cast<uint64_t>(t.shape.size()));
+    for (int64_t d : t.shape) Put(out, d);
+    Put(out, static_cast<uint64_t>(t.f.size()));
+    out.append(reinterpret_cast<const char *>(t.f.data()), t.f.size() * sizeof(double));
+    Put(out, static_cast<uint64_t>(t.i.size()));
+    out.append(reinterpret_cast<const char *>(t.i.data()), t.i.size() * sizeof(int64_t));
+  }
+}
+
+bool TakeTensors(const std::string &in, size_t &at, std::vector<reference::Tensor> *ts) {
+  uint64_t n = 0;
+  if (!Take(in, at, &n) || n > 4096) return false;
+  ts->resize(n);
+  for (reference::Tensor &t : *ts) {
+    int32_t dtype = 0;
+    uint8_t scalar = 0;
+    uint64_t rank = 0, nf = 0, ni = 0;
+    if (!Take(in, at, &dtype) || !Take(in, at, &scalar) || !Take(in, at, &rank) || rank > 16) return false;
+    t.dtype = static_cast<reference::DType>(dtype);
+    t.scalar = scalar != 0;
+    t.shape.resize(rank);
+    for (int64_t &d : t.shape) {
+      if (!Take(in, at, &d)) return false;
+    }
+    if (!Take(in, at, &nf) || nf > (in.size() - at) / sizeof(double)) return false;
+    t.f.resize(nf);
+    std::memcpy(t.f.data(), in.data() + at, nf * sizeof(double));
+    at += nf * sizeof(double);
+    if (!Take(in, at, &ni) || ni > (in.size() - at) / sizeof(int64_t)) return false;
+    t.i.resize(ni);
+    std::memcpy(t.i.data(), in.data() + at, ni * sizeof(int64_t));
+    at += ni * sizeof(int64_t);
+    const uint64_t elements = static_cast<uint64_t>(t.NumElements());
+    if ((t.UsesInts() ? ni : nf) != elements) return false;
+  }
+  return true;
+}
+
+// Reads a cached reference; false when there is none or it does not parse
+// (then it is computed again and rewritten).
+bool LoadReference(const std::string &path, PreparedItem *p) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  const std::string in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (in.size() < sizeof(kReferenceMagic) || std::memcmp(in.data(), kReferenceMagic, sizeof(kReferenceMagic)) != 0) {
+    return false;
+  }
+  size_t at = sizeof(kReferenceMagic);
+  std::vector<reference::Tensor> inputs, expected;
+  if (!TakeTensors(in, at, &inputs) || !TakeTensors(in, at, &expected) || at != in.size()) return false;
+  if (inputs.size() != p->inputs.size()) return false;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].dtype != p->inputs[k].dtype || inputs[k].shape != p->inputs[k].shape) return false;
+  }
+  p->inputs = std::move(inputs);
+  p->expected = std::move(expected);
+  return true;
+}
+
+void StoreReference(const std::string &dir, const std::string &path, const PreparedItem &p) {
+  std::string out(kReferenceMagic, sizeof(kReferenceMagic));
+  PutTensors(out, p.inputs);
+  if (out.size() > kReferenceMaxBytes) return;
+  PutTensors(out, p.expected);
+  if (out.size() > kReferenceMaxBytes) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  // The newest files stay; written through a temporary name so a reader
+  // never sees half a file.
+  std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> files;
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".ref") files.emplace_back(e.last_write_time(ec), e.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (size_t k = 0; k + kReferenceFiles <= files.size(); ++k) std::filesystem::remove(files[k].second, ec);
+  const std::string tmp = absl::StrCat(path, ".tmp", getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    if (!f) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+}
+
 }  // namespace
+
+void SetReferenceCacheDir(std::string dir) { ReferenceDir() = std::move(dir); }
 
 absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkItem &item) {
   auto p = std::make_unique<PreparedItem>();
@@ -62,8 +199,15 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
       return InvalidWork(absl::StrCat("input ", arg.getArgNumber(), " has dynamic dims and no shape hint"));
     }
   }
+  const std::string dir = ReferenceDir();
+  const std::string path = dir.empty() ? "" : dir + "/" + ReferenceKey(item, seed);
+  if (!path.empty() && LoadReference(path, p.get())) {
+    p->reference_cached = true;
+    return p;
+  }
   TIR_ASSIGN_OR_RETURN(p->expected, reference::Evaluate(kernel, p->inputs));
   p->expected = codegen::AsStoredOutputs(kernel, std::move(p->expected));  // a stride-0 output dim stores index 0 only
+  if (!path.empty()) StoreReference(dir, path, *p);
   return p;
 }
 

@@ -23,7 +23,15 @@ struct PreparedItem {
   std::vector<std::string> field_names;    // tir_args fields in order
   std::vector<reference::Tensor> inputs;   // seeded, never all zeros
   std::vector<reference::Tensor> expected; // the reference interpreter's outputs
+  bool reference_cached = false;           // inputs and expected read from the reference cache
 };
+
+// Where PrepareItem keeps the inputs and reference outputs it computed (one
+// file per kernel graph, seed and shapes; the newest few kept), so a runner
+// restarted after a fault makes its item current again without evaluating
+// the reference again. Empty (the default): no cache. tir-worker-runner sets
+// it from --reference-dir.
+void SetReferenceCacheDir(std::string dir);
 
 // Parses `item.kernel_mlir`, draws its inputs (static shapes, dynamic ones
 // from `item.shapes`) from `item.policy.seed` and evaluates the reference.
