@@ -16,4 +16,41 @@ grpc::Status ToGrpc(const absl::Status &status) {
                       e.SerializeAsString());
 }
 
+namespace {
+
+class MalformedRequest final : public grpc::experimental::Interceptor {
+ public:
+  explicit MalformedRequest(const char *method) : method_(method ? method : "") {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods *methods) override {
+    if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status s = methods->GetSendStatus();
+      // Every answer tir itself sends carries a reason; this one is gRPC's
+      // own, for a request body that is not the method's message.
+      if (s.error_code() == grpc::StatusCode::INTERNAL && s.error_details().empty()) {
+        methods->ModifySendStatus(ToGrpc(MakeError(
+            absl::StatusCode::kInvalidArgument, "MALFORMED_REQUEST",
+            absl::StrCat("the request to ", method_, " is not a valid protobuf message of its type",
+                         s.error_message().empty() ? "" : " (" + s.error_message() + ")"))));
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string method_;
+};
+
+class MalformedRequestFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor *CreateServerInterceptor(grpc::experimental::ServerRpcInfo *info) override {
+    return new MalformedRequest(info->method());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MalformedRequestInterceptor() {
+  return std::make_unique<MalformedRequestFactory>();
+}
+
 }  // namespace tir::service

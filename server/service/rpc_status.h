@@ -5,12 +5,20 @@
 #ifndef TIR_SERVER_SERVICE_RPC_STATUS_H_
 #define TIR_SERVER_SERVICE_RPC_STATUS_H_
 
+#include <memory>
+
 #include "absl/status/status.h"
+#include "grpcpp/support/server_interceptor.h"
 #include "grpcpp/support/status.h"
 
 namespace tir::service {
 
 grpc::Status ToGrpc(const absl::Status &status);
+
+// A server interceptor that turns gRPC's bare INTERNAL answer to a request it
+// could not parse (no message, no details) into INVALID_ARGUMENT with reason
+// MALFORMED_REQUEST naming the method.
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MalformedRequestInterceptor();
 
 }  // namespace tir::service
 

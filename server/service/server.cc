@@ -10,6 +10,7 @@
 #include "grpcpp/resource_quota.h"
 #include "prometheus/gauge.h"
 #include "server/config/config.h"
+#include "server/service/rpc_status.h"
 #include "server/store/rocksdb_kernel_store.h"
 
 namespace tir::service {
@@ -102,6 +103,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   quota.SetMaxThreads(static_cast<int>(config.max_server_threads()));
   builder.SetResourceQuota(quota);
   builder.AddListeningPort(config.listen(), creds, &s->port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MalformedRequestInterceptor());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes()));
   builder.RegisterService(s->compiler_.get());
