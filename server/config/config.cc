@@ -35,6 +35,7 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.max_server_threads() == 0) c.set_max_server_threads(256);
   if (c.quarantine_after() == 0) c.set_quarantine_after(3);
   if (c.quarantine_probe_ms() == 0) c.set_quarantine_probe_ms(60000);
+  if (c.max_planning_queue() == 0) c.set_max_planning_queue(256);
   if (c.listen().find(':') == std::string::npos) return Invalid("listen must be HOST:PORT, got " + c.listen());
   if (c.metrics_port() > 65535) return Invalid(absl::StrCat("metrics_port ", c.metrics_port(), " is not a port"));
   if (c.dashboard_port() > 65535) return Invalid(absl::StrCat("dashboard_port ", c.dashboard_port(), " is not a port"));
@@ -60,6 +61,7 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.max_jobs_per_client() > c.max_jobs()) {
     return Invalid(absl::StrCat("max_jobs_per_client (", c.max_jobs_per_client(), ") is over max_jobs (", c.max_jobs(), ")"));
   }
+  if (c.planning_threads() > 1024) return Invalid(absl::StrCat("planning_threads ", c.planning_threads(), " is over 1024"));
   if (c.max_server_threads() < 4) return Invalid(absl::StrCat("max_server_threads ", c.max_server_threads(), " is under 4"));
   if (c.http_address().find(':') != std::string::npos && c.http_address().front() != '[') {
     return Invalid("http_address is a host without a port (the ports are dashboard_port and metrics_port), got " +

@@ -185,7 +185,10 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
       metrics_(std::make_unique<Metrics>(*registry_)),
       compile_cache_(options_.work_dir + "/nvrtc"),
-      bundle_key_id_(options_.bundle_key.empty() ? "" : BundleKeyId(options_.bundle_key)) {
+      bundle_key_id_(options_.bundle_key.empty() ? "" : BundleKeyId(options_.bundle_key)),
+      planner_(options_.planning_threads > 0 ? options_.planning_threads
+                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+               options_.limits.max_planning_queue) {
   // Every label value exists from the start, so rates and alerts see zeros.
   metrics_->cache.Add({{"result", "hit"}});
   metrics_->cache.Add({{"result", "miss"}});
@@ -203,6 +206,7 @@ void Coordinator::Shutdown() {
     changed_.SignalAll();
   }
   if (reaper_.joinable()) reaper_.join();
+  writer_.Flush();
 }
 
 void Coordinator::Touch() {
@@ -278,8 +282,7 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   TIR_RETURN_IF_ERROR(planning::CheckPrecision(options.precision()));
   // "ieee" is the default spelled out: one key for both.
   const std::string precision = options.precision() == "tf32" ? "tf32" : "";
-  const std::string raw = Sha256Hex(absl::StrCat(source.SerializeAsString(), "\n", arch, "\n",
-                                                 options.budget().max_candidates_per_kernel(), "\n", precision));
+  const std::string raw = RawKey(source, options, arch);
   if (plan == nullptr) {
     absl::MutexLock l(&parsed_mu_);
     auto it = parsed_.find(raw);
@@ -334,6 +337,58 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   parsed_[raw] = p;
   parsed_[raw].signature.Clear();  // the hot path needs only the key
   return p;
+}
+
+std::string Coordinator::RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
+                                const std::string &arch) {
+  const std::string precision = options.precision() == "tf32" ? "tf32" : "";
+  return Sha256Hex(absl::StrCat(source.SerializeAsString(), "\n", arch, "\n", options.budget().max_candidates_per_kernel(),
+                                "\n", precision));
+}
+
+std::optional<std::string> Coordinator::KnownKey(const tir::v1::GraphSource &source,
+                                                 const tir::v1::CompileOptions &options, const std::string &arch) {
+  if (!planning::CheckPrecision(options.precision()).ok()) return std::nullopt;
+  const std::string raw = RawKey(source, options, arch);
+  absl::MutexLock l(&parsed_mu_);
+  auto it = parsed_.find(raw);
+  if (it == parsed_.end()) return std::nullopt;
+  return it->second.key;
+}
+
+absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CompileIfCached(const tir::v1::CompileRequest &request) {
+  const std::string arch = request.options().target_arch();
+  if (arch.empty() || request.options().force_retune() || !target::LookupArch(arch).ok()) return std::nullopt;
+  std::optional<std::string> key = KnownKey(request.graph(), request.options(), arch);
+  if (!key) return std::nullopt;
+  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(*key);
+  if (!hit.ok()) return std::nullopt;  // Compile answers (and counts) a miss
+  ++requests_;
+  metrics_->cache.Add({{"result", "hit"}}).Increment();
+  ++hits_;
+  Served(*hit);
+  return CachedOperation(*std::move(hit));
+}
+
+absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::LookupIfKnown(
+    const tir::v1::LookupKernelRequest &request) {
+  const std::string arch = request.options().target_arch();
+  if (!target::LookupArch(arch).ok()) return std::nullopt;
+  std::optional<std::string> key = KnownKey(request.graph(), request.options(), arch);
+  if (!key) return std::nullopt;
+  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(*key);
+  if (!hit.ok() && !absl::IsNotFound(hit.status())) return hit.status();
+  tir::v1::LookupKernelResponse out;
+  out.set_key(*key);
+  metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
+  ++requests_;
+  ++(hit.ok() ? hits_ : misses_);
+  if (hit.ok()) {
+    out.set_found(true);
+    Served(*hit);
+    *out.mutable_bundle() = *std::move(hit);
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> Coordinator::NewOperation(const std::string &arch, const std::string &key) {
@@ -453,20 +508,14 @@ void Coordinator::Served(tir::v1::KernelBundle &bundle) const {
 absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::CompileRequest &request, bool resume,
                                                                 const std::string &client) {
   const std::string arch = request.options().target_arch();
-  {
-    absl::MutexLock l(&mu_);
-    if (!request.request_id().empty()) {
-      auto it = request_ids_.find(request.request_id());
-      if (it != request_ids_.end() && operations_.count(it->second)) return operations_.at(it->second).op;
-    }
-  }
   if (arch.empty()) {
     return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
   }
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
   ++requests_;
   TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
-  // 2. Cache.
+  // 2. Cache (before anything that takes mu_: a hit never waits behind the
+  // job table; a retried request that has a bundle by now gets it).
   if (!request.options().force_retune()) {
     absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
     if (hit.ok()) {
@@ -479,30 +528,43 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     }
     if (!absl::IsNotFound(hit.status())) return hit.status();
   }
+  {
+    absl::MutexLock l(&mu_);
+    if (!request.request_id().empty()) {
+      auto it = request_ids_.find(request.request_id());
+      if (it != request_ids_.end() && operations_.count(it->second)) return operations_.at(it->second).op;
+    }
+  }
   metrics_->cache.Add({{"result", "miss"}}).Increment();
   ++misses_;
   const bool now = request.options().mode() == tir::v1::COMPILE_MODE_HEURISTIC_NOW;
   // 3. An identical job in flight takes the request.
   {
-    absl::MutexLock l(&mu_);
-    auto job = jobs_.find(parsed.key);
-    if (job != jobs_.end() && !job->second.cancelled && !now && HasLiveWorker(arch)) {
-      TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
-      operations_[name].job = parsed.key;
-      job->second.operations.push_back(name);
-      PersistOperation(name, parsed.key);
-      job->second.priority = std::max(job->second.priority, request.options().priority());
-      for (Queued &q : queue_) {
-        if (q.job == parsed.key) q.priority = job->second.priority;
+    std::optional<tir::v1::Operation> joined;
+    {
+      absl::MutexLock l(&mu_);
+      auto job = jobs_.find(parsed.key);
+      if (job != jobs_.end() && !job->second.cancelled && !now && HasLiveWorker(arch)) {
+        TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
+        operations_[name].job = parsed.key;
+        job->second.operations.push_back(name);
+        job->second.priority = std::max(job->second.priority, request.options().priority());
+        for (Queued &q : queue_) {
+          if (q.job == parsed.key) q.priority = job->second.priority;
+        }
+        if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+        UpdateProgress(parsed.key);
+        joined = operations_.at(name).op;
       }
-      if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
-      UpdateProgress(parsed.key);
-      return operations_.at(name).op;
+    }
+    if (joined) {
+      // Durable before the client learns the name (outside mu_).
+      PersistOperation(joined->name(), parsed.key);
+      return *joined;
     }
   }
-  // 4. Plan (outside the lock: it is the slow part).
-  std::vector<tuning::KernelWork> plan;
-  TIR_ASSIGN_OR_RETURN(parsed, KeyOf(request.graph(), request.options(), arch, &plan));
+  // 4. Plan, and for an answer now compile the defaults: on the planning
+  // pool (bounded), outside mu_.
   bool answerNow;
   {
     absl::MutexLock l(&mu_);
@@ -512,46 +574,88 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     return MakeError(absl::StatusCode::kFailedPrecondition, "NO_WORKER_FOR_ARCH",
                      absl::StrCat("no worker for ", arch, " is registered"));
   }
+  std::vector<tuning::KernelWork> plan;
+  absl::StatusOr<Parsed> planned = parsed;
   std::optional<absl::StatusOr<tir::v1::KernelBundle>> untuned;
-  if (answerNow) untuned = DefaultBundle(parsed.key, parsed, arch, plan);
-  absl::MutexLock l(&mu_);
-  auto job = jobs_.find(parsed.key);
-  bool jobless = false;
-  if (job == jobs_.end() || job->second.cancelled) {
-    absl::Status fits = resume ? absl::OkStatus() : CheckJobLimits(client, plan.size());
-    // Past a job limit an untuned answer still goes out, without a job
-    // queued to tune it later; a request that waits for tuning is refused.
-    if (!fits.ok() && !untuned) return fits;
-    jobless = !fits.ok();
+  TIR_RETURN_IF_ERROR(planner_.Run([&] {
+    planned = KeyOf(request.graph(), request.options(), arch, &plan);
+    if (planned.ok() && answerNow) untuned = DefaultBundle(planned->key, *planned, arch, plan);
+  }));
+  TIR_RETURN_IF_ERROR(planned.status());
+  parsed = *std::move(planned);
+  // A resumed job's stored rounds (read here, outside mu_).
+  std::map<std::pair<int, int>, tir::v1::ReportResultRequest> stored;
+  if (resume) {
+    IgnoreError(store_->Scan(store::Family::kJobs, "round/" + parsed.key + "/",
+                             [&](absl::string_view k, absl::string_view value) {
+                               int kernel = -1, round = -1;
+                               const std::string rest(k.substr(7 + parsed.key.size()));
+                               tir::v1::ReportResultRequest r;
+                               if (std::sscanf(rest.c_str(), "%d/%d", &kernel, &round) == 2 &&
+                                   r.ParseFromString(std::string(value))) {
+                                 stored[{kernel, round}] = std::move(r);
+                               }
+                               return true;
+                             }),
+                "without its stored rounds a resumed job tunes from round 0");
   }
-  TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
-  if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
-  if (jobless) {
-    FinishOperation(name, *untuned);
-    return operations_.at(name).op;
+  tir::v1::Operation answer;
+  bool persistJob = false, persistOp = false;
+  {
+    absl::MutexLock l(&mu_);
+    auto job = jobs_.find(parsed.key);
+    bool jobless = false;
+    if (job == jobs_.end() || job->second.cancelled) {
+      absl::Status fits = resume ? absl::OkStatus() : CheckJobLimits(client, plan.size());
+      // Past a job limit an untuned answer still goes out, without a job
+      // queued to tune it later; a request that waits for tuning is refused.
+      if (!fits.ok() && !untuned) return fits;
+      jobless = !fits.ok();
+    }
+    TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
+    if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+    if (jobless) {
+      FinishOperation(name, *untuned);
+      return operations_.at(name).op;
+    }
+    if (job == jobs_.end() || job->second.cancelled) {
+      StartJob(parsed.key, request, parsed, std::move(plan), std::move(stored), client);
+      job = jobs_.find(parsed.key);
+      persistJob = !resume;
+    }
+    if (untuned) {
+      FinishOperation(name, *untuned);
+    } else {
+      operations_[name].job = parsed.key;
+      job->second.operations.push_back(name);
+      persistOp = !resume;
+    }
+    UpdateProgress(parsed.key);
+    Advance(parsed.key);
+    answer = operations_.at(name).op;
   }
-  if (job == jobs_.end() || job->second.cancelled) {
-    TIR_RETURN_IF_ERROR(StartJob(parsed.key, request, parsed, std::move(plan), resume, client));
-    job = jobs_.find(parsed.key);
+  // Durable before the client learns the name (outside mu_; the operation's
+  // synced write makes the job's before it durable too). A job that ended
+  // meanwhile and finds its record again is answered from the cache when it
+  // resumes.
+  if (persistJob) {
+    tir::v1::CompileRequest record = request;
+    record.clear_request_id();
+    IgnoreError(store_->Put(store::Family::kJobs, "job/" + parsed.key, record.SerializeAsString(), !persistOp),
+                "a job not persisted is not resumed after a restart");
   }
-  if (untuned) {
-    FinishOperation(name, *untuned);
-  } else {
-    operations_[name].job = parsed.key;
-    job->second.operations.push_back(name);
-    if (!resume) PersistOperation(name, parsed.key);
-  }
-  UpdateProgress(parsed.key);
-  Advance(parsed.key);
-  return operations_.at(name).op;
+  if (persistOp) PersistOperation(answer.name(), parsed.key);
+  return answer;
 }
 
-absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
-                                   std::vector<tuning::KernelWork> plan, bool resume, const std::string &client) {
+void Coordinator::StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
+                           std::vector<tuning::KernelWork> plan,
+                           std::map<std::pair<int, int>, tir::v1::ReportResultRequest> stored_rounds,
+                           const std::string &client) {
   tir::v1::CompileRequest persisted = request;
   persisted.clear_request_id();
-  TIR_RETURN_IF_ERROR(store_->Put(store::Family::kJobs, "job/" + key, persisted.SerializeAsString(), true));
   Job &job = jobs_[key];
+  job = Job();
   job.key = key;
   job.request = persisted;
   job.fingerprint = parsed.fingerprint;
@@ -562,21 +666,7 @@ absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::Compil
   job.priority = request.options().priority();
   job.client = client;
   job.start = absl::Now();
-  if (resume) {
-    // Rounds reported before the restart ("round/<key>/<kernel>/<round>").
-    IgnoreError(store_->Scan(store::Family::kJobs, "round/" + key + "/",
-                             [&](absl::string_view k, absl::string_view value) {
-                               int kernel = -1, round = -1;
-                               const std::string rest(k.substr(7 + key.size()));
-                               tir::v1::ReportResultRequest r;
-                               if (std::sscanf(rest.c_str(), "%d/%d", &kernel, &round) == 2 &&
-                                   r.ParseFromString(std::string(value))) {
-                                 job.stored_rounds[{kernel, round}] = std::move(r);
-                               }
-                               return true;
-                             }),
-                "without its stored rounds a resumed job tunes from round 0");
-  }
+  job.stored_rounds = std::move(stored_rounds);
   TunerConfig config = options_.tuner;
   if (request.options().budget().max_candidates_per_kernel() > 0) {
     config.width = request.options().budget().max_candidates_per_kernel();
@@ -588,12 +678,11 @@ absl::Status Coordinator::StartJob(const std::string &key, const tir::v1::Compil
     k.work = std::move(w);
     job.kernels.push_back(std::move(k));
   }
-  return absl::OkStatus();
 }
 
 void Coordinator::Advance(const std::string &key) {
   auto it = jobs_.find(key);
-  if (it == jobs_.end()) return;
+  if (it == jobs_.end() || it->second.storing) return;
   Job &job = it->second;
   bool allDone = true;
   for (size_t k = 0; k < job.kernels.size(); ++k) {
@@ -685,12 +774,18 @@ void Coordinator::Advance(const std::string &key) {
     Sign(b);
     if (t->default_seconds() > 0 && t->best_seconds() > 0) metrics_->speedup.Observe(t->default_seconds() / t->best_seconds());
     metrics_->tune_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
-    absl::Status stored = store_->PutKernel(b);
-    if (!stored.ok()) {
-      EndJob(key, stored);
-      return;
-    }
-    EndJob(key, b);
+    // Stored (synced) by the writer, outside mu_; the job's operations are
+    // answered once it is.
+    job.storing = true;
+    writer_.Post([this, key, b = std::move(b)] {
+      const absl::Status stored = store_->PutKernel(b);
+      absl::MutexLock l(&mu_);
+      if (stored.ok()) {
+        EndJob(key, b);
+      } else {
+        EndJob(key, stored);
+      }
+    });
     return;
   }
   UpdateProgress(key);
@@ -720,15 +815,18 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
       ++l;
     }
   }
-  IgnoreError(store_->Delete(store::Family::kJobs, "job/" + key), "a finished job's record stays until the next resume");
-  std::vector<std::string> rounds;
-  IgnoreError(store_->Scan(store::Family::kJobs, "round/" + key + "/",
-                           [&](absl::string_view k, absl::string_view) {
-                             rounds.emplace_back(k);
-                             return true;
-                           }),
-              "a finished job's rounds stay until the next resume");
-  for (const std::string &r : rounds) IgnoreError(store_->Delete(store::Family::kJobs, r), "a stale round record stays");
+  writer_.Post([this, key] {
+    IgnoreError(store_->Delete(store::Family::kJobs, "job/" + key),
+                "a finished job's record stays until the next resume");
+    std::vector<std::string> rounds;
+    IgnoreError(store_->Scan(store::Family::kJobs, "round/" + key + "/",
+                             [&](absl::string_view k, absl::string_view) {
+                               rounds.emplace_back(k);
+                               return true;
+                             }),
+                "a finished job's rounds stay until the next resume");
+    for (const std::string &r : rounds) IgnoreError(store_->Delete(store::Family::kJobs, r), "a stale round record stays");
+  });
   jobs_.erase(it);
   Touch();
 }
@@ -1053,9 +1151,10 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
     round.set_name(worker);
     round.set_lease_id(work.item.lease_id());
     for (const tir::v1::CandidateResult &r : results) *round.add_results() = r;
-    IgnoreError(store_->Put(store::Family::kJobs, absl::StrFormat("round/%s/%d/%d", work.job, work.kernel, work.round),
-                            round.SerializeAsString(), false),
-                "a round not stored is measured again after a restart");
+    writer_.Post([this, k = absl::StrFormat("round/%s/%d/%d", work.job, work.kernel, work.round),
+                  v = round.SerializeAsString()] {
+      IgnoreError(store_->Put(store::Family::kJobs, k, v, false), "a round not stored is measured again after a restart");
+    });
   }
   for (size_t i = 0; i < results.size() && i < positions.size(); ++i) {
     const tir::v1::CandidateResult &r = results[i];
@@ -1073,11 +1172,12 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
       trial.set_arch(kj.work.item.arch());
     }
     if (!replayed) {
-      IgnoreError(store_->Put(store::Family::kTrials,
-                              absl::StrFormat("%s/%d/%d/%d/%s", work.job, work.kernel, r.candidate_index(), work.round,
-                                              work.item.lease_id()),
-                              trial.SerializeAsString(), false),
-                  "a trial record is kept for analysis only");
+      writer_.Post([this,
+                    k = absl::StrFormat("%s/%d/%d/%d/%s", work.job, work.kernel, r.candidate_index(), work.round,
+                                        work.item.lease_id()),
+                    v = trial.SerializeAsString()] {
+        IgnoreError(store_->Put(store::Family::kTrials, k, v, false), "a trial record is kept for analysis only");
+      });
     }
     if (r.verification().verdict() == tir::v1::VERDICT_PASSED && positions[i] >= 0) {
       if (!r.binary().empty()) kj.binaries[positions[i]] = r.binary();
@@ -1339,7 +1439,10 @@ void Coordinator::Sample(absl::Time now) {
   last_sample_ = now;
   series_.push_back(s);
   if (series_.size() > 900) series_.pop_front();  // 30 minutes
-  if (auto stats = store_->KernelStats(); stats.ok()) {
+  mu_.Unlock();  // a store read, outside mu_
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> kernelStats = store_->KernelStats();
+  mu_.Lock();
+  if (auto &stats = kernelStats; stats.ok()) {
     stored_kernels_ = stats->first;
     stored_bytes_ = stats->second;
     metrics_->store_kernels.Set(static_cast<double>(stored_kernels_));

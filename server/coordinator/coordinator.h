@@ -23,6 +23,7 @@
 #include <map>
 #include <random>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -36,6 +37,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/kernel_tuner.h"
+#include "server/coordinator/work_queue.h"
 #include "server/store/kernel_store.h"
 #include "server/tuning/work_items.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
@@ -52,6 +54,7 @@ struct Limits {
   uint32_t max_jobs_per_client = 32;   // of them started by one client
   uint32_t max_queue_items = 100000;   // work items queued for workers
   uint32_t max_operations = 100000;    // operations kept in memory
+  uint32_t max_planning_queue = 256;   // requests waiting for the planning pool
 };
 
 struct CoordinatorOptions {
@@ -71,6 +74,8 @@ struct CoordinatorOptions {
   // Where the coordinator builds default candidates (host objects, cubins).
   std::string work_dir = "/tmp/tir-coordinator";
   Limits limits;
+  // Threads planning, emitting and compiling defaults (0: one per core).
+  int planning_threads = 0;
   // Signs every bundle served (HMAC-SHA256) when not empty.
   std::string bundle_key;
   // A worker whose reports have every candidate fault or time out on this
@@ -94,6 +99,14 @@ class Coordinator {
   // Client API.
   // `client` names the caller for the per-client job limit.
   absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::CompileRequest &request, const std::string &client = "");
+  // The answer to a compile request from the cache alone, without parsing,
+  // planning or mu_: the cached operation of a request seen before whose
+  // bundle is stored; nullopt when Compile must answer (a request not seen
+  // yet, no bundle, force_retune, a bad arch).
+  absl::StatusOr<std::optional<tir::v1::Operation>> CompileIfCached(const tir::v1::CompileRequest &request);
+  // LookupKernel for a request seen before (nullopt: LookupKernel must parse).
+  absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> LookupIfKnown(
+      const tir::v1::LookupKernelRequest &request);
   absl::StatusOr<tir::v1::Operation> GetOperation(const std::string &name);
   // Waits until the operation is done, its progress changes past `version`
   // (when >= 0), or `timeout`; `version` is updated.
@@ -150,6 +163,7 @@ class Coordinator {
     std::map<std::pair<int, int>, tir::v1::ReportResultRequest> stored_rounds;
     int priority = 0;
     bool cancelled = false;
+    bool storing = false;  // the bundle is being written (StoreWriter)
     absl::Time start;
   };
   struct Queued {
@@ -183,7 +197,7 @@ class Coordinator {
     std::string shown() const { return quarantined ? "quarantined" : state; }
   };
   // Persists operation `name` as waiting for job `key`.
-  void PersistOperation(const std::string &name, const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PersistOperation(const std::string &name, const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
   // An operation from before a restart that is not in memory: its job's
   // bundle if one is stored; NOT_FOUND otherwise.
   absl::StatusOr<tir::v1::Operation> RestoredOperation(const std::string &name);
@@ -206,6 +220,11 @@ class Coordinator {
                                                      const std::string &client);
   absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                const std::string &arch, std::vector<tuning::KernelWork> *plan);
+  // The hash of a request's bytes that parsed_ maps to its key.
+  static std::string RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
+                            const std::string &arch);
+  std::optional<std::string> KnownKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
+                                      const std::string &arch);
   // Errors: LIMIT_EXCEEDED when max_operations are kept and none is done.
   absl::StatusOr<std::string> NewOperation(const std::string &arch, const std::string &key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -221,8 +240,9 @@ class Coordinator {
                   const std::vector<tir::v1::CandidateResult> &results) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishOperation(const std::string &name, const absl::StatusOr<tir::v1::KernelBundle> &result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
-                        std::vector<tuning::KernelWork> plan, bool resume, const std::string &client)
+  void StartJob(const std::string &key, const tir::v1::CompileRequest &request, const Parsed &parsed,
+                std::vector<tuning::KernelWork> plan,
+                std::map<std::pair<int, int>, tir::v1::ReportResultRequest> stored_rounds, const std::string &client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Advance(const std::string &job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EndJob(const std::string &job, const absl::StatusOr<tir::v1::KernelBundle> &result)
@@ -290,6 +310,9 @@ class Coordinator {
   std::atomic<int> trials_since_fit_{0};
   std::atomic<bool> refit_due_{false};
   std::thread reaper_;
+  // Last: they stop (running what they hold) before the state above goes.
+  WorkPool planner_;
+  StoreWriter writer_;
 };
 
 // The tuning policy string folded into cache keys.

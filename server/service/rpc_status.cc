@@ -26,7 +26,12 @@ class MalformedRequest final : public grpc::experimental::Interceptor {
       const grpc::Status s = methods->GetSendStatus();
       // Every answer tir itself sends carries a reason; this one is gRPC's
       // own, for a request body that is not the method's message.
-      if (s.error_code() == grpc::StatusCode::INTERNAL && s.error_details().empty()) {
+      // (The synchronous handlers answer INTERNAL, the callback ones
+      // UNIMPLEMENTED with no message.)
+      const bool bare = s.error_details().empty() &&
+                        (s.error_code() == grpc::StatusCode::INTERNAL ||
+                         (s.error_code() == grpc::StatusCode::UNIMPLEMENTED && s.error_message().empty()));
+      if (bare) {
         methods->ModifySendStatus(ToGrpc(MakeError(
             absl::StatusCode::kInvalidArgument, "MALFORMED_REQUEST",
             absl::StrCat("the request to ", method_, " is not a valid protobuf message of its type",

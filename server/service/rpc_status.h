@@ -15,9 +15,9 @@ namespace tir::service {
 
 grpc::Status ToGrpc(const absl::Status &status);
 
-// A server interceptor that turns gRPC's bare INTERNAL answer to a request it
-// could not parse (no message, no details) into INVALID_ARGUMENT with reason
-// MALFORMED_REQUEST naming the method.
+// A server interceptor that turns gRPC's bare answer to a request it could
+// not parse (INTERNAL, or UNIMPLEMENTED for callback methods; no details)
+// into INVALID_ARGUMENT with reason MALFORMED_REQUEST naming the method.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MalformedRequestInterceptor();
 
 }  // namespace tir::service

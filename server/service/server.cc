@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "compiler/support/status.h"
 #include "compiler/support/version.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -27,6 +28,10 @@ absl::StatusOr<std::string> ReadFile(const std::string &path) {
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(const tir::v1::CoordinatorConfig &input) {
   tir::v1::CoordinatorConfig config = input;
   TIR_RETURN_IF_ERROR(config::Finish(config));
+  // absl's Mutex deadlock detector keeps a process-wide graph of every lock
+  // taken, under its own lock: a cost on every call of a serving process.
+  // The locking order is checked by the thread-safety annotations instead.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (config.db().empty()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG", "db is required");
   auto s = std::unique_ptr<CoordinatorServer>(new CoordinatorServer());
   s->registry_ = std::make_shared<prometheus::Registry>();
@@ -53,6 +58,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.limits.max_jobs_per_client = config.max_jobs_per_client();
   o.limits.max_queue_items = config.max_queue_items();
   o.limits.max_operations = config.max_operations();
+  o.limits.max_planning_queue = config.max_planning_queue();
+  o.planning_threads = static_cast<int>(config.planning_threads());
   o.quarantine_after = static_cast<int>(config.quarantine_after());
   o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());
   if (!config.bundle_key_file().empty()) {
@@ -138,6 +145,7 @@ void CoordinatorServer::Shutdown() {
   dashboard_.reset();
   if (coordinator_) coordinator_->Shutdown();  // wakes long polls
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (compiler_) compiler_->DrainSlowCalls();
 }
 
 }  // namespace tir::service

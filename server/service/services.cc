@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
@@ -10,7 +12,7 @@
 namespace tir::service {
 namespace {
 
-absl::Time DeadlineOf(const grpc::ServerContext &ctx) {
+absl::Time DeadlineOf(const grpc::ServerContextBase &ctx) {
   const auto d = ctx.deadline();
   if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   return absl::FromChrono(d);
@@ -33,7 +35,7 @@ bool ConstantTimeEqual(absl::string_view got, absl::string_view want) {
 
 }  // namespace
 
-absl::Status CheckToken(const grpc::ServerContext &context, const std::string &token) {
+absl::Status CheckToken(const grpc::ServerContextBase &context, const std::string &token) {
   if (token.empty()) return absl::OkStatus();
   const auto &md = context.client_metadata();
   auto it = md.find("authorization");
@@ -44,13 +46,13 @@ absl::Status CheckToken(const grpc::ServerContext &context, const std::string &t
                    it == md.end() ? "this call needs a token (authorization: Bearer <token>)" : "wrong token");
 }
 
-absl::Status CheckReadToken(const grpc::ServerContext &context, const Tokens &tokens) {
+absl::Status CheckReadToken(const grpc::ServerContextBase &context, const Tokens &tokens) {
   absl::Status s = CheckToken(context, tokens.client);
   if (s.ok() || tokens.read.empty() || !CheckToken(context, tokens.read).ok()) return s;
   return absl::OkStatus();
 }
 
-std::string ClientOf(const grpc::ServerContext &context) {
+std::string ClientOf(const grpc::ServerContextBase &context) {
   const auto &md = context.client_metadata();
   auto it = md.find("tir-client");
   if (it != md.end() && !it->second.empty()) return std::string(it->second.data(), std::min<size_t>(it->second.size(), 128));
@@ -66,25 +68,50 @@ CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tok
       requests_(prometheus::BuildCounter()
                     .Name("tir_requests_total")
                     .Help("Client API calls by method and status code")
-                    .Register(registry)) {}
+                    .Register(registry)),
+      slow_(static_cast<int>(std::max(4u, std::thread::hardware_concurrency() * 2)), kSlowCalls) {}
 
 grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) {
   requests_.Add({{"method", method}, {"code", absl::StatusCodeToString(s.code())}}).Increment();
   return ToGrpc(s);
 }
 
-grpc::Status CompilerServiceImpl::Compile(grpc::ServerContext *ctx, const tir::v1::CompileRequest *req,
-                                          tir::v1::Operation *out) {
-  absl::Status s = CheckToken(*ctx, tokens_.client);
-  if (s.ok()) s = Assign(c_->Compile(*req, ClientOf(*ctx)), out);
-  return Done("Compile", s);
+grpc::ServerUnaryReactor *CompilerServiceImpl::Finish(grpc::CallbackServerContext *ctx, const char *method,
+                                                      const absl::Status &s) {
+  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
+  r->Finish(Done(method, s));
+  return r;
 }
 
-grpc::Status CompilerServiceImpl::GetOperation(grpc::ServerContext *ctx, const tir::v1::GetOperationRequest *req,
-                                               tir::v1::Operation *out) {
+grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerContext *ctx,
+                                                       const tir::v1::CompileRequest *req, tir::v1::Operation *out) {
+  absl::Status s = CheckToken(*ctx, tokens_.client);
+  if (!s.ok()) return Finish(ctx, "Compile", s);
+  // A cache hit answers here; anything else (parse, plan, join a job) on
+  // the slow-call pool.
+  absl::StatusOr<std::optional<tir::v1::Operation>> hit = c_->CompileIfCached(*req);
+  if (!hit.ok()) return Finish(ctx, "Compile", hit.status());
+  if (*hit) {
+    *out = **std::move(hit);
+    return Finish(ctx, "Compile", absl::OkStatus());
+  }
+  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
+  s = slow_.Submit(
+      [this, ctx, req, out, r] {
+        absl::Status st = Assign(c_->Compile(*req, ClientOf(*ctx)), out);
+        r->Finish(Done("Compile", st));
+      },
+      "slowCalls");
+  if (!s.ok()) r->Finish(Done("Compile", s));
+  return r;
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServerContext *ctx,
+                                                            const tir::v1::GetOperationRequest *req,
+                                                            tir::v1::Operation *out) {
   absl::Status s = CheckReadToken(*ctx, tokens_);
   if (s.ok()) s = Assign(c_->GetOperation(req->name()), out);
-  return Done("GetOperation", s);
+  return Finish(ctx, "GetOperation", s);
 }
 
 grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const tir::v1::WaitOperationRequest *req,
@@ -117,25 +144,41 @@ grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, cons
   return Done("CancelOperation", s);
 }
 
-grpc::Status CompilerServiceImpl::GetKernel(grpc::ServerContext *ctx, const tir::v1::GetKernelRequest *req,
-                                            tir::v1::KernelBundle *out) {
+grpc::ServerUnaryReactor *CompilerServiceImpl::GetKernel(grpc::CallbackServerContext *ctx,
+                                                         const tir::v1::GetKernelRequest *req, tir::v1::KernelBundle *out) {
   absl::Status s = CheckReadToken(*ctx, tokens_);
   if (s.ok()) s = Assign(c_->GetKernel(req->name(), req->metadata_only()), out);
-  return Done("GetKernel", s);
+  return Finish(ctx, "GetKernel", s);
 }
 
-grpc::Status CompilerServiceImpl::LookupKernel(grpc::ServerContext *ctx, const tir::v1::LookupKernelRequest *req,
-                                               tir::v1::LookupKernelResponse *out) {
+grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServerContext *ctx,
+                                                            const tir::v1::LookupKernelRequest *req,
+                                                            tir::v1::LookupKernelResponse *out) {
   absl::Status s = CheckReadToken(*ctx, tokens_);
-  if (s.ok()) s = Assign(c_->LookupKernel(*req), out);
-  return Done("LookupKernel", s);
+  if (!s.ok()) return Finish(ctx, "LookupKernel", s);
+  absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> known = c_->LookupIfKnown(*req);
+  if (!known.ok()) return Finish(ctx, "LookupKernel", known.status());
+  if (*known) {
+    *out = **std::move(known);
+    return Finish(ctx, "LookupKernel", absl::OkStatus());
+  }
+  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
+  s = slow_.Submit(
+      [this, req, out, r] {
+        absl::Status st = Assign(c_->LookupKernel(*req), out);
+        r->Finish(Done("LookupKernel", st));
+      },
+      "slowCalls");
+  if (!s.ok()) r->Finish(Done("LookupKernel", s));
+  return r;
 }
 
-grpc::Status CompilerServiceImpl::ListKernels(grpc::ServerContext *ctx, const tir::v1::ListKernelsRequest *req,
-                                              tir::v1::ListKernelsResponse *out) {
+grpc::ServerUnaryReactor *CompilerServiceImpl::ListKernels(grpc::CallbackServerContext *ctx,
+                                                           const tir::v1::ListKernelsRequest *req,
+                                                           tir::v1::ListKernelsResponse *out) {
   absl::Status s = CheckReadToken(*ctx, tokens_);
   if (s.ok()) s = Assign(c_->ListKernels(*req), out);
-  return Done("ListKernels", s);
+  return Finish(ctx, "ListKernels", s);
 }
 
 grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const tir::v1::DeleteKernelRequest *req,
@@ -145,11 +188,12 @@ grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const t
   return Done("DeleteKernel", s);
 }
 
-grpc::Status CompilerServiceImpl::ListWorkers(grpc::ServerContext *ctx, const tir::v1::ListWorkersRequest *req,
-                                              tir::v1::ListWorkersResponse *out) {
+grpc::ServerUnaryReactor *CompilerServiceImpl::ListWorkers(grpc::CallbackServerContext *ctx,
+                                                           const tir::v1::ListWorkersRequest *req,
+                                                           tir::v1::ListWorkersResponse *out) {
   absl::Status s = CheckReadToken(*ctx, tokens_);
   if (s.ok()) *out = c_->ListWorkers(req->arch());
-  return Done("ListWorkers", s);
+  return Finish(ctx, "ListWorkers", s);
 }
 
 WorkerServiceImpl::WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)

@@ -12,6 +12,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/coordinator.h"
+#include "server/coordinator/work_queue.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
 #include "tir/v1/worker_service.grpc.pb.h"
 
@@ -26,31 +27,53 @@ struct Tokens {
   std::string worker;
 };
 
-class CompilerServiceImpl final : public tir::v1::CompilerService::Service {
+// The calls that answer quickly (a cache hit, a read) run on gRPC's callback
+// threads, with no thread of their own per call, so a thousand clients on
+// cache hits need no thousand threads; a Compile or Lookup that must parse
+// or plan goes to a bounded pool (`kSlowCalls` waiting at most, then
+// LIMIT_EXCEEDED). Long polls (Wait, Watch) and writes stay synchronous.
+using CompilerServiceBase = tir::v1::CompilerService::WithCallbackMethod_Compile<
+    tir::v1::CompilerService::WithCallbackMethod_GetOperation<tir::v1::CompilerService::WithCallbackMethod_GetKernel<
+        tir::v1::CompilerService::WithCallbackMethod_LookupKernel<tir::v1::CompilerService::WithCallbackMethod_ListKernels<
+            tir::v1::CompilerService::WithCallbackMethod_ListWorkers<tir::v1::CompilerService::Service>>>>>>;
+
+class CompilerServiceImpl final : public CompilerServiceBase {
  public:
   CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry);
-  grpc::Status Compile(grpc::ServerContext *, const tir::v1::CompileRequest *, tir::v1::Operation *) override;
-  grpc::Status GetOperation(grpc::ServerContext *, const tir::v1::GetOperationRequest *, tir::v1::Operation *) override;
+  grpc::ServerUnaryReactor *Compile(grpc::CallbackServerContext *, const tir::v1::CompileRequest *,
+                                    tir::v1::Operation *) override;
+  grpc::ServerUnaryReactor *GetOperation(grpc::CallbackServerContext *, const tir::v1::GetOperationRequest *,
+                                         tir::v1::Operation *) override;
   grpc::Status WaitOperation(grpc::ServerContext *, const tir::v1::WaitOperationRequest *, tir::v1::Operation *) override;
   grpc::Status WatchOperation(grpc::ServerContext *, const tir::v1::WatchOperationRequest *,
                               grpc::ServerWriter<tir::v1::Operation> *) override;
   grpc::Status CancelOperation(grpc::ServerContext *, const tir::v1::CancelOperationRequest *,
                                tir::v1::Operation *) override;
-  grpc::Status GetKernel(grpc::ServerContext *, const tir::v1::GetKernelRequest *, tir::v1::KernelBundle *) override;
-  grpc::Status LookupKernel(grpc::ServerContext *, const tir::v1::LookupKernelRequest *,
-                            tir::v1::LookupKernelResponse *) override;
-  grpc::Status ListKernels(grpc::ServerContext *, const tir::v1::ListKernelsRequest *,
-                           tir::v1::ListKernelsResponse *) override;
+  grpc::ServerUnaryReactor *GetKernel(grpc::CallbackServerContext *, const tir::v1::GetKernelRequest *,
+                                      tir::v1::KernelBundle *) override;
+  grpc::ServerUnaryReactor *LookupKernel(grpc::CallbackServerContext *, const tir::v1::LookupKernelRequest *,
+                                         tir::v1::LookupKernelResponse *) override;
+  grpc::ServerUnaryReactor *ListKernels(grpc::CallbackServerContext *, const tir::v1::ListKernelsRequest *,
+                                        tir::v1::ListKernelsResponse *) override;
   grpc::Status DeleteKernel(grpc::ServerContext *, const tir::v1::DeleteKernelRequest *,
                             tir::v1::DeleteKernelResponse *) override;
-  grpc::Status ListWorkers(grpc::ServerContext *, const tir::v1::ListWorkersRequest *,
-                           tir::v1::ListWorkersResponse *) override;
+  grpc::ServerUnaryReactor *ListWorkers(grpc::CallbackServerContext *, const tir::v1::ListWorkersRequest *,
+                                        tir::v1::ListWorkersResponse *) override;
+
+  // Calls that wait for the slow-call pool at most.
+  static constexpr size_t kSlowCalls = 4096;
+  // Returns once every call handed to the pool has finished (before the
+  // server goes away).
+  void DrainSlowCalls() { slow_.Drain(); }
 
  private:
   grpc::Status Done(const char *method, const absl::Status &s);
+  // Finishes `ctx`'s call with `s` (counted under `method`).
+  grpc::ServerUnaryReactor *Finish(grpc::CallbackServerContext *ctx, const char *method, const absl::Status &s);
   coordinator::Coordinator *c_;
   Tokens tokens_;
   prometheus::Family<prometheus::Counter> &requests_;
+  coordinator::WorkPool slow_;
 };
 
 class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
@@ -75,13 +98,13 @@ class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
 
 // Checks "authorization: Bearer <token>" against `token` (always OK when
 // `token` is empty). Errors: UNAUTHENTICATED.
-absl::Status CheckToken(const grpc::ServerContext &context, const std::string &token);
+absl::Status CheckToken(const grpc::ServerContextBase &context, const std::string &token);
 // A read call: either token does (always OK when `tokens.client` is empty).
-absl::Status CheckReadToken(const grpc::ServerContext &context, const Tokens &tokens);
+absl::Status CheckReadToken(const grpc::ServerContextBase &context, const Tokens &tokens);
 
 // Who a call counts against for per-client limits: its "tir-client"
 // metadata when set, else its peer's address without the port.
-std::string ClientOf(const grpc::ServerContext &context);
+std::string ClientOf(const grpc::ServerContextBase &context);
 
 }  // namespace tir::service
 
