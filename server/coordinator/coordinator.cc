@@ -124,18 +124,6 @@ absl::Status LimitExceeded(const std::string &limit, uint64_t value, const std::
                    absl::StrCat("limit ", limit, "=", value, " reached: ", what));
 }
 
-bool Sick(const tir::v1::CandidateResult &r) {
-  return r.verification().verdict() == tir::v1::VERDICT_FAULT || r.verification().verdict() == tir::v1::VERDICT_TIMEOUT;
-}
-
-tir::v1::Error ToError(const absl::Status &s) {
-  tir::v1::Error e;
-  e.set_code(static_cast<int>(s.code()));
-  e.set_reason(ReasonOf(s));
-  e.set_message(std::string(s.message()));
-  return e;
-}
-
 constexpr char kCachedPrefix[] = "operations/cached.";
 
 std::string KeyFromName(const std::string &name) {
@@ -186,6 +174,8 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       metrics_(std::make_unique<Metrics>(*registry_)),
       compile_cache_(options_.work_dir + "/nvrtc"),
       bundle_key_id_(options_.bundle_key.empty() ? "" : BundleKeyId(options_.bundle_key)),
+      workers_(WorkerRegistry::Options{options_.quarantine_after, options_.quarantine_probe}),
+      ops_(options_.limits.max_operations),
       planner_(options_.planning_threads > 0 ? options_.planning_threads
                                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
                options_.limits.max_planning_queue) {
@@ -212,7 +202,7 @@ void Coordinator::Shutdown() {
 void Coordinator::Touch() {
   std::map<std::string, int> byArch;
   for (const std::string &arch : metrics_->queue_arches) byArch[arch] = 0;
-  for (const auto &[name, w] : workers_) byArch[w.capabilities.arch()] += 0;
+  for (const auto &[name, w] : workers_.all()) byArch[w.capabilities.arch()] += 0;
   for (const Queued &q : queue_) ++byArch[q.item.arch()];
   for (const auto &[arch, n] : byArch) {
     metrics_->queue_arches.insert(arch);
@@ -258,14 +248,9 @@ absl::Status Coordinator::Start() {
     absl::MutexLock l(&mu_);
     for (const auto &[name, key] : persisted) {
       auto job = jobs_.find(key);
-      if (job == jobs_.end() || operations_.count(name)) continue;
-      OpEntry &e = operations_[name];
-      e.op.set_name(name);
-      e.op.mutable_metadata()->set_key(key);
-      e.op.mutable_metadata()->set_target_arch(job->second.arch);
-      *e.op.mutable_metadata()->mutable_create_time() = TimeUtil::GetCurrentTime();
-      e.op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_VERIFYING);
-      e.job = key;
+      if (job == jobs_.end() || ops_.Contains(name)) continue;
+      ops_.Restore(name, job->second.arch, key);
+      ops_.Find(name)->job = key;
       job->second.operations.push_back(name);
       UpdateProgress(key);
     }
@@ -392,32 +377,8 @@ absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::Lookup
 }
 
 absl::StatusOr<std::string> Coordinator::NewOperation(const std::string &arch, const std::string &key) {
-  if (operations_.size() >= options_.limits.max_operations) {
-    // Room is made from finished operations, oldest first (a tenth at a
-    // time); they answer from the store afterwards (RestoredOperation).
-    std::vector<std::pair<int64_t, std::string>> done;
-    for (const auto &[n, e] : operations_) {
-      if (e.op.done()) done.emplace_back(e.op.metadata().end_time().seconds(), n);
-    }
-    if (done.empty()) {
-      metrics_->limits.Add({{"limit", "maxOperations"}}).Increment();
-      return LimitExceeded("maxOperations", options_.limits.max_operations,
-                           absl::StrCat(operations_.size(), " operations are in flight"));
-    }
-    std::sort(done.begin(), done.end());
-    done.resize(std::max<size_t>(1, std::min(done.size(), operations_.size() / 10)));
-    for (const auto &[t, n] : done) operations_.erase(n);
-  }
-  std::string name;
-  do {
-    name = absl::StrFormat("operations/%016x", op_names_());
-  } while (operations_.count(name));
-  OpEntry &e = operations_[name];
-  e.op.set_name(name);
-  e.op.mutable_metadata()->set_key(key);
-  e.op.mutable_metadata()->set_target_arch(arch);
-  *e.op.mutable_metadata()->mutable_create_time() = TimeUtil::GetCurrentTime();
-  e.op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_VERIFYING);
+  absl::StatusOr<std::string> name = ops_.New(arch, key);
+  if (!name.ok()) metrics_->limits.Add({{"limit", "maxOperations"}}).Increment();
   return name;
 }
 
@@ -444,30 +405,10 @@ absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::str
 }
 
 void Coordinator::FinishOperation(const std::string &name, const absl::StatusOr<tir::v1::KernelBundle> &result) {
-  auto it = operations_.find(name);
-  if (it == operations_.end() || it->second.op.done()) return;
-  tir::v1::Operation &op = it->second.op;
-  op.set_done(true);
-  op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_DONE);
-  *op.mutable_metadata()->mutable_end_time() = TimeUtil::GetCurrentTime();
-  if (result.ok()) {
-    *op.mutable_response() = *result;
-  } else {
-    *op.mutable_error() = ToError(result.status());
-  }
-  ++it->second.version;
-  it->second.job.clear();
+  ops_.Finish(name, result);
 }
 
-bool Coordinator::HasLiveWorker(const std::string &arch) const {
-  for (const auto &[name, w] : workers_) {
-    if (w.capabilities.arch() == arch && !w.quarantined && w.state != "lost" && w.state != "draining" &&
-        w.state != "unavailable") {
-      return true;
-    }
-  }
-  return false;
-}
+bool Coordinator::HasLiveWorker(const std::string &arch) const { return workers_.HasHealthy(arch); }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request, const std::string &client) {
   return CompileInternal(request, false, client);
@@ -531,8 +472,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   {
     absl::MutexLock l(&mu_);
     if (!request.request_id().empty()) {
-      auto it = request_ids_.find(request.request_id());
-      if (it != request_ids_.end() && operations_.count(it->second)) return operations_.at(it->second).op;
+      if (const OperationTable::Entry *e = ops_.ByRequest(request.request_id())) return e->op;
     }
   }
   metrics_->cache.Add({{"result", "miss"}}).Increment();
@@ -546,15 +486,15 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
       auto job = jobs_.find(parsed.key);
       if (job != jobs_.end() && !job->second.cancelled && !now && HasLiveWorker(arch)) {
         TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
-        operations_[name].job = parsed.key;
+        ops_.Find(name)->job = parsed.key;
         job->second.operations.push_back(name);
         job->second.priority = std::max(job->second.priority, request.options().priority());
         for (Queued &q : queue_) {
           if (q.job == parsed.key) q.priority = job->second.priority;
         }
-        if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+        ops_.RememberRequest(request.request_id(), name);
         UpdateProgress(parsed.key);
-        joined = operations_.at(name).op;
+        joined = ops_.Find(name)->op;
       }
     }
     if (joined) {
@@ -613,10 +553,10 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
       jobless = !fits.ok();
     }
     TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
-    if (!request.request_id().empty()) request_ids_[request.request_id()] = name;
+    ops_.RememberRequest(request.request_id(), name);
     if (jobless) {
       FinishOperation(name, *untuned);
-      return operations_.at(name).op;
+      return ops_.Find(name)->op;
     }
     if (job == jobs_.end() || job->second.cancelled) {
       StartJob(parsed.key, request, parsed, std::move(plan), std::move(stored), client);
@@ -626,13 +566,13 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     if (untuned) {
       FinishOperation(name, *untuned);
     } else {
-      operations_[name].job = parsed.key;
+      ops_.Find(name)->job = parsed.key;
       job->second.operations.push_back(name);
       persistOp = !resume;
     }
     UpdateProgress(parsed.key);
     Advance(parsed.key);
-    answer = operations_.at(name).op;
+    answer = ops_.Find(name)->op;
   }
   // Durable before the client learns the name (outside mu_; the operation's
   // synced write makes the job's before it durable too). A job that ended
@@ -759,12 +699,11 @@ void Coordinator::Advance(const std::string &key) {
       if (k == 0) {
         tir::v1::Provenance *p = b.mutable_provenance();
         p->set_worker(kj.workers[w]);
-        auto wk = workers_.find(kj.workers[w]);
-        if (wk != workers_.end()) {
-          p->set_device_name(wk->second.capabilities.device_name());
-          p->set_driver_version(wk->second.capabilities.driver_version());
-          p->set_nvrtc_version(wk->second.capabilities.nvrtc_version());
-          p->set_host_compiler(wk->second.capabilities.host_compiler());
+        if (const WorkerEntry *wk = workers_.Find(kj.workers[w])) {
+          p->set_device_name(wk->capabilities.device_name());
+          p->set_driver_version(wk->capabilities.driver_version());
+          p->set_nvrtc_version(wk->capabilities.nvrtc_version());
+          p->set_host_compiler(wk->capabilities.host_compiler());
         }
         *p->mutable_measure_time() = TimeUtil::GetCurrentTime();
       }
@@ -809,7 +748,7 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
   // a late report is acknowledged as a duplicate.
   for (auto l = leases_.begin(); l != leases_.end();) {
     if (l->second.work.job == key) {
-      reported_.insert(l->first);
+      MarkReported(l->first);
       l = leases_.erase(l);
     } else {
       ++l;
@@ -841,12 +780,7 @@ void Coordinator::UpdateProgress(const std::string &key) {
   p.set_candidates_total(j.candidates_planned());
   p.set_candidates_measured(j.candidates_measured());
   p.set_candidates_failed(j.candidates_failed());
-  for (const std::string &op : it->second.operations) {
-    auto o = operations_.find(op);
-    if (o == operations_.end() || o->second.op.done()) continue;
-    *o->second.op.mutable_metadata()->mutable_progress() = p;
-    ++o->second.version;
-  }
+  for (const std::string &op : it->second.operations) ops_.SetProgress(op, p);
 }
 
 absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::string &key, const Parsed &parsed,
@@ -913,8 +847,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &
   }
   {
     absl::MutexLock l(&mu_);
-    auto it = operations_.find(name);
-    if (it != operations_.end()) return it->second.op;
+    if (const OperationTable::Entry *e = ops_.Find(name)) return e->op;
   }
   return RestoredOperation(name);
 }
@@ -926,17 +859,17 @@ absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string 
   bool known;
   {
     absl::MutexLock l(&mu_);
-    known = operations_.count(name) > 0;
+    known = ops_.Contains(name);
   }
   if (!known) return RestoredOperation(name);
   absl::MutexLock l(&mu_);
   for (;;) {
-    auto it = operations_.find(name);
-    if (it == operations_.end()) return NotFound("no operation " + name);
-    const bool changed = version != nullptr && *version >= 0 && it->second.version != *version;
-    if (it->second.op.done() || changed || absl::Now() >= end || stopping_) {
-      if (version != nullptr) *version = it->second.version;
-      return it->second.op;
+    const OperationTable::Entry *e = ops_.Find(name);
+    if (e == nullptr) return RestoredOperation(name);  // dropped while waited on: it is done
+    const bool changed = version != nullptr && *version >= 0 && e->version != *version;
+    if (e->op.done() || changed || absl::Now() >= end || stopping_) {
+      if (version != nullptr) *version = e->version;
+      return e->op;
     }
     changed_.WaitWithDeadline(&mu_, end);
   }
@@ -945,9 +878,9 @@ absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string 
 absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::string &name) {
   if (absl::StartsWith(name, kCachedPrefix)) return GetOperation(name);  // done already
   absl::MutexLock l(&mu_);
-  auto it = operations_.find(name);
-  if (it == operations_.end()) return NotFound("no operation " + name);
-  const std::string key = it->second.job;
+  OperationTable::Entry *entry = ops_.Find(name);
+  if (entry == nullptr) return NotFound("no operation " + name);
+  const std::string key = entry->job;
   FinishOperation(name, MakeError(absl::StatusCode::kCancelled, "CANCELLED", "cancelled by the client"));
   auto job = jobs_.find(key);
   if (job != jobs_.end()) {
@@ -960,7 +893,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::strin
     }
   }
   Touch();
-  return operations_.at(name).op;
+  return ops_.Find(name)->op;
 }
 
 absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const tir::v1::LookupKernelRequest &request) {
@@ -1019,7 +952,7 @@ absl::StatusOr<tir::v1::DeleteKernelResponse> Coordinator::DeleteKernel(const st
 tir::v1::ListWorkersResponse Coordinator::ListWorkers(const std::string &arch) {
   absl::MutexLock l(&mu_);
   tir::v1::ListWorkersResponse out;
-  for (const auto &[name, w] : workers_) {
+  for (const auto &[name, w] : workers_.all()) {
     if (!arch.empty() && w.capabilities.arch() != arch) continue;
     tir::v1::WorkerInfo *i = out.add_workers();
     i->set_name(name);
@@ -1043,12 +976,7 @@ absl::StatusOr<tir::v1::RegisterWorkerResponse> Coordinator::RegisterWorker(cons
   }
   TIR_RETURN_IF_ERROR(target::LookupArch(caps.arch()).status());
   absl::MutexLock l(&mu_);
-  std::string name = request.name();
-  if (name.empty() || !workers_.count(name)) name = absl::StrCat("workers/", ++next_id_);
-  WorkerEntry &w = workers_[name];
-  w.capabilities = caps;
-  w.last_heartbeat = absl::Now();
-  w.state = "ready";
+  const std::string name = workers_.Register(request.name(), caps, absl::Now());
   tir::v1::RegisterWorkerResponse out;
   out.set_name(name);
   *out.mutable_heartbeat_interval() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.heartbeat_interval));
@@ -1060,17 +988,10 @@ absl::StatusOr<tir::v1::RegisterWorkerResponse> Coordinator::RegisterWorker(cons
 absl::StatusOr<tir::v1::HeartbeatResponse> Coordinator::Heartbeat(const tir::v1::HeartbeatRequest &request) {
   absl::MutexLock l(&mu_);
   tir::v1::HeartbeatResponse out;
-  auto it = workers_.find(request.name());
-  if (it == workers_.end() || it->second.state == "lost") {
+  if (!workers_.Heartbeat(request.name(), request.state(), request.candidates_measured(), absl::Now())) {
     out.set_reregister(true);
     return out;
   }
-  it->second.last_heartbeat = absl::Now();
-  it->second.measured = request.candidates_measured();
-  it->second.state = request.state() == tir::v1::WORKER_STATE_DRAINING      ? "draining"
-                     : request.state() == tir::v1::WORKER_STATE_BUSY        ? "busy"
-                     : request.state() == tir::v1::WORKER_STATE_UNAVAILABLE ? "unavailable"
-                                                                             : "ready";
   for (const std::string &id : request.lease_ids()) {
     auto lease = leases_.find(id);
     if (lease == leases_.end() || lease->second.worker != request.name() || lease->second.work.job.empty()) {
@@ -1087,16 +1008,15 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
   absl::MutexLock l(&mu_);
   tir::v1::LeaseWorkResponse out;
   for (;;) {
-    auto w = workers_.find(request.name());
-    if (w == workers_.end() || w->second.state == "lost") {
+    WorkerEntry *w = workers_.FindLive(request.name());
+    if (w == nullptr) {
       return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
     }
-    w->second.last_heartbeat = absl::Now();
-    const std::string arch = w->second.capabilities.arch();
-    uint32_t max = std::max(1u, request.max_items());
+    w->last_heartbeat = absl::Now();
+    const std::string arch = w->capabilities.arch();
     // A quarantined worker gets one probe item per probe interval.
-    const bool probe = w->second.quarantined;
-    if (probe) max = absl::Now() >= w->second.next_probe ? 1 : 0;
+    const bool probe = w->quarantined;
+    const uint32_t max = workers_.Allowance(*w, std::max(1u, request.max_items()), absl::Now());
     while (static_cast<uint32_t>(out.items_size()) < max) {
       // Highest priority first, then oldest.
       auto best = queue_.end();
@@ -1110,7 +1030,12 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
       if (best == queue_.end()) break;
       Lease lease{std::move(*best), request.name()};
       queue_.erase(best);
-      const std::string id = absl::StrCat("leases/", ++next_id_);
+      // Random, so a report for a lease from before a restart never
+      // matches one given since.
+      std::string id;
+      do {
+        id = absl::StrFormat("leases/%016x", lease_ids_());
+      } while (leases_.count(id) || reported_.count(id));
       lease.work.item.set_lease_id(id);
       lease.work.item.set_attempt(lease.work.attempts + 1);
       lease.deadline = absl::Now() + options_.lease_timeout;
@@ -1121,10 +1046,10 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
       const std::string job = lease.work.job;
       leases_[id] = std::move(lease);
       UpdateProgress(job);
-      if (probe) w->second.next_probe = absl::Now() + options_.quarantine_probe;
+      workers_.Leased(*w, absl::Now());
     }
     if (out.items_size() > 0 || absl::Now() >= end || stopping_) break;
-    changed_.WaitWithDeadline(&mu_, probe ? std::min(end, w->second.next_probe) : end);
+    changed_.WaitWithDeadline(&mu_, probe ? std::min(end, w->next_probe) : end);
   }
   Touch();
   return out;
@@ -1212,7 +1137,7 @@ absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const ti
   }
   Lease lease = std::move(it->second);
   leases_.erase(it);
-  reported_.insert(request.lease_id());
+  MarkReported(request.lease_id());
   metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
   out.set_accepted(true);
   if (!lease.work.job.empty()) {
@@ -1227,30 +1152,29 @@ absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const ti
 
 void Coordinator::NoteHealth(const std::string &worker, const std::string &job, int kernel,
                              const std::vector<tir::v1::CandidateResult> &results) {
-  auto it = workers_.find(worker);
-  if (it == workers_.end() || options_.quarantine_after <= 0) return;
-  WorkerEntry &w = it->second;
-  const bool passed = std::any_of(results.begin(), results.end(), [](const tir::v1::CandidateResult &r) {
-    return r.verification().verdict() == tir::v1::VERDICT_PASSED;
-  });
-  if (passed) {
-    if (w.quarantined) {
+  switch (workers_.NoteResults(worker, job, kernel, results, absl::Now())) {
+    case WorkerRegistry::Health::kQuarantined:
+      metrics_->quarantines.Increment();
+      std::fprintf(stderr,
+                   "tir-coordinator: %s quarantined: every candidate faulted or timed out on %d different kernels in a "
+                   "row; a probe every %s\n",
+                   worker.c_str(), options_.quarantine_after, absl::FormatDuration(options_.quarantine_probe).c_str());
+      break;
+    case WorkerRegistry::Health::kReleased:
       std::fprintf(stderr, "tir-coordinator: %s passed its probe; out of quarantine\n", worker.c_str());
-    }
-    w.quarantined = false;
-    w.sick.clear();
-    return;
+      break;
+    case WorkerRegistry::Health::kSame:
+      break;
   }
-  if (results.empty() || !std::all_of(results.begin(), results.end(), Sick)) return;  // wrong results are the kernel's
-  w.sick.insert({job, kernel});
-  w.next_probe = absl::Now() + options_.quarantine_probe;
-  if (!w.quarantined && static_cast<int>(w.sick.size()) >= options_.quarantine_after) {
-    w.quarantined = true;
-    metrics_->quarantines.Increment();
-    std::fprintf(stderr,
-                 "tir-coordinator: %s quarantined: every candidate faulted or timed out on %zu different kernels in a "
-                 "row; a probe every %s\n",
-                 worker.c_str(), w.sick.size(), absl::FormatDuration(options_.quarantine_probe).c_str());
+}
+
+void Coordinator::MarkReported(const std::string &lease_id) {
+  // The newest 100,000 are remembered (a duplicate report comes within
+  // seconds of the first).
+  if (reported_.insert(lease_id).second) reported_order_.push_back(lease_id);
+  while (reported_order_.size() > 100000) {
+    reported_.erase(reported_order_.front());
+    reported_order_.pop_front();
   }
 }
 
@@ -1305,14 +1229,14 @@ absl::StatusOr<tir::v1::DrainResponse> Coordinator::Drain(const tir::v1::DrainRe
       ++it;
     }
   }
-  workers_.erase(request.name());
+  workers_.Remove(request.name());
   Touch();
   return out;
 }
 
 absl::StatusOr<tir::v1::ReturnWorkResponse> Coordinator::ReturnWork(const tir::v1::ReturnWorkRequest &request) {
   absl::MutexLock l(&mu_);
-  if (!workers_.count(request.name())) {
+  if (workers_.Find(request.name()) == nullptr) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
   }
   tir::v1::ReturnWorkResponse out;
@@ -1340,17 +1264,7 @@ void Coordinator::Reap() {
     // Finished operations are kept for ten minutes.
     if (now - last_prune_ > absl::Seconds(10)) {
       last_prune_ = now;
-      for (auto it = operations_.begin(); it != operations_.end();) {
-        const auto &end = it->second.op.metadata().end_time();
-        if (it->second.op.done() && now - absl::FromUnixSeconds(end.seconds()) > absl::Minutes(10)) {
-          it = operations_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      for (auto it = request_ids_.begin(); it != request_ids_.end();) {
-        it = operations_.count(it->second) ? std::next(it) : request_ids_.erase(it);
-      }
+      ops_.Prune(now, absl::Minutes(10));
     }
     if (now - last_sample_ >= absl::Seconds(2)) Sample(now);
     // Leases past their deadline go back to the queue (an attempt counts);
@@ -1366,23 +1280,20 @@ void Coordinator::Reap() {
         ++it;
       }
     }
-    std::map<std::string, std::map<std::string, int>> byArch;
-    for (auto &[name, w] : workers_) {
-      if (w.state != "lost" && now - w.last_heartbeat > options_.lost_after) {
-        w.state = "lost";
-        for (auto it = leases_.begin(); it != leases_.end();) {
-          if (it->second.worker == name) {
-            Lease lease = std::move(it->second);
-            it = leases_.erase(it);
-            Requeue(std::move(lease), true);
-          } else {
-            ++it;
-          }
+    for (const std::string &name : workers_.MarkLost(now, options_.lost_after)) {
+      for (auto it = leases_.begin(); it != leases_.end();) {
+        if (it->second.worker == name) {
+          Lease lease = std::move(it->second);
+          it = leases_.erase(it);
+          Requeue(std::move(lease), true);
+        } else {
+          ++it;
         }
-        Touch();
       }
-      ++byArch[w.capabilities.arch()][w.shown()];
+      Touch();
     }
+    std::map<std::string, std::map<std::string, int>> byArch;
+    for (const auto &[name, w] : workers_.all()) ++byArch[w.capabilities.arch()][w.shown()];
     for (const char *state : {"ready", "busy", "draining", "unavailable", "lost", "quarantined"}) {
       for (auto &[arch, states] : byArch) {
         metrics_->workers.Add({{"arch", arch}, {"state", state}}).Set(states.count(state) ? states[state] : 0);
@@ -1426,7 +1337,7 @@ void Coordinator::Sample(absl::Time now) {
   }
   s.set_queue_depth(static_cast<uint32_t>(queue_.size()));
   uint32_t alive = 0;
-  for (auto &[name, w] : workers_) {
+  for (auto &[name, w] : workers_.all()) {
     if (dt > 0) w.rate = (w.measured - w.sampled_measured) / dt;
     w.sampled_measured = w.measured;
     alive += w.state != "lost";
@@ -1456,7 +1367,7 @@ tir::v1::ServiceStatus Coordinator::Status() {
   const absl::Time now = absl::Now();
   out.set_time(absl::ToUnixMicros(now) * 1e-6);
   out.set_version(kTirVersion);
-  for (const auto &[name, w] : workers_) {
+  for (const auto &[name, w] : workers_.all()) {
     tir::v1::WorkerStatus *s = out.add_workers();
     s->set_name(name);
     s->set_backend(w.capabilities.backend());

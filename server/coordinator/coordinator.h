@@ -37,7 +37,9 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/kernel_tuner.h"
+#include "server/coordinator/operation_table.h"
 #include "server/coordinator/work_queue.h"
+#include "server/coordinator/worker_registry.h"
 #include "server/store/kernel_store.h"
 #include "server/tuning/work_items.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
@@ -181,31 +183,11 @@ class Coordinator {
     std::string worker;
     absl::Time deadline = absl::InfiniteFuture();
   };
-  struct WorkerEntry {
-    tir::v1::WorkerCapabilities capabilities;
-    absl::Time last_heartbeat;
-    std::string state = "ready";
-    uint64_t measured = 0;
-    uint64_t sampled_measured = 0;  // at the last series sample
-    double rate = 0;                // candidates per second over the last sample
-    // Kernels (job, kernel) whose last reports from it had every candidate
-    // fault or time out, since its last passing candidate.
-    std::set<std::pair<std::string, int>> sick;
-    bool quarantined = false;
-    absl::Time next_probe;
-    // "quarantined" while quarantined, else `state`.
-    std::string shown() const { return quarantined ? "quarantined" : state; }
-  };
   // Persists operation `name` as waiting for job `key`.
   void PersistOperation(const std::string &name, const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
   // An operation from before a restart that is not in memory: its job's
   // bundle if one is stored; NOT_FOUND otherwise.
   absl::StatusOr<tir::v1::Operation> RestoredOperation(const std::string &name);
-  struct OpEntry {
-    tir::v1::Operation op;
-    std::string job;
-    int64_t version = 0;
-  };
   struct Parsed {
     std::string key;
     std::string fingerprint;
@@ -252,6 +234,8 @@ class Coordinator {
   void RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker,
                    bool replayed = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Requeue(Lease lease, bool count_attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Remembers a lease as reported (a repeat is a duplicate).
+  void MarkReported(const std::string &lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-queues the leases `ids` that `worker` holds and gives back unfinished
   // (no attempt counted); returns how many.
   uint32_t RequeueReturned(const std::string &worker, const google::protobuf::RepeatedPtrField<std::string> &ids)
@@ -282,13 +266,12 @@ class Coordinator {
   std::vector<Queued> queue_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);         // by lease id
   std::set<std::string> reported_ ABSL_GUARDED_BY(mu_);              // lease ids already reported
-  std::map<std::string, WorkerEntry> workers_ ABSL_GUARDED_BY(mu_);  // by name
-  std::map<std::string, OpEntry> operations_ ABSL_GUARDED_BY(mu_);   // by name
-  std::map<std::string, std::string> request_ids_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> reported_order_ ABSL_GUARDED_BY(mu_);      // oldest first
+  WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
+  OperationTable ops_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  // Operation names are random (unique for the life of the store, across
-  // restarts); each one attached to a job is persisted ("op/<name>" -> key).
-  std::mt19937_64 op_names_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
+  std::mt19937_64 lease_ids_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
+  // Each operation attached to a job is persisted ("op/<name>" -> key).
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
   // Dashboard state: finished jobs (newest last) and the sampled series.
   std::deque<tir::v1::JobStatus> recent_ ABSL_GUARDED_BY(mu_);
