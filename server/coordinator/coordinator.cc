@@ -203,12 +203,12 @@ void Coordinator::Touch() {
   std::map<std::string, int> byArch;
   for (const std::string &arch : metrics_->queue_arches) byArch[arch] = 0;
   for (const auto &[name, w] : workers_.all()) byArch[w.capabilities.arch()] += 0;
-  for (const Queued &q : queue_) ++byArch[q.item.arch()];
+  for (const auto &[arch, n] : lq_.QueuedByArch()) byArch[arch] += n;
   for (const auto &[arch, n] : byArch) {
     metrics_->queue_arches.insert(arch);
     metrics_->queue_depth.Add({{"arch", arch}}).Set(n);
   }
-  metrics_->leases.Set(static_cast<double>(leases_.size()));
+  metrics_->leases.Set(static_cast<double>(lq_.leased()));
   changed_.SignalAll();
 }
 
@@ -428,10 +428,10 @@ absl::Status Coordinator::CheckJobLimits(const std::string &client, size_t kerne
                          absl::StrCat("client ", client.empty() ? "(unnamed)" : client, " has ", mine,
                                       " tuning jobs in flight"));
   }
-  if (queue_.size() + kernels > lim.max_queue_items) {
+  if (lq_.queued() + kernels > lim.max_queue_items) {
     metrics_->limits.Add({{"limit", "maxQueueItems"}}).Increment();
     return LimitExceeded("maxQueueItems", lim.max_queue_items,
-                         absl::StrCat(queue_.size(), " work items are queued and this job adds ", kernels));
+                         absl::StrCat(lq_.queued(), " work items are queued and this job adds ", kernels));
   }
   return absl::OkStatus();
 }
@@ -489,9 +489,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
         ops_.Find(name)->job = parsed.key;
         job->second.operations.push_back(name);
         job->second.priority = std::max(job->second.priority, request.options().priority());
-        for (Queued &q : queue_) {
-          if (q.job == parsed.key) q.priority = job->second.priority;
-        }
+        lq_.Reprioritize(parsed.key, job->second.priority);
         ops_.RememberRequest(request.request_id(), name);
         UpdateProgress(parsed.key);
         joined = ops_.Find(name)->op;
@@ -630,12 +628,11 @@ void Coordinator::Advance(const std::string &key) {
     // The next round of the kernel (none while one is in flight); a round
     // stored before a restart is replayed instead of measured again.
     for (std::optional<KernelTuner::Round> round = kj.tuner->done() ? std::nullopt : kj.tuner->Next(); round;) {
-      Queued q;
+      QueuedWork q;
       q.job = key;
       q.kernel = static_cast<int>(k);
       q.round = round->number;
       q.priority = job.priority;
-      q.seq = ++next_id_;
       q.queued_at = absl::Now();
       q.item = kj.work.item;
       q.item.clear_candidates();
@@ -661,7 +658,7 @@ void Coordinator::Advance(const std::string &key) {
           continue;
         }
       }
-      queue_.push_back(std::move(q));
+      lq_.Push(std::move(q));
       break;
     }
     if (kj.tuner->done()) {
@@ -743,17 +740,9 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
   recent_.push_back(done);
   if (recent_.size() > 50) recent_.pop_front();
   for (const std::string &op : it->second.operations) FinishOperation(op, result);
-  queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const Queued &q) { return q.job == key; }), queue_.end());
-  // Leases of the job are dropped: heartbeats tell their workers to stop, and
-  // a late report is acknowledged as a duplicate.
-  for (auto l = leases_.begin(); l != leases_.end();) {
-    if (l->second.work.job == key) {
-      MarkReported(l->first);
-      l = leases_.erase(l);
-    } else {
-      ++l;
-    }
-  }
+  // Its queued items and leases are dropped: heartbeats tell their workers
+  // to stop, and a late report is acknowledged as a duplicate.
+  lq_.DropJob(key);
   writer_.Post([this, key] {
     IgnoreError(store_->Delete(store::Family::kJobs, "job/" + key),
                 "a finished job's record stays until the next resume");
@@ -960,9 +949,7 @@ tir::v1::ListWorkersResponse Coordinator::ListWorkers(const std::string &arch) {
     i->set_arch(w.capabilities.arch());
     i->set_device_name(w.capabilities.device_name());
     i->set_state(w.shown());
-    uint32_t active = 0;
-    for (const auto &[id, lease] : leases_) active += lease.worker == name;
-    i->set_active_leases(active);
+    i->set_active_leases(static_cast<uint32_t>(lq_.HeldBy(name).size()));
     i->set_candidates_measured(w.measured);
     *i->mutable_last_heartbeat() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(w.last_heartbeat));
   }
@@ -993,10 +980,7 @@ absl::StatusOr<tir::v1::HeartbeatResponse> Coordinator::Heartbeat(const tir::v1:
     return out;
   }
   for (const std::string &id : request.lease_ids()) {
-    auto lease = leases_.find(id);
-    if (lease == leases_.end() || lease->second.worker != request.name() || lease->second.work.job.empty()) {
-      out.add_cancelled_lease_ids(id);
-    }
+    if (!lq_.Holds(id, request.name())) out.add_cancelled_lease_ids(id);
   }
   return out;
 }
@@ -1018,34 +1002,12 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
     const bool probe = w->quarantined;
     const uint32_t max = workers_.Allowance(*w, std::max(1u, request.max_items()), absl::Now());
     while (static_cast<uint32_t>(out.items_size()) < max) {
-      // Highest priority first, then oldest.
-      auto best = queue_.end();
-      for (auto q = queue_.begin(); q != queue_.end(); ++q) {
-        if (q->item.arch() != arch) continue;
-        if (best == queue_.end() || q->priority > best->priority ||
-            (q->priority == best->priority && q->seq < best->seq)) {
-          best = q;
-        }
-      }
-      if (best == queue_.end()) break;
-      Lease lease{std::move(*best), request.name()};
-      queue_.erase(best);
-      // Random, so a report for a lease from before a restart never
-      // matches one given since.
-      std::string id;
-      do {
-        id = absl::StrFormat("leases/%016x", lease_ids_());
-      } while (leases_.count(id) || reported_.count(id));
-      lease.work.item.set_lease_id(id);
-      lease.work.item.set_attempt(lease.work.attempts + 1);
-      lease.deadline = absl::Now() + options_.lease_timeout;
-      *lease.work.item.mutable_deadline() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(lease.deadline));
-      metrics_->queue_wait_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
-      lease.work.queued_at = absl::Now();
-      *out.add_items() = lease.work.item;
-      const std::string job = lease.work.job;
-      leases_[id] = std::move(lease);
-      UpdateProgress(job);
+      Lease *lease = lq_.LeaseNext(arch, request.name(), absl::Now() + options_.lease_timeout);
+      if (lease == nullptr) break;
+      metrics_->queue_wait_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease->work.queued_at));
+      lease->work.queued_at = absl::Now();
+      *out.add_items() = lease->work.item;
+      UpdateProgress(lease->work.job);
       workers_.Leased(*w, absl::Now());
     }
     if (out.items_size() > 0 || absl::Now() >= end || stopping_) break;
@@ -1055,7 +1017,7 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Coordinator::LeaseWork(const tir::v1:
   return out;
 }
 
-void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results,
+void Coordinator::RecordRound(QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results,
                               const std::string &worker, bool replayed) {
   auto job = jobs_.find(work.job);
   if (job == jobs_.end() || work.kernel >= static_cast<int>(job->second.kernels.size())) return;
@@ -1122,22 +1084,20 @@ void Coordinator::RecordRound(Queued &work, const std::vector<tir::v1::Candidate
 absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const tir::v1::ReportResultRequest &request) {
   absl::MutexLock l(&mu_);
   tir::v1::ReportResultResponse out;
-  auto it = leases_.find(request.lease_id());
-  if (it == leases_.end()) {
-    if (reported_.count(request.lease_id())) {
+  Lease lease;
+  switch (lq_.TakeReported(request.lease_id(), request.name(), &lease)) {
+    case LeaseQueue::Report::kDuplicate:
       out.set_duplicate(true);
       return out;
-    }
-    return MakeError(absl::StatusCode::kFailedPrecondition, "LEASE_EXPIRED",
-                     absl::StrCat(request.lease_id(), " is not held (expired and re-queued, or unknown)"));
+    case LeaseQueue::Report::kNotHeld:
+      return MakeError(absl::StatusCode::kFailedPrecondition, "LEASE_EXPIRED",
+                       absl::StrCat(request.lease_id(), " is not held (expired and re-queued, or unknown)"));
+    case LeaseQueue::Report::kOtherWorker:
+      return MakeError(absl::StatusCode::kPermissionDenied, "LEASE_EXPIRED",
+                       absl::StrCat(request.lease_id(), " is held by another worker"));
+    case LeaseQueue::Report::kTaken:
+      break;
   }
-  if (it->second.worker != request.name()) {
-    return MakeError(absl::StatusCode::kPermissionDenied, "LEASE_EXPIRED",
-                     absl::StrCat(request.lease_id(), " is held by another worker"));
-  }
-  Lease lease = std::move(it->second);
-  leases_.erase(it);
-  MarkReported(request.lease_id());
   metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
   out.set_accepted(true);
   if (!lease.work.job.empty()) {
@@ -1168,16 +1128,6 @@ void Coordinator::NoteHealth(const std::string &worker, const std::string &job, 
   }
 }
 
-void Coordinator::MarkReported(const std::string &lease_id) {
-  // The newest 100,000 are remembered (a duplicate report comes within
-  // seconds of the first).
-  if (reported_.insert(lease_id).second) reported_order_.push_back(lease_id);
-  while (reported_order_.size() > 100000) {
-    reported_.erase(reported_order_.front());
-    reported_order_.pop_front();
-  }
-}
-
 void Coordinator::Requeue(Lease lease, bool count_attempt) {
   if (lease.work.job.empty() || !jobs_.count(lease.work.job)) return;
   if (count_attempt) ++lease.work.attempts;
@@ -1196,19 +1146,14 @@ void Coordinator::Requeue(Lease lease, bool count_attempt) {
     Advance(job);
     return;
   }
-  lease.work.item.clear_lease_id();
   lease.work.queued_at = absl::Now();
-  queue_.push_back(std::move(lease.work));
+  lq_.Push(std::move(lease.work));
 }
 
 uint32_t Coordinator::RequeueReturned(const std::string &worker,
                                       const google::protobuf::RepeatedPtrField<std::string> &ids) {
   uint32_t n = 0;
-  for (const std::string &id : ids) {
-    auto it = leases_.find(id);
-    if (it == leases_.end() || it->second.worker != worker) continue;
-    Lease lease = std::move(it->second);
-    leases_.erase(it);
+  for (Lease &lease : lq_.TakeReturned(worker, {ids.begin(), ids.end()})) {
     Requeue(std::move(lease), false);
     ++n;
   }
@@ -1220,15 +1165,7 @@ absl::StatusOr<tir::v1::DrainResponse> Coordinator::Drain(const tir::v1::DrainRe
   tir::v1::DrainResponse out;
   out.set_requeued(RequeueReturned(request.name(), request.returned_lease_ids()));
   // Anything else it still held is lost with it.
-  for (auto it = leases_.begin(); it != leases_.end();) {
-    if (it->second.worker == request.name()) {
-      Lease lease = std::move(it->second);
-      it = leases_.erase(it);
-      Requeue(std::move(lease), true);
-    } else {
-      ++it;
-    }
-  }
+  for (Lease &lease : lq_.TakeHeldBy(request.name())) Requeue(std::move(lease), true);
   workers_.Remove(request.name());
   Touch();
   return out;
@@ -1269,27 +1206,13 @@ void Coordinator::Reap() {
     if (now - last_sample_ >= absl::Seconds(2)) Sample(now);
     // Leases past their deadline go back to the queue (an attempt counts);
     // a late report for one is refused as from a lease no longer held.
-    for (auto it = leases_.begin(); it != leases_.end();) {
-      if (now > it->second.deadline) {
-        Lease lease = std::move(it->second);
-        it = leases_.erase(it);
-        metrics_->leases_expired.Increment();
-        Requeue(std::move(lease), true);
-        Touch();
-      } else {
-        ++it;
-      }
+    for (Lease &lease : lq_.TakeExpired(now)) {
+      metrics_->leases_expired.Increment();
+      Requeue(std::move(lease), true);
+      Touch();
     }
     for (const std::string &name : workers_.MarkLost(now, options_.lost_after)) {
-      for (auto it = leases_.begin(); it != leases_.end();) {
-        if (it->second.worker == name) {
-          Lease lease = std::move(it->second);
-          it = leases_.erase(it);
-          Requeue(std::move(lease), true);
-        } else {
-          ++it;
-        }
-      }
+      for (Lease &lease : lq_.TakeHeldBy(name)) Requeue(std::move(lease), true);
       Touch();
     }
     std::map<std::string, std::map<std::string, int>> byArch;
@@ -1315,9 +1238,7 @@ tir::v1::JobStatus Coordinator::JobStatusOf(const Job &job) const {
     j.set_measurements(j.measurements() + k.tuner->measurements());
     j.set_round(std::max<uint32_t>(j.round(), k.tuner->round()));
   }
-  bool leased = false;
-  for (const auto &[id, lease] : leases_) leased |= lease.work.job == job.key;
-  j.set_state(leased ? "tuning" : "queued");
+  j.set_state(lq_.Leased(job.key) ? "tuning" : "queued");
   j.set_started(absl::ToUnixMicros(job.start) * 1e-6);
   j.set_seconds(absl::ToDoubleSeconds(absl::Now() - job.start));
   j.set_waiting(static_cast<uint32_t>(job.operations.size()));
@@ -1335,7 +1256,7 @@ void Coordinator::Sample(absl::Time now) {
     s.set_hit_rate(lookups ? static_cast<double>(hits - sampled_hits_) / lookups : 0);
     s.set_candidates_per_second((measured_total_ - sampled_measured_) / dt);
   }
-  s.set_queue_depth(static_cast<uint32_t>(queue_.size()));
+  s.set_queue_depth(static_cast<uint32_t>(lq_.queued()));
   uint32_t alive = 0;
   for (auto &[name, w] : workers_.all()) {
     if (dt > 0) w.rate = (w.measured - w.sampled_measured) / dt;
@@ -1374,16 +1295,14 @@ tir::v1::ServiceStatus Coordinator::Status() {
     s->set_arch(w.capabilities.arch());
     s->set_device(w.capabilities.device_name());
     s->set_state(w.shown());
-    for (const auto &[id, lease] : leases_) {
-      if (lease.worker == name) s->add_leases(id);
-    }
+    for (const std::string &id : lq_.HeldBy(name)) s->add_leases(id);
     s->set_candidates_measured(w.measured);
     s->set_candidates_per_second(w.rate);
     s->set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - w.last_heartbeat));
   }
   for (const auto &[key, job] : jobs_) *out.add_running() = JobStatusOf(job);
   for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) *out.add_recent() = *it;
-  out.set_queue_depth(static_cast<uint32_t>(queue_.size()));
+  out.set_queue_depth(static_cast<uint32_t>(lq_.queued()));
   out.set_stored_kernels(stored_kernels_);
   out.set_stored_bytes(stored_bytes_);
   out.set_cache_hits(hits_.load());
@@ -1399,7 +1318,7 @@ int Coordinator::jobs_in_flight() const {
 
 int Coordinator::queue_depth() const {
   absl::MutexLock l(&mu_);
-  return static_cast<int>(queue_.size());
+  return static_cast<int>(lq_.queued());
 }
 
 }  // namespace tir::coordinator

@@ -1,5 +1,14 @@
 // The coordinator's logic, without the RPC layer: compile requests, the
-// kernel cache, tuning jobs, the lease queue and the worker registry.
+// kernel cache and tuning jobs (here), over its parts, each with one job and
+// its own test:
+//  - OperationTable (operation_table.h): operations, their names and ids;
+//  - LeaseQueue (lease_queue.h): queued work items and leases;
+//  - WorkerRegistry (worker_registry.h): workers, heartbeats, quarantine;
+//  - KernelTuner (kernel_tuner.h): the rounds of one kernel's tuning;
+//  - StoreWriter and WorkPool (work_queue.h): every RocksDB write runs on
+//    the writer outside mu_; planning, emission and default compiles on a
+//    bounded pool, not on gRPC's threads.
+// mu_ guards the tables; no RocksDB I/O and no planning happens under it.
 //
 // Algorithm of a compile request:
 //  1. parse and verify the graph, fingerprint it, derive the cache key
@@ -9,8 +18,9 @@
 //  4. else plan the graph, persist the job (so a restart resumes it), and
 //     queue round 0 of every kernel's tuning (KernelTuner) for workers of the
 //     arch; each reported round queues the next;
-//  5. when every kernel has a winner, the bundle is stored (synced) and every
-//     operation waiting on the job completes with it.
+//  5. when every kernel has a winner, the bundle is signed and stored
+//     (synced, by the writer) and every operation waiting on the job
+//     completes with it.
 // Without a worker of the arch (or in heuristic-now mode) the request is
 // answered at once with the default candidates compiled here, marked
 // untuned, while the job waits for a worker.
@@ -37,6 +47,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/kernel_tuner.h"
+#include "server/coordinator/lease_queue.h"
 #include "server/coordinator/operation_table.h"
 #include "server/coordinator/work_queue.h"
 #include "server/coordinator/worker_registry.h"
@@ -168,21 +179,6 @@ class Coordinator {
     bool storing = false;  // the bundle is being written (StoreWriter)
     absl::Time start;
   };
-  struct Queued {
-    std::string job;
-    int kernel = 0;
-    int round = 0;
-    tir::v1::WorkItem item;
-    int priority = 0;
-    int attempts = 0;
-    uint64_t seq = 0;
-    absl::Time queued_at;
-  };
-  struct Lease {
-    Queued work;
-    std::string worker;
-    absl::Time deadline = absl::InfiniteFuture();
-  };
   // Persists operation `name` as waiting for job `key`.
   void PersistOperation(const std::string &name, const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
   // An operation from before a restart that is not in memory: its job's
@@ -231,11 +227,9 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replayed`: a round stored before a restart (not stored again, not
   // counted in the metrics).
-  void RecordRound(Queued &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker,
+  void RecordRound(QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results, const std::string &worker,
                    bool replayed = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Requeue(Lease lease, bool count_attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Remembers a lease as reported (a repeat is a duplicate).
-  void MarkReported(const std::string &lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Re-queues the leases `ids` that `worker` holds and gives back unfinished
   // (no attempt counted); returns how many.
   uint32_t RequeueReturned(const std::string &worker, const google::protobuf::RepeatedPtrField<std::string> &ids)
@@ -263,14 +257,9 @@ class Coordinator {
   mutable absl::Mutex mu_;
   absl::CondVar changed_;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);              // by key
-  std::vector<Queued> queue_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, Lease> leases_ ABSL_GUARDED_BY(mu_);         // by lease id
-  std::set<std::string> reported_ ABSL_GUARDED_BY(mu_);              // lease ids already reported
-  std::deque<std::string> reported_order_ ABSL_GUARDED_BY(mu_);      // oldest first
+  LeaseQueue lq_ ABSL_GUARDED_BY(mu_);
   WorkerRegistry workers_ ABSL_GUARDED_BY(mu_);
   OperationTable ops_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::mt19937_64 lease_ids_ ABSL_GUARDED_BY(mu_){std::random_device{}()};
   // Each operation attached to a job is persisted ("op/<name>" -> key).
   absl::Time last_prune_ ABSL_GUARDED_BY(mu_);
   // Dashboard state: finished jobs (newest last) and the sampled series.
