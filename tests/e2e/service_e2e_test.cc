@@ -22,6 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "tests/testing/net.h"
+#include "tests/testing/process.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
 #include "tir/v1/error.pb.h"
 
@@ -31,27 +32,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string Runfile(const std::string &path) {
-  return absl::StrCat(std::getenv("TEST_SRCDIR"), "/", std::getenv("TEST_WORKSPACE"), "/", path);
-}
-std::string Tmp() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
-
-pid_t Spawn(std::vector<std::string> argv) {
-  std::vector<char *> args;
-  for (auto &a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
-  return pid;
-}
-
-void Stop(pid_t pid, int sig = SIGTERM) {
-  if (pid <= 0) return;
-  kill(pid, sig);
-  int status = 0;
-  waitpid(pid, &status, 0);
-}
-
+using tir::testing::Runfile;
+using tir::testing::Spawn;
+using tir::testing::Stop;
+std::string Tmp() { return tir::testing::TempDir(); }
 
 std::string Graph(const std::string &name, int rows, int cols) {
   return absl::StrCat("tir.graph @", name, "(%x: tensor<", rows, "x", cols, "xf32>, %b: tensor<1x", cols,
