@@ -1103,8 +1103,22 @@ absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const ti
   if (!lease.work.job.empty()) {
     std::vector<tir::v1::CandidateResult> results(request.results().begin(), request.results().end());
     NoteHealth(request.name(), lease.work.job, lease.work.kernel, results);
-    RecordRound(lease.work, results, request.name());
-    Advance(lease.work.job);
+    const bool allSick = !results.empty() && std::all_of(results.begin(), results.end(), [](const auto &r) {
+      return r.verification().verdict() == tir::v1::VERDICT_FAULT ||
+             r.verification().verdict() == tir::v1::VERDICT_TIMEOUT;
+    });
+    if (allSick && lease.work.attempts + 1 < options_.max_attempts) {
+      // Every candidate faulted or timed out: the device may be to blame,
+      // not the kernel (a sick GPU fails whatever it runs). The item is
+      // measured again, on a healthy worker once this one is quarantined,
+      // and counts only after max_attempts such reports.
+      ++lease.work.attempts;
+      lease.work.queued_at = absl::Now();
+      lq_.Push(std::move(lease.work));
+    } else {
+      RecordRound(lease.work, results, request.name());
+      Advance(lease.work.job);
+    }
   }
   Touch();
   return out;

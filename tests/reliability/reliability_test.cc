@@ -311,6 +311,89 @@ TEST(Reliability, AThousandConcurrentClientsOnCacheHitsSeeNoErrors) {
               kClients * kRounds / seconds);
 }
 
+TEST(Reliability, ASickWorkerIsQuarantinedAndAHealthyOneFinishesItsWork) {
+  // quarantineAfter 2: a worker (played here over the worker API, as a GPU
+  // that faults every kernel would answer) that reports faults for two
+  // different kernels stops being leased to; a real host worker tunes
+  // everything, and the sick one's probe comes only after the interval.
+  Cluster c("sick", ", \"quarantineAfter\": 2, \"quarantineProbeMs\": 60000, \"maxAttempts\": 5");
+  c.StartCoordinator();
+  auto channel = grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials());
+  auto workerApi = tir::v1::WorkerService::NewStub(channel);
+  tir::v1::RegisterWorkerRequest reg;
+  reg.mutable_capabilities()->set_backend("host");
+  reg.mutable_capabilities()->set_arch("host");
+  reg.mutable_capabilities()->set_device_name("a sick device");
+  tir::v1::RegisterWorkerResponse registered;
+  {
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(workerApi->RegisterWorker(&ctx, reg, &registered).ok());
+  }
+  const std::string sick = registered.name();
+  std::vector<std::string> names;
+  for (int k = 0; k < 4; ++k) {
+    auto op = c.client().Compile(GraphSourceFromText(Graph(absl::StrCat("s", k), 8 * (k + 1), 32)), Host());
+    ASSERT_TRUE(op.ok()) << op.status();
+    names.push_back(op->name());
+  }
+  auto lease = [&](uint32_t max) {
+    grpc::ClientContext ctx;
+    tir::v1::LeaseWorkRequest r;
+    r.set_name(sick);
+    r.set_max_items(max);
+    r.mutable_wait()->set_nanos(200000000);
+    tir::v1::LeaseWorkResponse out;
+    EXPECT_TRUE(workerApi->LeaseWork(&ctx, r, &out).ok());
+    return out;
+  };
+  for (int round = 0; round < 2; ++round) {
+    tir::v1::LeaseWorkResponse got = lease(1);
+    ASSERT_EQ(got.items_size(), 1);
+    const tir::v1::WorkItem &item = got.items(0);
+    grpc::ClientContext ctx;
+    tir::v1::ReportResultRequest report;
+    report.set_name(sick);
+    report.set_lease_id(item.lease_id());
+    for (const auto &cand : item.candidates()) {
+      tir::v1::CandidateResult *r = report.add_results();
+      r->set_candidate_index(cand.candidate_index());
+      r->mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+      r->mutable_verification()->set_detail("CUDA_ERROR_ILLEGAL_ADDRESS");
+    }
+    tir::v1::ReportResultResponse ack;
+    ASSERT_TRUE(workerApi->ReportResult(&ctx, report, &ack).ok());
+  }
+  auto stateOf = [&](const std::string &name) {
+    auto w = c.client().ListWorkers();
+    if (w.ok()) {
+      for (const auto &x : w->workers()) {
+        if (x.name() == name) return x.state();
+      }
+    }
+    return std::string("(not listed)");
+  };
+  EXPECT_EQ(stateOf(sick), "quarantined");
+  EXPECT_EQ(lease(4).items_size(), 0) << "nothing for a quarantined worker before its probe";
+  // A real worker tunes every job, the two the sick one faulted on included:
+  // a report where every candidate faults is measured again before it
+  // counts against the kernel.
+  const absl::Time start = absl::Now();
+  c.StartWorker();
+  int tuned = 0;
+  for (const std::string &n : names) {
+    auto op = c.client().Wait(n, absl::Minutes(3));
+    ASSERT_TRUE(op.ok() && op->done()) << n << ": " << op.status();
+    ASSERT_TRUE(op->has_response()) << n << ": " << op->error().reason() << " " << op->error().message();
+    EXPECT_TRUE(op->response().tuning().tuned());
+    EXPECT_NE(op->response().provenance().worker(), sick) << "measured on the healthy worker";
+    ++tuned;
+  }
+  EXPECT_EQ(stateOf(sick), "quarantined");
+  std::printf("reliability: a worker faulting on 2 kernels is quarantined and leased nothing; a healthy worker "
+              "tuned all %d jobs, the 2 faulted ones included, in %.1f s\n",
+              tuned, absl::ToDoubleSeconds(absl::Now() - start));
+}
+
 TEST(Reliability, RandomAndTruncatedBytesOnEveryRpcGetClearErrors) {
   Cluster c("fuzz");
   c.StartCoordinator();
