@@ -71,8 +71,8 @@ def check(name, ok):
     return ok
 ok = True
 workers = re.search(r'<table id="workers">.*?</table>', dom1, re.S).group(0)
-ok &= check("both workers listed", "workers/" in workers and len(re.findall(r"<td>workers/\d+</td>", workers)) == 2)
-ok &= check("workers show their arch", len(re.findall(r"<td>workers/\d+</td><td>host</td>", workers)) == 2)
+ok &= check("both workers listed", "workers/" in workers and len(re.findall(r"<td>workers/[0-9a-f]+</td>", workers)) == 2)
+ok &= check("workers show their arch", len(re.findall(r"<td>workers/[0-9a-f]+</td><td>host</td>", workers)) == 2)
 running1 = re.search(r'<table id="running">.*?</table>', dom1, re.S).group(0)
 ok &= check("the job is shown running", "matmul_bias_gelu_residual" in running1 and "measurements" in running1)
 def measured(dom):
