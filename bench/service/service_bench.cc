@@ -48,6 +48,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/service/server.h"
 #include "server/tuning/work_items.h"
+#include "tests/testing/net.h"
 #include "tir/bench/echo.grpc.pb.h"
 #include "worker/host/host_backend.h"
 #include "worker/isolation/runner_process.h"
@@ -258,18 +259,6 @@ pid_t StartRedis(int port) {
   return -1;
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a));
-  socklen_t n = sizeof(a);
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &n);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // `clients` threads calling `call` (false: a failed call) for `seconds`:
 // latencies in ms, and whether every call succeeded.
 template <typename MakeCall>
@@ -394,7 +383,7 @@ int main(int argc, char **argv) {
   auto echoChannel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", echoPort), grpc::InsecureChannelCredentials());
   tir::bench::EchoRequest echoRequest;
   echoRequest.set_payload(hitRequest.SerializeAsString());
-  const int redisPort = FreePort();
+  const int redisPort = tir::testing::FreePort();
   const pid_t redis = StartRedis(redisPort);
   if (redis > 0) {
     auto r = Redis::Connect(redisPort);

@@ -346,13 +346,10 @@ absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CompileIfCached(c
   if (arch.empty() || request.options().force_retune() || !target::LookupArch(arch).ok()) return std::nullopt;
   std::optional<std::string> key = KnownKey(request.graph(), request.options(), arch);
   if (!key) return std::nullopt;
-  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(*key);
-  if (!hit.ok()) return std::nullopt;  // Compile answers (and counts) a miss
+  absl::StatusOr<std::optional<tir::v1::Operation>> hit = CacheHit(*key);
+  if (!hit.ok() || !*hit) return std::nullopt;  // Compile answers (and counts) a miss or an error
   ++requests_;
-  metrics_->cache.Add({{"result", "hit"}}).Increment();
-  ++hits_;
-  Served(*hit);
-  return CachedOperation(*std::move(hit));
+  return hit;
 }
 
 absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::LookupIfKnown(
@@ -361,19 +358,7 @@ absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::Lookup
   if (!target::LookupArch(arch).ok()) return std::nullopt;
   std::optional<std::string> key = KnownKey(request.graph(), request.options(), arch);
   if (!key) return std::nullopt;
-  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(*key);
-  if (!hit.ok() && !absl::IsNotFound(hit.status())) return hit.status();
-  tir::v1::LookupKernelResponse out;
-  out.set_key(*key);
-  metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
-  ++requests_;
-  ++(hit.ok() ? hits_ : misses_);
-  if (hit.ok()) {
-    out.set_found(true);
-    Served(*hit);
-    *out.mutable_bundle() = *std::move(hit);
-  }
-  return out;
+  return LookupByKey(*key);
 }
 
 absl::StatusOr<std::string> Coordinator::NewOperation(const std::string &arch, const std::string &key) {
@@ -458,16 +443,8 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   // 2. Cache (before anything that takes mu_: a hit never waits behind the
   // job table; a retried request that has a bundle by now gets it).
   if (!request.options().force_retune()) {
-    absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
-    if (hit.ok()) {
-      metrics_->cache.Add({{"result", "hit"}}).Increment();
-      ++hits_;
-      Served(*hit);
-      // Answered from the store; the operation is not kept (its name says
-      // where to find it again).
-      return CachedOperation(*std::move(hit));
-    }
-    if (!absl::IsNotFound(hit.status())) return hit.status();
+    TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::Operation> hit, CacheHit(parsed.key));
+    if (hit) return *std::move(hit);
   }
   {
     absl::MutexLock l(&mu_);
@@ -538,7 +515,8 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
                 "without its stored rounds a resumed job tunes from round 0");
   }
   tir::v1::Operation answer;
-  bool persistJob = false, persistOp = false;
+  std::string jobRecord;  // the new job's request, to persist
+  bool persistOp = false;
   {
     absl::MutexLock l(&mu_);
     auto job = jobs_.find(parsed.key);
@@ -559,7 +537,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     if (job == jobs_.end() || job->second.cancelled) {
       StartJob(parsed.key, request, parsed, std::move(plan), std::move(stored), client);
       job = jobs_.find(parsed.key);
-      persistJob = !resume;
+      if (!resume) jobRecord = job->second.request.SerializeAsString();
     }
     if (untuned) {
       FinishOperation(name, *untuned);
@@ -576,10 +554,8 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   // synced write makes the job's before it durable too). A job that ended
   // meanwhile and finds its record again is answered from the cache when it
   // resumes.
-  if (persistJob) {
-    tir::v1::CompileRequest record = request;
-    record.clear_request_id();
-    IgnoreError(store_->Put(store::Family::kJobs, "job/" + parsed.key, record.SerializeAsString(), !persistOp),
+  if (!jobRecord.empty()) {
+    IgnoreError(store_->Put(store::Family::kJobs, "job/" + parsed.key, jobRecord, !persistOp),
                 "a job not persisted is not resumed after a restart");
   }
   if (persistOp) PersistOperation(answer.name(), parsed.key);
@@ -889,9 +865,14 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
   const std::string arch = request.options().target_arch();
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
   TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
+  return LookupByKey(parsed.key);
+}
+
+absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const std::string &key) {
+  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(key);
+  if (!hit.ok() && !absl::IsNotFound(hit.status())) return hit.status();
   tir::v1::LookupKernelResponse out;
-  out.set_key(parsed.key);
-  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
+  out.set_key(key);
   metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
   ++requests_;
   ++(hit.ok() ? hits_ : misses_);
@@ -899,10 +880,20 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
     out.set_found(true);
     Served(*hit);
     *out.mutable_bundle() = *std::move(hit);
-  } else if (!absl::IsNotFound(hit.status())) {
-    return hit.status();
   }
   return out;
+}
+
+absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CacheHit(const std::string &key) {
+  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(key);
+  if (absl::IsNotFound(hit.status())) return std::nullopt;
+  TIR_RETURN_IF_ERROR(hit.status());
+  metrics_->cache.Add({{"result", "hit"}}).Increment();
+  ++hits_;
+  Served(*hit);
+  // Answered from the store; the operation is not kept (its name says where
+  // to find it again).
+  return CachedOperation(*std::move(hit));
 }
 
 absl::StatusOr<tir::v1::KernelBundle> Coordinator::GetKernel(const std::string &name, bool metadata_only) {

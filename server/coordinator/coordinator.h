@@ -198,6 +198,11 @@ class Coordinator {
                                                      const std::string &client);
   absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                const std::string &arch, std::vector<tuning::KernelWork> *plan);
+  // The stored bundle of `key` as a cache-hit operation (counted); nullopt
+  // when none is stored.
+  absl::StatusOr<std::optional<tir::v1::Operation>> CacheHit(const std::string &key);
+  // LookupKernel's answer for `key` (hit or miss, counted).
+  absl::StatusOr<tir::v1::LookupKernelResponse> LookupByKey(const std::string &key);
   // The hash of a request's bytes that parsed_ maps to its key.
   static std::string RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                             const std::string &arch);

@@ -83,6 +83,15 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::Finish(grpc::CallbackServerContex
   return r;
 }
 
+grpc::ServerUnaryReactor *CompilerServiceImpl::Slow(grpc::CallbackServerContext *ctx, const char *method,
+                                                    std::function<absl::Status()> call) {
+  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
+  const absl::Status queued = slow_.Submit([this, r, method, call = std::move(call)] { r->Finish(Done(method, call())); },
+                                           "slowCalls");
+  if (!queued.ok()) r->Finish(Done(method, queued));
+  return r;
+}
+
 grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerContext *ctx,
                                                        const tir::v1::CompileRequest *req, tir::v1::Operation *out) {
   absl::Status s = CheckToken(*ctx, tokens_.client);
@@ -95,15 +104,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerConte
     *out = **std::move(hit);
     return Finish(ctx, "Compile", absl::OkStatus());
   }
-  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
-  s = slow_.Submit(
-      [this, ctx, req, out, r] {
-        absl::Status st = Assign(c_->Compile(*req, ClientOf(*ctx)), out);
-        r->Finish(Done("Compile", st));
-      },
-      "slowCalls");
-  if (!s.ok()) r->Finish(Done("Compile", s));
-  return r;
+  return Slow(ctx, "Compile", [this, ctx, req, out] { return Assign(c_->Compile(*req, ClientOf(*ctx)), out); });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServerContext *ctx,
@@ -162,15 +163,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServer
     *out = **std::move(known);
     return Finish(ctx, "LookupKernel", absl::OkStatus());
   }
-  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
-  s = slow_.Submit(
-      [this, req, out, r] {
-        absl::Status st = Assign(c_->LookupKernel(*req), out);
-        r->Finish(Done("LookupKernel", st));
-      },
-      "slowCalls");
-  if (!s.ok()) r->Finish(Done("LookupKernel", s));
-  return r;
+  return Slow(ctx, "LookupKernel", [this, req, out] { return Assign(c_->LookupKernel(*req), out); });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::ListKernels(grpc::CallbackServerContext *ctx,

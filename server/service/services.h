@@ -6,6 +6,7 @@
 #ifndef TIR_SERVER_SERVICE_SERVICES_H_
 #define TIR_SERVER_SERVICE_SERVICES_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -68,6 +69,10 @@ class CompilerServiceImpl final : public CompilerServiceBase {
 
  private:
   grpc::Status Done(const char *method, const absl::Status &s);
+  // Finishes `ctx`'s call with what `call` returns, run on the slow-call
+  // pool (LIMIT_EXCEEDED at once when kSlowCalls wait already).
+  grpc::ServerUnaryReactor *Slow(grpc::CallbackServerContext *ctx, const char *method,
+                                 std::function<absl::Status()> call);
   // Finishes `ctx`'s call with `s` (counted under `method`).
   grpc::ServerUnaryReactor *Finish(grpc::CallbackServerContext *ctx, const char *method, const absl::Status &s);
   coordinator::Coordinator *c_;
