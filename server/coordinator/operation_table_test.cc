@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/time/clock.h"
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -65,6 +66,7 @@ TEST(OperationTableTest, FullTablesDropFinishedOperationsOldestFirstOrRefuse) {
   EXPECT_EQ(ReasonOf(refused.status()), "LIMIT_EXCEEDED");
   EXPECT_THAT(refused.status().message(), HasSubstr("maxOperations=3"));
   t.Finish(b, tir::v1::KernelBundle());
+  absl::SleepFor(absl::Milliseconds(2));  // end times a clock tick apart: b is the older
   t.Finish(a, tir::v1::KernelBundle());
   auto d = t.New("host", "d");
   ASSERT_TRUE(d.ok());
