@@ -5,12 +5,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/time_util.h"
 
 namespace tir::coordinator {
 
 using google::protobuf::util::TimeUtil;
+
+namespace {
+
+// TimeUtil::GetCurrentTime has whole seconds here; operations are ordered
+// (and evicted) by their end times, so these carry nanoseconds.
+google::protobuf::Timestamp Now() { return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now())); }
+
+}  // namespace
 
 tir::v1::Error ErrorOf(const absl::Status &s) {
   tir::v1::Error e;
@@ -51,7 +60,7 @@ void OperationTable::Restore(const std::string &name, const std::string &arch, c
   e.op.set_name(name);
   e.op.mutable_metadata()->set_key(key);
   e.op.mutable_metadata()->set_target_arch(arch);
-  *e.op.mutable_metadata()->mutable_create_time() = TimeUtil::GetCurrentTime();
+  *e.op.mutable_metadata()->mutable_create_time() = Now();
   e.op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_VERIFYING);
 }
 
@@ -66,7 +75,7 @@ bool OperationTable::Finish(const std::string &name, const absl::StatusOr<tir::v
   tir::v1::Operation &op = e->op;
   op.set_done(true);
   op.mutable_metadata()->mutable_progress()->set_stage(tir::v1::STAGE_DONE);
-  *op.mutable_metadata()->mutable_end_time() = TimeUtil::GetCurrentTime();
+  *op.mutable_metadata()->mutable_end_time() = Now();
   if (result.ok()) {
     *op.mutable_response() = *result;
   } else {
