@@ -115,6 +115,96 @@ absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel 
   return LoadHostKernel(so);
 }
 
+absl::StatusOr<std::vector<int64_t>> ResolveDomain(GraphOp kernel, const std::vector<std::vector<int64_t>> &args) {
+  mlir::Block &block = kernel.getBodyBlock();
+  if (args.size() != block.getNumArguments()) {
+    return Invalid(absl::StrCat("kernel takes ", block.getNumArguments(), " inputs, got ", args.size()));
+  }
+  for (mlir::BlockArgument arg : block.getArguments()) {
+    const size_t want = arg.getType().isIndex() ? 1
+                        : arg.getType().isa<mlir::RankedTensorType>() ? arg.getType().cast<mlir::RankedTensorType>().getRank()
+                                                                      : args[arg.getArgNumber()].size();
+    if (args[arg.getArgNumber()].size() != want) {
+      return Invalid(absl::StrCat("kernel input ", arg.getArgNumber(), " is given ", args[arg.getArgNumber()].size(),
+                                  " sizes for ", want));
+    }
+  }
+  auto domainType = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain");
+  if (!domainType) return Invalid("the kernel graph has no tir.iteration_domain");
+  auto domainAttr = domainType.asArrayRef();
+  std::vector<int64_t> domain(domainAttr.begin(), domainAttr.end());
+  llvm::DenseMap<mlir::Value, std::vector<int64_t>> shapes;  // filled on demand
+  for (size_t d = 0; d < domain.size(); ++d) {
+    if (domain[d] >= 0) continue;
+    // A concatenation spans the sum of its inputs' extents (each input alone
+    // reads only part of the dimension, so this comes first).
+    kernel.walk([&](ConcatenateOp cat) {
+      auto map = cat->getAttrOfType<mlir::AffineMapAttr>("tir.access");
+      if (domain[d] >= 0 || !map) return;
+      auto e = map.getValue().getResult(cat.getDimension()).dyn_cast<mlir::AffineDimExpr>();
+      if (!e || e.getPosition() != d) return;
+      int64_t sum = 0;
+      for (mlir::Value v : cat.getInputs()) {
+        const int64_t ext = v.getType().cast<mlir::RankedTensorType>().getDimSize(cat.getDimension());
+        auto arg = v.dyn_cast<mlir::BlockArgument>();
+        if (!mlir::ShapedType::isDynamic(ext)) sum += ext;
+        else if (arg && arg.getOwner() == &block) sum += args[arg.getArgNumber()][cat.getDimension()];
+        else return;
+      }
+      domain[d] = sum;
+    });
+    if (domain[d] >= 0) continue;
+    for (mlir::BlockArgument arg : block.getArguments()) {
+      auto map = kernel.getArgAttrOfType<mlir::AffineMapAttr>(arg.getArgNumber(), "tir.iter_space_map");
+      if (!map) continue;
+      for (unsigned j = 0; j < map.getValue().getNumResults(); ++j) {
+        auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
+        if (e && e.getPosition() == d) domain[d] = args[arg.getArgNumber()][j];
+      }
+    }
+    // Else from a dynamic_dims operand that is an index argument.
+    kernel.walk([&](mlir::Operation *op) {
+      if (domain[d] >= 0 || !llvm::isa<SplatOp, IotaOp, BroadcastOp, ReshapeOp>(op)) return;
+      auto map = op->getAttrOfType<mlir::AffineMapAttr>("tir.access");
+      auto type = op->getResult(0).getType().cast<mlir::RankedTensorType>();
+      mlir::OperandRange dims = op->getOperands().drop_front(llvm::isa<SplatOp, BroadcastOp, ReshapeOp>(op) ? 1 : 0);
+      if (!map || dims.empty()) return;
+      unsigned next = 0;
+      for (int64_t j = 0; j < type.getRank(); ++j) {
+        if (!type.isDynamicDim(j)) continue;
+        mlir::Value v = dims[next++];
+        auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
+        if (!e || e.getPosition() != d) continue;
+        if (auto arg = v.dyn_cast<mlir::BlockArgument>(); arg && arg.getOwner() == &block) {
+          domain[d] = args[arg.getArgNumber()][0];
+        } else if (auto dimOp = v.getDefiningOp<DimOp>()) {
+          if (auto src = dimOp.getInput().dyn_cast<mlir::BlockArgument>(); src && src.getOwner() == &block) {
+            domain[d] = args[src.getArgNumber()][dimOp.getDimension()];
+          }
+        }
+      }
+    });
+    if (domain[d] < 0) {
+      // Else from the shape of a value whose access reads that dim alone,
+      // with every value's shape worked out from the inputs (through
+      // reshapes and concatenations as well).
+      if (shapes.empty()) shapes = reference::ValueShapes(kernel, args);
+      kernel.walk([&](mlir::Operation *op) {
+        if (domain[d] >= 0 || op->getNumResults() != 1) return;
+        auto map = op->getAttrOfType<mlir::AffineMapAttr>("tir.access");
+        auto it = shapes.find(op->getResult(0));
+        if (!map || it == shapes.end()) return;
+        for (unsigned j = 0; j < map.getValue().getNumResults() && j < it->second.size(); ++j) {
+          auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
+          if (e && e.getPosition() == d && it->second[j] >= 0) domain[d] = it->second[j];
+        }
+      });
+    }
+    if (domain[d] < 0) return Invalid(absl::StrCat("cannot resolve dynamic extent ", d, " of the iteration domain"));
+  }
+  return domain;
+}
+
 absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
                                                                 const std::vector<std::string> &field_names,
                                                                 const tir::v1::LaunchRule &launch,
@@ -135,82 +225,9 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     }
     if (!ok) return Invalid(absl::StrCat("input ", arg.getArgNumber(), " does not have the kernel's shape"));
   }
-  // The iteration domain: static extents, dynamic ones from an input read at d_k.
-  auto domainAttr = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
-  std::vector<int64_t> domain(domainAttr.begin(), domainAttr.end());
-  llvm::DenseMap<mlir::Value, std::vector<int64_t>> shapes;  // filled on demand
-  for (size_t d = 0; d < domain.size(); ++d) {
-    if (domain[d] >= 0) continue;
-    // A concatenation spans the sum of its inputs' extents (each input alone
-    // reads only part of the dimension, so this comes first).
-    kernel.walk([&](ConcatenateOp cat) {
-      auto map = cat->getAttrOfType<mlir::AffineMapAttr>("tir.access");
-      if (domain[d] >= 0 || !map) return;
-      auto e = map.getValue().getResult(cat.getDimension()).dyn_cast<mlir::AffineDimExpr>();
-      if (!e || e.getPosition() != d) return;
-      int64_t sum = 0;
-      for (mlir::Value v : cat.getInputs()) {
-        const int64_t ext = v.getType().cast<mlir::RankedTensorType>().getDimSize(cat.getDimension());
-        auto arg = v.dyn_cast<mlir::BlockArgument>();
-        if (!mlir::ShapedType::isDynamic(ext)) sum += ext;
-        else if (arg && arg.getOwner() == &block) sum += inputs[arg.getArgNumber()].shape[cat.getDimension()];
-        else return;
-      }
-      domain[d] = sum;
-    });
-    if (domain[d] >= 0) continue;
-    for (mlir::BlockArgument arg : block.getArguments()) {
-      auto map = kernel.getArgAttrOfType<mlir::AffineMapAttr>(arg.getArgNumber(), "tir.iter_space_map");
-      if (!map) continue;
-      for (unsigned j = 0; j < map.getValue().getNumResults(); ++j) {
-        auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
-        if (e && e.getPosition() == d) domain[d] = inputs[arg.getArgNumber()].shape[j];
-      }
-    }
-    // Else from a dynamic_dims operand that is an index argument.
-    kernel.walk([&](mlir::Operation *op) {
-      if (domain[d] >= 0 || !llvm::isa<SplatOp, IotaOp, BroadcastOp, ReshapeOp>(op)) return;
-      auto map = op->getAttrOfType<mlir::AffineMapAttr>("tir.access");
-      auto type = op->getResult(0).getType().cast<mlir::RankedTensorType>();
-      mlir::OperandRange dims = op->getOperands().drop_front(llvm::isa<SplatOp, BroadcastOp, ReshapeOp>(op) ? 1 : 0);
-      if (!map || dims.empty()) return;
-      unsigned next = 0;
-      for (int64_t j = 0; j < type.getRank(); ++j) {
-        if (!type.isDynamicDim(j)) continue;
-        mlir::Value v = dims[next++];
-        auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
-        if (!e || e.getPosition() != d) continue;
-        if (auto arg = v.dyn_cast<mlir::BlockArgument>(); arg && arg.getOwner() == &block) {
-          domain[d] = inputs[arg.getArgNumber()].GetI(0);
-        } else if (auto dimOp = v.getDefiningOp<DimOp>()) {
-          if (auto src = dimOp.getInput().dyn_cast<mlir::BlockArgument>(); src && src.getOwner() == &block) {
-            domain[d] = inputs[src.getArgNumber()].shape[dimOp.getDimension()];
-          }
-        }
-      }
-    });
-    if (domain[d] < 0) {
-      // Else from the shape of a value whose access reads that dim alone,
-      // with every value's shape worked out from the inputs (through
-      // reshapes and concatenations as well).
-      if (shapes.empty()) {
-        std::vector<std::vector<int64_t>> args;
-        for (const reference::Tensor &t : inputs) args.push_back(t.scalar ? std::vector<int64_t>{t.GetI(0)} : t.shape);
-        shapes = reference::ValueShapes(kernel, args);
-      }
-      kernel.walk([&](mlir::Operation *op) {
-        if (domain[d] >= 0 || op->getNumResults() != 1) return;
-        auto map = op->getAttrOfType<mlir::AffineMapAttr>("tir.access");
-        auto it = shapes.find(op->getResult(0));
-        if (!map || it == shapes.end()) return;
-        for (unsigned j = 0; j < map.getValue().getNumResults() && j < it->second.size(); ++j) {
-          auto e = map.getValue().getResult(j).dyn_cast<mlir::AffineDimExpr>();
-          if (e && e.getPosition() == d && it->second[j] >= 0) domain[d] = it->second[j];
-        }
-      });
-    }
-    if (domain[d] < 0) return Invalid(absl::StrCat("cannot resolve dynamic extent ", d, " of the iteration domain"));
-  }
+  std::vector<std::vector<int64_t>> args;
+  for (const reference::Tensor &t : inputs) args.push_back(t.scalar ? std::vector<int64_t>{t.GetI(0)} : t.shape);
+  TIR_ASSIGN_OR_RETURN(const std::vector<int64_t> domain, ResolveDomain(kernel, args));
   auto results = llvm::cast<ResultsOp>(block.getTerminator());
   auto launchPtr = std::unique_ptr<HostLaunch>(new HostLaunch());
   HostLaunch &h = *launchPtr;

@@ -86,6 +86,12 @@ absl::StatusOr<std::unique_ptr<HostKernel>> BuildHostKernel(const EmittedKernel 
 // extents are resolved from the inputs. Every tensor is laid out to keep
 // what the graph declares (LaunchContract.h: alignment, strides and their
 // divisibility; a stride of 0 on an output), and checked against it.
+// The extents of kernel graph `kernel`'s iteration domain
+// (tir.iteration_domain, -1 where dynamic) when its arguments have `args`
+// (per argument: a tensor's shape, an index argument's value as {v}).
+// Errors: INVALID_ARGUMENT when an extent cannot be resolved.
+absl::StatusOr<std::vector<int64_t>> ResolveDomain(GraphOp kernel, const std::vector<std::vector<int64_t>> &args);
+
 class HostLaunch {
  public:
   // Buffer bytes, 256-byte aligned (every alignment a graph may declare up

@@ -1,5 +1,6 @@
 //===- GraphOp.cpp - tir.graph and tir.results ----------------------------===//
 
+#include "compiler/ir/DimBounds.h"
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/ir/TileHints.h"
 #include "compiler/ir/TirDialect.h"
@@ -72,6 +73,20 @@ LogicalResult verifySignatureAttrs(GraphOp op, DictionaryAttr attrs, Type type,
       }
       continue;
     }
+    if (name == TirDialect::kBoundsAttr) {
+      if (failed(needsTensor())) return failure();
+      std::string why;
+      if (what != llvm::StringRef("argument")) {
+        return op.emitOpError() << "tir.bounds applies to graph arguments only (" << what << " #" << index << ")";
+      }
+      if (!parseDimBounds(value, tensor, &why)) {
+        return op.emitOpError() << "expects tir.bounds as \"[<=6,2]\" or array<i64: 6, 2> (one entry per dim: "
+                                   "`<=N` or N for a dynamic dim's upper bound, `?` or -1 for none, a static dim's "
+                                   "size), but got "
+                                << value << " on " << what << " #" << index << ": " << why;
+      }
+      continue;
+    }
     if (name == TirDialect::kCostAttr) {
       auto cost = value.dyn_cast<IntegerAttr>();
       if (!cost) return op.emitOpError() << "expects cost is an integer attribute, but got " << value;
@@ -120,7 +135,7 @@ LogicalResult verifySignatureAttrs(GraphOp op, DictionaryAttr attrs, Type type,
     }
     return op.emitOpError() << "does not support signature attribute `" << name << "` on "
                             << what << " #" << index
-                            << " (known: tir.stride, tir.alignment, tir.cost, tir.allow_tma, "
+                            << " (known: tir.stride, tir.alignment, tir.bounds, tir.cost, tir.allow_tma, "
                                "tir.iter_space_map, tir.iter_space_id, tir.iter_space_ids, "
                                "tir.iter_space_dim_domains, tir.layout)";
   }

@@ -33,6 +33,8 @@ def Tir_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kCostAttr = "tir.cost";
     static constexpr ::llvm::StringLiteral kIterSpaceMapAttr = "tir.iter_space_map";
     static constexpr ::llvm::StringLiteral kLayoutAttr = "tir.layout";
+    // Upper bounds of an argument's dynamic dims (see DimBounds.h).
+    static constexpr ::llvm::StringLiteral kBoundsAttr = "tir.bounds";
     // Written back by TensorIR's analysis passes; accepted and ignored.
     static constexpr ::llvm::StringLiteral kIterSpaceIdAttr = "tir.iter_space_id";
     static constexpr ::llvm::StringLiteral kIterSpaceIdsAttr = "tir.iter_space_ids";

@@ -179,6 +179,11 @@ class Solver {
   bool consistent_ = true;
 };
 
+struct ArgumentsAndValues {
+  std::vector<std::vector<int64_t>> arguments;
+  llvm::DenseMap<mlir::Value, std::vector<int64_t>> values;
+};
+
 class GraphShapes {
  public:
   GraphShapes(GraphOp graph, int64_t preferred) : graph_(graph), s_(preferred) {}
@@ -189,6 +194,25 @@ class GraphShapes {
   // Solves, then the shape of every tensor value (-1: open).
   llvm::DenseMap<mlir::Value, std::vector<int64_t>> Shapes() {
     Run();
+    return Collect();
+  }
+  // After Run: every tensor value's shape (-1: open) and every argument's
+  // (an index argument's value, -1 when open).
+  ArgumentsAndValues CollectAll() {
+    ArgumentsAndValues out;
+    out.values = Collect();
+    for (mlir::BlockArgument arg : graph_.getBodyBlock().getArguments()) {
+      std::vector<int64_t> v;
+      if (arg.getType().isa<mlir::RankedTensorType>()) {
+        for (Term t : dims_[arg]) v.push_back(s_.ValueOf(t));
+      } else if (arg.getType().isIndex()) {
+        v.push_back(s_.ValueOf(scalar_[arg]));
+      }
+      out.arguments.push_back(std::move(v));
+    }
+    return out;
+  }
+  llvm::DenseMap<mlir::Value, std::vector<int64_t>> Collect() {
     llvm::DenseMap<mlir::Value, std::vector<int64_t>> out;
     for (auto &[v, terms] : dims_) {
       std::vector<int64_t> shape;
@@ -197,6 +221,8 @@ class GraphShapes {
     }
     return out;
   }
+
+  bool consistent() const { return s_.consistent(); }
 
   SolvedShapes Run() {
     mlir::Block &body = graph_.getBodyBlock();
@@ -358,6 +384,18 @@ llvm::DenseMap<mlir::Value, std::vector<int64_t>> ValueShapes(GraphOp graph,
   GraphShapes g(graph, 1);
   g.Fix(arguments);
   return g.Shapes();
+}
+
+InferredShapes InferShapes(GraphOp graph, const std::vector<std::vector<int64_t>> &arguments) {
+  GraphShapes g(graph, 1);
+  g.Fix(arguments);
+  g.Run();
+  ArgumentsAndValues all = g.CollectAll();
+  InferredShapes out;
+  out.values = std::move(all.values);
+  out.arguments = std::move(all.arguments);
+  out.consistent = g.consistent();
+  return out;
 }
 
 SolvedShapes SolveDynamicExtents(GraphOp graph, int64_t preferred) {

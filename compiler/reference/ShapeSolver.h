@@ -48,6 +48,16 @@ SolvedShapes SolveDynamicExtents(GraphOp graph, int64_t preferred);
 llvm::DenseMap<mlir::Value, std::vector<int64_t>> ValueShapes(GraphOp graph,
                                                              const std::vector<std::vector<int64_t>> &arguments);
 
+// ValueShapes, and whether every rule held (false: the arguments contradict
+// an op, e.g. `add` of a 7 and an 8).
+struct InferredShapes {
+  llvm::DenseMap<mlir::Value, std::vector<int64_t>> values;
+  // Per argument as SolvedShapes::arguments, -1 where open.
+  std::vector<std::vector<int64_t>> arguments;
+  bool consistent = true;
+};
+InferredShapes InferShapes(GraphOp graph, const std::vector<std::vector<int64_t>> &arguments);
+
 }  // namespace tir::reference
 
 #endif  // TIR_COMPILER_REFERENCE_SHAPESOLVER_H_

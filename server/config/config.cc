@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "compiler/support/status.h"
@@ -36,6 +37,15 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.quarantine_after() == 0) c.set_quarantine_after(3);
   if (c.quarantine_probe_ms() == 0) c.set_quarantine_probe_ms(60000);
   if (c.max_planning_queue() == 0) c.set_max_planning_queue(256);
+  if (c.shape_buckets().empty()) c.set_shape_buckets("pow2");
+  {
+    const std::string &b = c.shape_buckets();
+    int64_t n = 0;
+    const bool multiple = absl::StartsWith(b, "multiple:") && absl::SimpleAtoi(b.substr(9), &n) && n >= 1;
+    if (b != "pow2" && b != "bound" && !multiple) {
+      return Invalid("shape_buckets must be pow2, multiple:N (N >= 1) or bound, got \"" + b + "\"");
+    }
+  }
   if (c.listen().find(':') == std::string::npos) return Invalid("listen must be HOST:PORT, got " + c.listen());
   if (c.metrics_port() > 65535) return Invalid(absl::StrCat("metrics_port ", c.metrics_port(), " is not a port"));
   if (c.dashboard_port() > 65535) return Invalid(absl::StrCat("dashboard_port ", c.dashboard_port(), " is not a port"));

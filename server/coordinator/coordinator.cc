@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/bundle_signature.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
@@ -23,6 +25,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "server/tuning/bundle_shapes.h"
 #include "server/tuning/trial_points.h"
 
 namespace tir::coordinator {
@@ -88,7 +91,16 @@ struct Coordinator::Metrics {
                         .Name("tir_store_bytes")
                         .Help("Bytes of kernel bundles in the store (RocksDB's estimate)")
                         .Register(r)
-                        .Add({})) {}
+                        .Add({})),
+        shape_checks(prometheus::BuildCounter()
+                         .Name("tir_shape_checks_total")
+                         .Help("Dynamic bundles checked at a shape of their bucket asked for the first time, by result")
+                         .Register(r)),
+        shape_check_seconds(prometheus::BuildHistogram()
+                                .Name("tir_shape_check_seconds")
+                                .Help("Queue to result of a dynamic bundle's check at a new shape")
+                                .Register(r)
+                                .Add({}, prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30})) {}
   prometheus::Family<prometheus::Counter> &cache;
   prometheus::Family<prometheus::Gauge> &queue_depth;
   std::set<std::string> queue_arches;  // every arch the queue gauge has shown
@@ -100,6 +112,8 @@ struct Coordinator::Metrics {
   prometheus::Counter &leases_expired;
   prometheus::Histogram &speedup;
   prometheus::Gauge &store_kernels, &store_bytes;
+  prometheus::Family<prometheus::Counter> &shape_checks;
+  prometheus::Histogram &shape_check_seconds;
 };
 
 namespace {
@@ -125,6 +139,31 @@ absl::Status LimitExceeded(const std::string &limit, uint64_t value, const std::
 }
 
 constexpr char kCachedPrefix[] = "operations/cached.";
+
+// A shape's text in an operation name ("0=8x512 1=7" <-> "0=8x512;1=7").
+std::string ShapeInName(std::string text) {
+  std::replace(text.begin(), text.end(), ' ', ';');
+  return text;
+}
+
+// A shape from its canonical text ("0=8x512 1=7"); empty on a bad one.
+Coordinator::Shape ParseShapeText(const std::string &text) {
+  Coordinator::Shape shape;
+  for (absl::string_view part : absl::StrSplit(text, absl::ByAnyChar(" ;"), absl::SkipEmpty())) {
+    absl::StatusOr<tir::v1::ShapeHint> h = reference::ParseShapeHint(part);
+    if (!h.ok()) return {};
+    shape.hints.push_back(*std::move(h));
+  }
+  shape.text = reference::FormatShapes(shape.hints);
+  return shape;
+}
+
+// An operation record: "<key>" or "<key>\n<shape>".
+std::pair<std::string, Coordinator::Shape> SplitOpRecord(const std::string &value) {
+  const size_t nl = value.find('\n');
+  if (nl == std::string::npos) return {value, {}};
+  return {value.substr(0, nl), ParseShapeText(value.substr(nl + 1))};
+}
 
 std::string KeyFromName(const std::string &name) {
   return absl::StartsWith(name, "kernels/") ? name.substr(8) : name;
@@ -158,6 +197,9 @@ void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::Kern
   for (int64_t d : w.domain) e->add_iteration_domain(d);
   *e->mutable_candidate() = cw.candidate();
   e->set_source(cw.source());
+  e->set_kernel_mlir(w.item.kernel_mlir());
+  *e->mutable_kernel_inputs() = {w.input_refs.begin(), w.input_refs.end()};
+  *e->mutable_kernel_outputs() = {w.output_refs.begin(), w.output_refs.end()};
 }
 
 }  // namespace
@@ -184,6 +226,12 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
   metrics_->cache.Add({{"result", "miss"}});
   for (const char *limit : {"maxOpsPerGraph", "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
     metrics_->limits.Add({{"limit", limit}});
+  }
+  absl::StatusOr<reference::BucketPolicy> policy = reference::BucketPolicy::Parse(options_.shape_buckets);
+  if (policy.ok()) {
+    bucket_policy_ = *policy;
+  } else {
+    std::fprintf(stderr, "tir-coordinator: %s; using pow2\n", std::string(policy.status().message()).c_str());
   }
 }
 
@@ -246,12 +294,14 @@ absl::Status Coordinator::Start() {
   }));
   {
     absl::MutexLock l(&mu_);
-    for (const auto &[name, key] : persisted) {
+    for (const auto &[name, value] : persisted) {
+      const auto [key, shape] = SplitOpRecord(value);
       auto job = jobs_.find(key);
       if (job == jobs_.end() || ops_.Contains(name)) continue;
       ops_.Restore(name, job->second.arch, key);
       ops_.Find(name)->job = key;
       job->second.operations.push_back(name);
+      if (!shape.text.empty()) job->second.op_shapes[name] = shape;
       UpdateProgress(key);
     }
   }
@@ -271,7 +321,7 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   if (plan == nullptr) {
     absl::MutexLock l(&parsed_mu_);
     auto it = parsed_.find(raw);
-    if (it != parsed_.end()) return it->second;
+    if (it != parsed_.end()) return *it->second;
   }
   auto context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphSource(source, context.get()));
@@ -282,16 +332,48 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
     return LimitExceeded("maxOpsPerGraph", options_.limits.max_ops_per_graph,
                          absl::StrCat("the graph has ", ops, " operations"));
   }
-  for (mlir::Type t : loaded.graph.getArgumentTypes()) {
-    auto r = t.dyn_cast<mlir::RankedTensorType>();
-    if (r && !r.hasStaticShape()) {
-      return MakeError(absl::StatusCode::kUnimplemented, "DYNAMIC_TUNING_UNSUPPORTED",
-                       "graphs with dynamic dimensions are planned and generated (tirctl emit) but not tuned by "
-                       "the service yet; give the sizes in the graph's types");
-    }
-  }
   TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
   Parsed p;
+  // Dynamic dims: the shape asked, its bucket and the shape tuned at.
+  const std::vector<reference::DynamicDim> dims = reference::DynamicDimsOf(loaded.graph);
+  bool dynamicValues = !dims.empty();
+  loaded.graph.walk([&](mlir::Operation *op) {
+    for (mlir::Type t : op->getResultTypes()) {
+      if (auto r = t.dyn_cast<mlir::RankedTensorType>(); r && !r.hasStaticShape()) dynamicValues = true;
+    }
+  });
+  std::string bucketKey;
+  if (!dynamicValues) {
+    if (!options.shape_hints().empty()) {
+      p.notes.push_back("shape hints ignored: the graph has no dynamic dims");
+    }
+  } else {
+    TIR_ASSIGN_OR_RETURN(reference::BoundShapes asked, reference::BindShapes(loaded.graph, dims, options.shape_hints()));
+    const std::vector<reference::DimRange> bucket = reference::BucketOf(dims, asked.sizes, bucket_policy_);
+    const reference::BoundShapes tuned = reference::Representative(loaded.graph, dims, bucket, asked);
+    p.dynamic = true;
+    p.shape.hints = reference::AsHints(loaded.graph, asked.args);
+    p.shape.text = reference::FormatShapes(p.shape.hints);
+    p.tuned_args = tuned.args;
+    p.bucket_text = reference::FormatBucket(dims, bucket);
+    tir::v1::KernelBundle &sig = p.signature;
+    sig.set_bucket_policy(bucket_policy_.Name());
+    for (size_t i = 0; i < dims.size(); ++i) {
+      tir::v1::DimBucket *b = sig.add_buckets();
+      b->set_input(dims[i].input);
+      b->set_dim(dims[i].dim);
+      b->set_index(dims[i].index);
+      b->set_lower(bucket[i].lower);
+      b->set_upper(bucket[i].upper);
+      b->set_bound(dims[i].bound);
+    }
+    reference::ArgShapes top = asked.args;
+    for (size_t i = 0; i < dims.size(); ++i) top[dims[i].input][dims[i].index ? 0 : dims[i].dim] = bucket[i].upper;
+    for (tir::v1::ShapeHint &h : reference::AsHints(loaded.graph, top)) *sig.add_shape_bucket() = std::move(h);
+    for (tir::v1::ShapeHint &h : reference::AsHints(loaded.graph, tuned.args)) *sig.add_tuned_shape() = std::move(h);
+    // The key holds the bucket (every shape of it shares the bundle).
+    bucketKey = absl::StrCat("\nshapes=", bucket_policy_.Name(), ":", p.bucket_text.empty() ? "-" : p.bucket_text);
+  }
   p.fingerprint = FingerprintGraph(loaded.graph);
   p.graph_name = loaded.graph.getSymName().str();
   TunerConfig config = options_.tuner;
@@ -299,7 +381,7 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   p.policy = TuningPolicy(config);
   p.key = Sha256Hex(absl::StrCat("tir-key-v1\n", p.fingerprint, "\n", arch, "\n", kCodegenVersion, "\n",
                                  info.is_gpu ? nvrtc::Version() : "host", "\n", p.policy,
-                                 precision.empty() ? "" : "\nprecision=" + precision));
+                                 precision.empty() ? "" : "\nprecision=" + precision, bucketKey));
   if (plan != nullptr) {
     tir::v1::MeasurementPolicy policy;
     std::shared_ptr<const planning::Calibration> calibration;
@@ -315,39 +397,45 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
     TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy, &p.signature,
                                                        calibrated ? static_cast<const planning::CostModel *>(calibrated.get())
                                                                   : &analytic,
-                                                       config.max_space_fraction, planning::PlanOptions{precision}));
+                                                       config.max_space_fraction, planning::PlanOptions{precision},
+                                                       p.dynamic ? &p.tuned_args : nullptr));
   }
+  auto cached = std::make_shared<Parsed>(p);
+  cached->signature.Clear();  // the hot path needs only the key and the shape
   absl::MutexLock l(&parsed_mu_);
   if (parsed_.size() >= 100000) parsed_.clear();  // bounded; it refills from traffic
-  parsed_[raw] = p;
-  parsed_[raw].signature.Clear();  // the hot path needs only the key
+  parsed_[raw] = std::move(cached);
   return p;
 }
 
 std::string Coordinator::RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                 const std::string &arch) {
   const std::string precision = options.precision() == "tf32" ? "tf32" : "";
+  std::string hints;
+  for (const tir::v1::ShapeHint &h : options.shape_hints()) absl::StrAppend(&hints, h.input(), "=", absl::StrJoin(h.shape(), "x"), ";");
   return Sha256Hex(absl::StrCat(source.SerializeAsString(), "\n", arch, "\n", options.budget().max_candidates_per_kernel(),
-                                "\n", precision));
+                                "\n", precision, "\n", hints));
 }
 
-std::optional<std::string> Coordinator::KnownKey(const tir::v1::GraphSource &source,
-                                                 const tir::v1::CompileOptions &options, const std::string &arch) {
-  if (!planning::CheckPrecision(options.precision()).ok()) return std::nullopt;
+std::shared_ptr<const Coordinator::Parsed> Coordinator::Known(const tir::v1::GraphSource &source,
+                                                               const tir::v1::CompileOptions &options,
+                                                               const std::string &arch) {
+  if (!planning::CheckPrecision(options.precision()).ok()) return nullptr;
   const std::string raw = RawKey(source, options, arch);
   absl::MutexLock l(&parsed_mu_);
   auto it = parsed_.find(raw);
-  if (it == parsed_.end()) return std::nullopt;
-  return it->second.key;
+  if (it == parsed_.end()) return nullptr;
+  return it->second;
 }
 
 absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CompileIfCached(const tir::v1::CompileRequest &request) {
   const std::string arch = request.options().target_arch();
   if (arch.empty() || request.options().force_retune() || !target::LookupArch(arch).ok()) return std::nullopt;
-  std::optional<std::string> key = KnownKey(request.graph(), request.options(), arch);
-  if (!key) return std::nullopt;
-  absl::StatusOr<std::optional<tir::v1::Operation>> hit = CacheHit(*key);
-  if (!hit.ok() || !*hit) return std::nullopt;  // Compile answers (and counts) a miss or an error
+  std::shared_ptr<const Parsed> parsed = Known(request.graph(), request.options(), arch);
+  if (!parsed) return std::nullopt;
+  tir::v1::KernelBundle unchecked;
+  absl::StatusOr<std::optional<tir::v1::Operation>> hit = CacheHit(*parsed, &unchecked);
+  if (!hit.ok() || !*hit) return std::nullopt;  // Compile answers (and counts) a miss, a check or an error
   ++requests_;
   return hit;
 }
@@ -356,9 +444,9 @@ absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::Lookup
     const tir::v1::LookupKernelRequest &request) {
   const std::string arch = request.options().target_arch();
   if (!target::LookupArch(arch).ok()) return std::nullopt;
-  std::optional<std::string> key = KnownKey(request.graph(), request.options(), arch);
-  if (!key) return std::nullopt;
-  return LookupByKey(*key);
+  std::shared_ptr<const Parsed> parsed = Known(request.graph(), request.options(), arch);
+  if (!parsed) return std::nullopt;
+  return LookupByKey(*parsed);
 }
 
 absl::StatusOr<std::string> Coordinator::NewOperation(const std::string &arch, const std::string &key) {
@@ -367,21 +455,39 @@ absl::StatusOr<std::string> Coordinator::NewOperation(const std::string &arch, c
   return name;
 }
 
-void Coordinator::PersistOperation(const std::string &name, const std::string &key) {
-  IgnoreError(store_->Put(store::Family::kJobs, "op/" + name, key, true),
+void Coordinator::PersistOperation(const std::string &name, const std::string &key, const std::string &shape) {
+  IgnoreError(store_->Put(store::Family::kJobs, "op/" + name, shape.empty() ? key : key + "\n" + shape, true),
               "an operation not persisted answers only until the coordinator restarts");
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::string &name) {
-  absl::StatusOr<std::string> key = store_->Get(store::Family::kJobs, "op/" + name);
-  if (absl::IsNotFound(key.status())) return NotFound("no operation " + name);
-  TIR_RETURN_IF_ERROR(key.status());
-  absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(*key);
+  absl::StatusOr<std::string> value = store_->Get(store::Family::kJobs, "op/" + name);
+  if (absl::IsNotFound(value.status())) return NotFound("no operation " + name);
+  TIR_RETURN_IF_ERROR(value.status());
+  const auto [key, shape] = SplitOpRecord(*value);
+  absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(key);
   if (absl::IsNotFound(b.status())) {
-    return NotFound(absl::StrCat("operation ", name, " (key ", *key,
+    return NotFound(absl::StrCat("operation ", name, " (key ", key,
                                  ") ended before the coordinator restarted and no bundle is stored for it; compile again"));
   }
   TIR_RETURN_IF_ERROR(b.status());
+  if (!shape.text.empty()) {
+    // A dynamic graph's operation: the bundle sized for its shape, once
+    // verified there; else the check starts again under the same name.
+    absl::StatusOr<std::optional<tir::v1::KernelBundle>> at = ServedAtShape(*b, shape);
+    if (!at.ok()) return at.status();
+    if (!*at) {
+      {
+        absl::MutexLock l(&mu_);
+        if (!ops_.Contains(name)) ops_.Restore(name, b->arch(), key);
+      }
+      CheckShape(*b, shape, {name}, 0);
+      absl::MutexLock l(&mu_);
+      if (const OperationTable::Entry *e = ops_.Find(name)) return e->op;
+      return NotFound("no operation " + name);
+    }
+    *b = **std::move(at);
+  }
   Served(*b);
   tir::v1::Operation op = CachedOperation(*std::move(b));
   op.set_name(name);
@@ -441,9 +547,11 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   ++requests_;
   TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
   // 2. Cache (before anything that takes mu_: a hit never waits behind the
-  // job table; a retried request that has a bundle by now gets it).
+  // job table; a retried request that has a bundle by now gets it). A
+  // dynamic graph's bundle not verified at the shape yet is `unchecked`.
+  tir::v1::KernelBundle unchecked;
   if (!request.options().force_retune()) {
-    TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::Operation> hit, CacheHit(parsed.key));
+    TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::Operation> hit, CacheHit(parsed, &unchecked));
     if (hit) return *std::move(hit);
   }
   {
@@ -455,6 +563,28 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   metrics_->cache.Add({{"result", "miss"}}).Increment();
   ++misses_;
   const bool now = request.options().mode() == tir::v1::COMPILE_MODE_HEURISTIC_NOW;
+  // 2b. The bucket's bundle exists but is not verified at this shape: its
+  // kernels are checked there first (in heuristic-now mode the check runs
+  // and the default answers now, as for a miss).
+  const bool checkOnly = !unchecked.key().empty() && !resume;
+  if (checkOnly) {
+    if (now) {
+      CheckShape(unchecked, parsed.shape, {}, request.options().priority());
+    } else {
+      std::string name;
+      {
+        absl::MutexLock l(&mu_);
+        TIR_ASSIGN_OR_RETURN(name, NewOperation(arch, parsed.key));
+        ops_.RememberRequest(request.request_id(), name);
+        DescribeShape(ops_.Find(name)->op, parsed);
+      }
+      PersistOperation(name, parsed.key, parsed.shape.text);
+      CheckShape(unchecked, parsed.shape, {name}, request.options().priority());
+      absl::MutexLock l(&mu_);
+      if (const OperationTable::Entry *e = ops_.Find(name)) return e->op;
+      return NotFound("operation " + name + " was dropped");
+    }
+  }
   // 3. An identical job in flight takes the request.
   {
     std::optional<tir::v1::Operation> joined;
@@ -464,7 +594,9 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
       if (job != jobs_.end() && !job->second.cancelled && !now && HasLiveWorker(arch)) {
         TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
         ops_.Find(name)->job = parsed.key;
+        DescribeShape(ops_.Find(name)->op, parsed);
         job->second.operations.push_back(name);
+        if (parsed.dynamic) job->second.op_shapes[name] = parsed.shape;
         job->second.priority = std::max(job->second.priority, request.options().priority());
         lq_.Reprioritize(parsed.key, job->second.priority);
         ops_.RememberRequest(request.request_id(), name);
@@ -474,7 +606,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     }
     if (joined) {
       // Durable before the client learns the name (outside mu_).
-      PersistOperation(joined->name(), parsed.key);
+      PersistOperation(joined->name(), parsed.key, parsed.shape.text);
       return *joined;
     }
   }
@@ -494,7 +626,21 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   std::optional<absl::StatusOr<tir::v1::KernelBundle>> untuned;
   TIR_RETURN_IF_ERROR(planner_.Run([&] {
     planned = KeyOf(request.graph(), request.options(), arch, &plan);
-    if (planned.ok() && answerNow) untuned = DefaultBundle(planned->key, *planned, arch, plan);
+    if (planned.ok() && answerNow) {
+      untuned = DefaultBundle(planned->key, *planned, arch, plan);
+      if (untuned->ok() && planned->dynamic) {
+        // Sized for the shape asked; not verified there (nor anywhere: the
+        // heuristic's default, as for a static graph).
+        absl::StatusOr<tuning::BundleAtShape> sized = tuning::SizeBundle(**untuned, planned->shape.hints);
+        if (sized.ok()) {
+          tir::v1::ShapeVerification record;
+          *record.mutable_shape() = {planned->shape.hints.begin(), planned->shape.hints.end()};
+          untuned = ServedCopy(std::move(sized->bundle), record);
+        } else {
+          untuned = sized.status();
+        }
+      }
+    }
   }));
   TIR_RETURN_IF_ERROR(planned.status());
   parsed = *std::move(planned);
@@ -530,7 +676,9 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     }
     TIR_ASSIGN_OR_RETURN(const std::string name, NewOperation(arch, parsed.key));
     ops_.RememberRequest(request.request_id(), name);
-    if (jobless) {
+    DescribeShape(ops_.Find(name)->op, parsed);
+    if (jobless || checkOnly) {
+      // Past a job limit, or a bundle that is only being checked at the shape.
       FinishOperation(name, *untuned);
       return ops_.Find(name)->op;
     }
@@ -544,6 +692,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     } else {
       ops_.Find(name)->job = parsed.key;
       job->second.operations.push_back(name);
+      if (parsed.dynamic) job->second.op_shapes[name] = parsed.shape;
       persistOp = !resume;
     }
     UpdateProgress(parsed.key);
@@ -558,7 +707,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     IgnoreError(store_->Put(store::Family::kJobs, "job/" + parsed.key, jobRecord, !persistOp),
                 "a job not persisted is not resumed after a restart");
   }
-  if (persistOp) PersistOperation(answer.name(), parsed.key);
+  if (persistOp) PersistOperation(answer.name(), parsed.key, parsed.shape.text);
   return answer;
 }
 
@@ -691,6 +840,8 @@ void Coordinator::Advance(const std::string &key) {
     job.storing = true;
     writer_.Post([this, key, b = std::move(b)] {
       const absl::Status stored = store_->PutKernel(b);
+      // Shapes verified for the bundle it replaces (a retune) were for other kernels.
+      if (stored.ok()) ForgetShapes(key);
       absl::MutexLock l(&mu_);
       if (stored.ok()) {
         EndJob(key, b);
@@ -715,7 +866,38 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
   if (!result.ok()) done.set_error(absl::StrCat(ReasonOf(result.status()), ": ", result.status().message()));
   recent_.push_back(done);
   if (recent_.size() > 50) recent_.pop_front();
-  for (const std::string &op : it->second.operations) FinishOperation(op, result);
+  // A dynamic graph's operations are answered at their shapes: sized (and
+  // checked first where the shape is not the one tuned at), on the pool.
+  std::map<std::string, std::pair<Shape, std::vector<std::string>>> byShape;
+  for (const std::string &op : it->second.operations) {
+    auto shape = it->second.op_shapes.find(op);
+    if (!result.ok() || shape == it->second.op_shapes.end()) {
+      FinishOperation(op, result);
+      continue;
+    }
+    auto &group = byShape[shape->second.text];
+    group.first = shape->second;
+    group.second.push_back(op);
+  }
+  for (auto &[text, group] : byShape) {
+    absl::Status queued = planner_.Submit(
+        [this, bundle = *result, shape = group.first, ops = group.second, priority = it->second.priority] {
+          absl::StatusOr<std::optional<tir::v1::KernelBundle>> at = ServedAtShape(bundle, shape);
+          if (at.ok() && !*at) {
+            CheckShape(bundle, shape, ops, priority);
+            return;
+          }
+          absl::MutexLock l(&mu_);
+          for (const std::string &op : ops) {
+            FinishOperation(op, at.ok() ? absl::StatusOr<tir::v1::KernelBundle>(**at) : at.status());
+          }
+          Touch();
+        },
+        "maxPlanningQueue");
+    if (!queued.ok()) {
+      for (const std::string &op : group.second) FinishOperation(op, queued);
+    }
+  }
   // Its queued items and leases are dropped: heartbeats tell their workers
   // to stop, and a late report is acknowledged as a duplicate.
   lq_.DropJob(key);
@@ -791,6 +973,13 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
 tir::v1::Operation Coordinator::CachedOperation(tir::v1::KernelBundle bundle) {
   tir::v1::Operation op;
   op.set_name(absl::StrCat(kCachedPrefix, bundle.key()));
+  if (bundle.has_served_shape()) {
+    const std::string shape =
+        reference::FormatShapes({bundle.served_shape().shape().begin(), bundle.served_shape().shape().end()});
+    op.set_name(absl::StrCat(kCachedPrefix, bundle.key(), "@", ShapeInName(shape)));
+    op.mutable_metadata()->set_shape(shape);
+    op.mutable_metadata()->set_shape_bucket(BucketText(bundle));
+  }
   op.set_done(true);
   tir::v1::CompileMetadata *m = op.mutable_metadata();
   m->set_key(bundle.key());
@@ -804,9 +993,18 @@ tir::v1::Operation Coordinator::CachedOperation(tir::v1::KernelBundle bundle) {
 
 absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &name) {
   if (absl::StartsWith(name, kCachedPrefix)) {
-    absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(name.substr(std::strlen(kCachedPrefix)));
+    // "operations/cached.<key>" or, for a dynamic graph, "...<key>@<shape>".
+    const std::string rest = name.substr(std::strlen(kCachedPrefix));
+    const size_t at = rest.find('@');
+    absl::StatusOr<tir::v1::KernelBundle> b = store_->GetKernel(rest.substr(0, at));
     if (absl::IsNotFound(b.status())) return NotFound("no operation " + name);
     TIR_RETURN_IF_ERROR(b.status());
+    if (at != std::string::npos) {
+      const Shape shape = ParseShapeText(rest.substr(at + 1));
+      TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::KernelBundle> sized, ServedAtShape(*b, shape));
+      if (!sized) return NotFound("no operation " + name + ": the bundle is not verified at that shape");
+      *b = *std::move(sized);
+    }
     Served(*b);
     return CachedOperation(*std::move(b));
   }
@@ -847,6 +1045,11 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::strin
   if (entry == nullptr) return NotFound("no operation " + name);
   const std::string key = entry->job;
   FinishOperation(name, MakeError(absl::StatusCode::kCancelled, "CANCELLED", "cancelled by the client"));
+  if (auto check = checks_.find(key); check != checks_.end()) {
+    // A check goes on: its record serves the next request for the shape.
+    auto &ops = check->second.operations;
+    ops.erase(std::remove(ops.begin(), ops.end(), name), ops.end());
+  }
   auto job = jobs_.find(key);
   if (job != jobs_.end()) {
     // The job stops once no operation waits for it.
@@ -865,14 +1068,27 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
   const std::string arch = request.options().target_arch();
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
   TIR_ASSIGN_OR_RETURN(Parsed parsed, KeyOf(request.graph(), request.options(), arch, nullptr));
-  return LookupByKey(parsed.key);
+  return LookupByKey(parsed);
 }
 
-absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const std::string &key) {
+absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const Parsed &parsed) {
+  const std::string &key = parsed.key;
   absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(key);
   if (!hit.ok() && !absl::IsNotFound(hit.status())) return hit.status();
   tir::v1::LookupKernelResponse out;
   out.set_key(key);
+  if (hit.ok() && parsed.dynamic) {
+    // A lookup starts no check: the bucket's bundle is found, served sized
+    // only for a shape it is verified at.
+    absl::StatusOr<std::optional<tir::v1::KernelBundle>> at = ServedAtShape(*hit, parsed.shape);
+    if (at.ok() && *at) {
+      out.set_shape_verified(true);
+      shape_records_.NoteHit(key, **at);
+      *hit = **std::move(at);
+    } else if (!at.ok() && ReasonOf(at.status()) != "WRONG_AT_SHAPE") {
+      return at.status();
+    }
+  }
   metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
   ++requests_;
   ++(hit.ok() ? hits_ : misses_);
@@ -884,16 +1100,237 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const std
   return out;
 }
 
-absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CacheHit(const std::string &key) {
-  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(key);
+absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CacheHit(const Parsed &parsed,
+                                                                        tir::v1::KernelBundle *unchecked) {
+  absl::StatusOr<tir::v1::KernelBundle> hit = store_->GetKernel(parsed.key);
   if (absl::IsNotFound(hit.status())) return std::nullopt;
   TIR_RETURN_IF_ERROR(hit.status());
+  if (parsed.dynamic) {
+    TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::KernelBundle> at, ServedAtShape(*hit, parsed.shape));
+    if (!at) {
+      if (unchecked != nullptr) *unchecked = *std::move(hit);
+      return std::nullopt;
+    }
+    shape_records_.NoteHit(parsed.key, *at);
+    *hit = *std::move(at);
+  }
   metrics_->cache.Add({{"result", "hit"}}).Increment();
   ++hits_;
   Served(*hit);
   // Answered from the store; the operation is not kept (its name says where
   // to find it again).
-  return CachedOperation(*std::move(hit));
+  tir::v1::Operation op = CachedOperation(*std::move(hit));
+  DescribeShape(op, parsed);
+  return op;
+}
+
+void Coordinator::ForgetShapes(const std::string &key) {
+  shape_records_.Forget(key);
+  std::vector<std::string> records;
+  IgnoreError(store_->Scan(store::Family::kJobs, absl::StrCat("shape/", key, "/"),
+                           [&](absl::string_view k, absl::string_view) {
+                             records.emplace_back(k);
+                             return true;
+                           }),
+              "stale shape records stay in the store");
+  for (const std::string &r : records) IgnoreError(store_->Delete(store::Family::kJobs, r), "a stale shape record stays");
+}
+
+void Coordinator::CheckShape(const tir::v1::KernelBundle &stored, const Shape &shape, std::vector<std::string> ops,
+                             int priority) {
+  const std::string id = absl::StrCat("check/", stored.key(), "/", shape.text);
+  {
+    absl::MutexLock l(&mu_);
+    auto it = checks_.find(id);
+    if (it != checks_.end()) {
+      for (const std::string &op : ops) {
+        if (OperationTable::Entry *e = ops_.Find(op)) e->job = id;
+        it->second.operations.push_back(op);
+      }
+      lq_.Reprioritize(id, priority);
+      UpdateCheckProgress(it->second);
+      return;
+    }
+  }
+  // Sized outside mu_ (it parses the kernel graphs).
+  absl::StatusOr<tuning::BundleAtShape> sized = tuning::SizeBundle(stored, shape.hints);
+  absl::MutexLock l(&mu_);
+  if (!sized.ok()) {
+    for (const std::string &op : ops) FinishOperation(op, sized.status());
+    Touch();
+    return;
+  }
+  auto [it, fresh] = checks_.try_emplace(id);
+  ShapeCheck &c = it->second;
+  for (const std::string &op : ops) {
+    if (OperationTable::Entry *e = ops_.Find(op)) e->job = id;
+    c.operations.push_back(op);
+  }
+  if (fresh) {
+    c.id = id;
+    c.key = stored.key();
+    c.shape = shape;
+    c.sized = std::move(sized->bundle);
+    c.results.resize(sized->checks.size());
+    c.start = absl::Now();
+    for (size_t k = 0; k < sized->checks.size(); ++k) {
+      QueuedWork q;
+      q.job = id;
+      q.kernel = static_cast<int>(k);
+      q.round = 0;
+      q.priority = priority;
+      q.queued_at = absl::Now();
+      q.item = std::move(sized->checks[k]);
+      lq_.Push(std::move(q));
+    }
+  }
+  UpdateCheckProgress(c);
+  Touch();
+}
+
+void Coordinator::UpdateCheckProgress(const ShapeCheck &c) {
+  tir::v1::CompileProgress p;
+  p.set_stage(tir::v1::STAGE_CHECKING_SHAPE);
+  p.set_partitions(static_cast<uint32_t>(c.results.size()));
+  p.set_candidates_total(static_cast<uint32_t>(c.results.size()));
+  uint32_t measured = 0, failed = 0;
+  for (const auto &r : c.results) {
+    measured += r.has_value();
+    failed += r.has_value() && r->verdict() != tir::v1::VERDICT_PASSED;
+  }
+  p.set_candidates_measured(measured);
+  p.set_candidates_failed(failed);
+  for (const std::string &op : c.operations) ops_.SetProgress(op, p);
+}
+
+void Coordinator::RecordCheck(const QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results,
+                              const std::string &worker) {
+  auto it = checks_.find(work.job);
+  if (it == checks_.end() || work.kernel < 0 || work.kernel >= static_cast<int>(it->second.results.size())) return;
+  ShapeCheck &c = it->second;
+  tir::v1::Verification v;
+  if (results.empty()) {
+    v.set_verdict(tir::v1::VERDICT_FAULT);
+    v.set_detail("the worker reported no result");
+  } else {
+    v = results[0].verification();
+    if (v.verdict() == tir::v1::VERDICT_UNSPECIFIED) v.set_verdict(tir::v1::VERDICT_FAULT);
+  }
+  c.results[work.kernel] = v;
+  if (!worker.empty()) c.worker = worker;
+  UpdateCheckProgress(c);
+  for (const auto &r : c.results) {
+    if (!r) return;  // kernels still to check
+  }
+  tir::v1::ShapeVerification record;
+  *record.mutable_shape() = {c.shape.hints.begin(), c.shape.hints.end()};
+  bool passed = true;
+  for (const auto &r : c.results) {
+    *record.add_kernels() = *r;
+    passed &= r->verdict() == tir::v1::VERDICT_PASSED;
+  }
+  record.set_passed(passed);
+  record.set_worker(c.worker);
+  *record.mutable_verify_time() = TimeUtil::GetCurrentTime();
+  metrics_->shape_checks.Add({{"result", passed ? "passed" : "failed"}}).Increment();
+  metrics_->shape_check_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - c.start));
+  shape_records_.Put(c.key, c.shape.text, record);
+  shape_records_.NoteVerified(c.key, c.sized, passed);
+  writer_.Post([this, k = absl::StrCat("shape/", c.key, "/", c.shape.text), v = record.SerializeAsString()] {
+    IgnoreError(store_->Put(store::Family::kJobs, k, v, false), "a shape record not stored is checked again");
+  });
+  absl::StatusOr<tir::v1::KernelBundle> answer;
+  if (passed) {
+    tir::v1::KernelBundle copy = ServedCopy(c.sized, record);
+    shape_records_.PutServed(c.key, c.shape.text, copy);
+    answer = std::move(copy);
+  } else {
+    std::string why;
+    for (int k = 0; k < record.kernels_size() && why.empty(); ++k) {
+      if (record.kernels(k).verdict() != tir::v1::VERDICT_PASSED) {
+        why = absl::StrCat("kernel ", k, ": ", tir::v1::Verdict_Name(record.kernels(k).verdict()), " ",
+                           record.kernels(k).detail());
+      }
+    }
+    answer = MakeError(absl::StatusCode::kFailedPrecondition, "WRONG_AT_SHAPE",
+                       absl::StrCat("bundle ", c.key, " failed its check at shape ", c.shape.text, " (", why,
+                                    "); it is not served there. Compile with force_retune to tune again"));
+  }
+  for (const std::string &op : c.operations) FinishOperation(op, answer);
+  lq_.DropJob(c.id);
+  checks_.erase(it);
+  Touch();
+}
+
+void Coordinator::DescribeShape(tir::v1::Operation &op, const Parsed &parsed) {
+  tir::v1::CompileMetadata *m = op.mutable_metadata();
+  for (const std::string &n : parsed.notes) m->add_notes(n);
+  if (!parsed.dynamic) return;
+  m->set_shape(parsed.shape.text);
+  m->set_shape_bucket(parsed.bucket_text);
+}
+
+tir::v1::KernelBundle Coordinator::ServedCopy(tir::v1::KernelBundle sized,
+                                              const tir::v1::ShapeVerification &record) const {
+  *sized.mutable_served_shape() = record;
+  Sign(sized);
+  return sized;
+}
+
+absl::StatusOr<std::optional<tir::v1::KernelBundle>> Coordinator::ServedAtShape(const tir::v1::KernelBundle &stored,
+                                                                                const Shape &shape) {
+  const std::string &key = stored.key();
+  if (std::optional<tir::v1::KernelBundle> copy = shape_records_.Served(key, shape.text)) {
+    // A copy made for an older bundle under the key (retuned since) is stale.
+    if (copy->create_time().seconds() == stored.create_time().seconds() &&
+        copy->create_time().nanos() == stored.create_time().nanos()) {
+      return copy;
+    }
+  }
+  std::optional<tir::v1::ShapeVerification> record = shape_records_.Find(key, shape.text);
+  if (!record) {
+    absl::StatusOr<std::string> value = store_->Get(store::Family::kJobs, absl::StrCat("shape/", key, "/", shape.text));
+    if (value.ok()) {
+      tir::v1::ShapeVerification r;
+      if (r.ParseFromString(*value)) {
+        record = r;
+        shape_records_.Put(key, shape.text, r);
+      }
+    } else if (!absl::IsNotFound(value.status())) {
+      return value.status();
+    }
+  }
+  if (!record) {
+    // The shape the bundle was tuned at is verified by its tuning.
+    bool tunedHere = stored.tuned_shape_size() == static_cast<int>(shape.hints.size());
+    for (int i = 0; tunedHere && i < stored.tuned_shape_size(); ++i) {
+      tunedHere = stored.tuned_shape(i).SerializeAsString() == shape.hints[i].SerializeAsString();
+    }
+    if (!tunedHere || !stored.tuning().tuned()) return std::nullopt;
+    tir::v1::ShapeVerification r;
+    *r.mutable_shape() = {shape.hints.begin(), shape.hints.end()};
+    for (const tir::v1::KernelEntry &k : stored.kernels()) *r.add_kernels() = k.verification();
+    r.set_passed(true);
+    *r.mutable_verify_time() = stored.create_time();
+    record = r;
+    shape_records_.Put(key, shape.text, r);
+  }
+  if (!record->passed()) {
+    std::string why;
+    for (int k = 0; k < record->kernels_size(); ++k) {
+      if (record->kernels(k).verdict() != tir::v1::VERDICT_PASSED) {
+        why = absl::StrCat("kernel ", k, ": ", record->kernels(k).detail());
+        break;
+      }
+    }
+    return MakeError(absl::StatusCode::kFailedPrecondition, "WRONG_AT_SHAPE",
+                     absl::StrCat("bundle ", key, " failed its check at shape ", shape.text, " (", why,
+                                  "); it is not served there. Compile with force_retune to tune again"));
+  }
+  TIR_ASSIGN_OR_RETURN(tuning::BundleAtShape sized, tuning::SizeBundle(stored, shape.hints));
+  tir::v1::KernelBundle copy = ServedCopy(std::move(sized.bundle), *record);
+  shape_records_.PutServed(key, shape.text, copy);
+  return copy;
 }
 
 absl::StatusOr<tir::v1::KernelBundle> Coordinator::GetKernel(const std::string &name, bool metadata_only) {
@@ -924,6 +1361,7 @@ absl::StatusOr<tir::v1::ListKernelsResponse> Coordinator::ListKernels(const tir:
 
 absl::StatusOr<tir::v1::DeleteKernelResponse> Coordinator::DeleteKernel(const std::string &name) {
   TIR_ASSIGN_OR_RETURN(bool deleted, store_->DeleteKernel(KeyFromName(name)));
+  ForgetShapes(KeyFromName(name));
   tir::v1::DeleteKernelResponse out;
   out.set_deleted(deleted);
   return out;
@@ -1106,6 +1544,8 @@ absl::StatusOr<tir::v1::ReportResultResponse> Coordinator::ReportResult(const ti
       ++lease.work.attempts;
       lease.work.queued_at = absl::Now();
       lq_.Push(std::move(lease.work));
+    } else if (checks_.count(lease.work.job)) {
+      RecordCheck(lease.work, results, request.name());
     } else {
       RecordRound(lease.work, results, request.name());
       Advance(lease.work.job);
@@ -1134,7 +1574,7 @@ void Coordinator::NoteHealth(const std::string &worker, const std::string &job, 
 }
 
 void Coordinator::Requeue(Lease lease, bool count_attempt) {
-  if (lease.work.job.empty() || !jobs_.count(lease.work.job)) return;
+  if (lease.work.job.empty() || (!jobs_.count(lease.work.job) && !checks_.count(lease.work.job))) return;
   if (count_attempt) ++lease.work.attempts;
   if (lease.work.attempts >= options_.max_attempts) {
     // Given up: the item's candidates fail as faults.
@@ -1147,6 +1587,10 @@ void Coordinator::Requeue(Lease lease, bool count_attempt) {
       results.push_back(r);
     }
     const std::string job = lease.work.job;
+    if (checks_.count(job)) {
+      RecordCheck(lease.work, results, "");
+      return;
+    }
     RecordRound(lease.work, results, "");
     Advance(job);
     return;
@@ -1313,6 +1757,7 @@ tir::v1::ServiceStatus Coordinator::Status() {
   out.set_cache_hits(hits_.load());
   out.set_cache_misses(misses_.load());
   for (const auto &s : series_) *out.add_series() = s;
+  for (tir::v1::BucketStatus &b : shape_records_.Top(50)) *out.add_buckets() = std::move(b);
   return out;
 }
 

@@ -24,6 +24,18 @@
 // Without a worker of the arch (or in heuristic-now mode) the request is
 // answered at once with the default candidates compiled here, marked
 // untuned, while the job waits for a worker.
+//
+// A graph with dynamic dims (`?` extents, index inputs) is compiled for the
+// shape its request's hints give (reference/DynamicShapes.h): the key holds
+// the shape's bucket, not the sizes, and the bundle is tuned at the
+// bucket's representative shape (its upper ends) with dynamic kernels. It
+// serves every shape of the bucket, but only once its kernels have been
+// verified at that exact shape: the first request for a shape queues one
+// check per kernel (the chosen candidate, verified on a worker, no timing);
+// when all pass, the record is stored ("shape/<key>/<shape>") and the
+// request is answered with the bundle sized for the shape; later requests
+// for it are cache hits. A kernel wrong at the shape fails the request
+// (WRONG_AT_SHAPE) and the record keeps the refusal.
 
 #ifndef TIR_SERVER_COORDINATOR_COORDINATOR_H_
 #define TIR_SERVER_COORDINATOR_COORDINATOR_H_
@@ -44,11 +56,13 @@
 #include "absl/time/time.h"
 #include "compiler/nvrtc/compile_cache.h"
 #include "compiler/planning/Calibration.h"
+#include "compiler/reference/DynamicShapes.h"
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/coordinator/kernel_tuner.h"
 #include "server/coordinator/lease_queue.h"
 #include "server/coordinator/operation_table.h"
+#include "server/coordinator/shape_records.h"
 #include "server/coordinator/work_queue.h"
 #include "server/coordinator/worker_registry.h"
 #include "server/store/kernel_store.h"
@@ -97,6 +111,9 @@ struct CoordinatorOptions {
   // it back (0: never quarantine).
   int quarantine_after = 3;
   absl::Duration quarantine_probe = absl::Minutes(1);
+  // How a dynamic graph's sizes fall into buckets (reference::BucketPolicy:
+  // "pow2", "multiple:N", "bound").
+  std::string shape_buckets = "pow2";
 };
 
 class Coordinator {
@@ -151,6 +168,13 @@ class Coordinator {
   int jobs_in_flight() const;
   int queue_depth() const;
 
+  // A shape asked of a dynamic graph: the hints of every input, and their
+  // canonical text (reference::FormatShapes).
+  struct Shape {
+    std::vector<tir::v1::ShapeHint> hints;
+    std::string text;
+  };
+
  private:
   struct Metrics;
   struct KernelJob {
@@ -170,6 +194,7 @@ class Coordinator {
     tir::v1::KernelBundle signature;
     std::vector<KernelJob> kernels;
     std::vector<std::string> operations;  // waiting for the tuned bundle
+    std::map<std::string, Shape> op_shapes;  // a dynamic graph's: each operation's shape
     std::string client;                   // who started it (per-client limit)
     // Rounds stored before a restart, by (kernel, round): replayed into the
     // tuners instead of measured again.
@@ -180,7 +205,8 @@ class Coordinator {
     absl::Time start;
   };
   // Persists operation `name` as waiting for job `key`.
-  void PersistOperation(const std::string &name, const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
+  void PersistOperation(const std::string &name, const std::string &key, const std::string &shape = "")
+      ABSL_LOCKS_EXCLUDED(mu_);
   // An operation from before a restart that is not in memory: its job's
   // bundle if one is stored; NOT_FOUND otherwise.
   absl::StatusOr<tir::v1::Operation> RestoredOperation(const std::string &name);
@@ -189,8 +215,29 @@ class Coordinator {
     std::string fingerprint;
     std::string policy;
     std::string graph_name;
-    // Inputs, outputs and intermediates (filled when planned).
+    // Inputs, outputs and intermediates (filled when planned); for a
+    // dynamic graph also its bucket (buckets, bucket_policy, shape_bucket,
+    // tuned_shape).
     tir::v1::KernelBundle signature;
+    // A dynamic graph: the shape asked, and the shapes tuned at (per graph
+    // argument, for planning).
+    bool dynamic = false;
+    Shape shape;
+    std::vector<std::vector<int64_t>> tuned_args;
+    std::string bucket_text;
+    // What the request asked that was ignored.
+    std::vector<std::string> notes;
+  };
+  // A dynamic bundle being verified at one shape: one work item per kernel.
+  struct ShapeCheck {
+    std::string id;  // "check/<key>/<shape>", the QueuedWork's job
+    std::string key;
+    Shape shape;
+    tir::v1::KernelBundle sized;  // the bundle at the shape (unsigned)
+    std::vector<std::optional<tir::v1::Verification>> results;
+    std::string worker;
+    std::vector<std::string> operations;
+    absl::Time start;
   };
 
   // `resume`: a persisted job after a restart (never answered with defaults).
@@ -198,15 +245,36 @@ class Coordinator {
                                                      const std::string &client);
   absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                const std::string &arch, std::vector<tuning::KernelWork> *plan);
-  // The stored bundle of `key` as a cache-hit operation (counted); nullopt
-  // when none is stored.
-  absl::StatusOr<std::optional<tir::v1::Operation>> CacheHit(const std::string &key);
-  // LookupKernel's answer for `key` (hit or miss, counted).
-  absl::StatusOr<tir::v1::LookupKernelResponse> LookupByKey(const std::string &key);
+  // The stored bundle of `parsed.key` as a cache-hit operation (counted),
+  // for a dynamic graph sized for its shape; nullopt when none is stored,
+  // or (setting `unchecked` to the stored bundle) when a dynamic graph's
+  // bundle is not verified at the shape yet. Errors: WRONG_AT_SHAPE when
+  // the record says a kernel is wrong there.
+  absl::StatusOr<std::optional<tir::v1::Operation>> CacheHit(const Parsed &parsed,
+                                                             tir::v1::KernelBundle *unchecked = nullptr);
+  // The verified, sized, signed bundle `stored` serves for `shape`; nullopt
+  // when the shape is not verified. Errors: WRONG_AT_SHAPE, store errors.
+  absl::StatusOr<std::optional<tir::v1::KernelBundle>> ServedAtShape(const tir::v1::KernelBundle &stored,
+                                                                     const Shape &shape);
+  // LookupKernel's answer for `parsed` (hit or miss, counted).
+  absl::StatusOr<tir::v1::LookupKernelResponse> LookupByKey(const Parsed &parsed);
+  // Queues the check of `stored` at `shape` (or joins one in flight) for
+  // operations `ops`; sizing runs on the planning pool.
+  void CheckShape(const tir::v1::KernelBundle &stored, const Shape &shape, std::vector<std::string> ops,
+                  int priority) ABSL_LOCKS_EXCLUDED(mu_);
+  void RecordCheck(const QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results,
+                   const std::string &worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateCheckProgress(const ShapeCheck &check) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the shape records of `key` (memory and store): a new bundle.
+  void ForgetShapes(const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
+  // The served copy of a sized bundle: served_shape set, signed.
+  tir::v1::KernelBundle ServedCopy(tir::v1::KernelBundle sized, const tir::v1::ShapeVerification &record) const;
+  // Sets an operation's shape metadata (a dynamic graph's shape, bucket, notes).
+  static void DescribeShape(tir::v1::Operation &op, const Parsed &parsed);
   // The hash of a request's bytes that parsed_ maps to its key.
   static std::string RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                             const std::string &arch);
-  std::optional<std::string> KnownKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
+  std::shared_ptr<const Parsed> Known(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                       const std::string &arch);
   // Errors: LIMIT_EXCEEDED when max_operations are kept and none is done.
   absl::StatusOr<std::string> NewOperation(const std::string &arch, const std::string &key)
@@ -277,7 +345,10 @@ class Coordinator {
   std::atomic<uint64_t> requests_{0}, hits_{0}, misses_{0};
   uint64_t stored_kernels_ ABSL_GUARDED_BY(mu_) = 0, stored_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Mutex parsed_mu_;
-  std::map<std::string, Parsed> parsed_ ABSL_GUARDED_BY(parsed_mu_);  // request hash -> key
+  std::map<std::string, std::shared_ptr<const Parsed>> parsed_ ABSL_GUARDED_BY(parsed_mu_);  // request hash -> key
+  reference::BucketPolicy bucket_policy_;
+  ShapeRecords shape_records_;
+  std::map<std::string, ShapeCheck> checks_ ABSL_GUARDED_BY(mu_);  // by id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // The cost model's corrections fit from the trial ledger: at start, then
   // again after every 32 stored trials.

@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.planning_threads = static_cast<int>(config.planning_threads());
   o.quarantine_after = static_cast<int>(config.quarantine_after());
   o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());
+  o.shape_buckets = config.shape_buckets();
   if (!config.bundle_key_file().empty()) {
     TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file()));
   }

@@ -8,6 +8,7 @@
 #include "compiler/codegen/Emitter.h"
 #include "compiler/conversion/AttributeProto.h"
 #include "compiler/ir/StrideAttr.h"
+#include "compiler/reference/ShapeSolver.h"
 #include "compiler/support/status.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
@@ -49,16 +50,18 @@ absl::StatusOr<tir::v1::TensorType> TypeOf(mlir::Value v, mlir::DictionaryAttr a
   return t;
 }
 
+absl::StatusOr<tir::v1::TensorRef> RefOf(const std::map<void *, tir::v1::TensorRef> &refs, mlir::Value v) {
+  auto it = refs.find(v.getAsOpaquePointer());
+  if (it == refs.end()) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "a kernel tensor has no graph ref");
+  return it->second;
+}
+
 // A kernel's tir_args fields as argument records over the graph's tensors.
 absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector<std::string> &fields,
                                                                const planning::Kernel &kernel, GraphOp kernelGraph,
                                                                const std::map<void *, tir::v1::TensorRef> &refs) {
   std::vector<tir::v1::KernelArgument> out;
-  auto refOf = [&](mlir::Value v) -> absl::StatusOr<tir::v1::TensorRef> {
-    auto it = refs.find(v.getAsOpaquePointer());
-    if (it == refs.end()) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "a kernel tensor has no graph ref");
-    return it->second;
-  };
+  auto refOf = [&](mlir::Value v) { return RefOf(refs, v); };
   auto rankOf = [](mlir::Value v) {
     auto t = v.getType().dyn_cast<mlir::RankedTensorType>();
     return std::max<int64_t>(1, t ? t.getRank() : 0);
@@ -139,7 +142,8 @@ std::string TileFamily(const planning::TileCandidate &c) {
 absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
                                                        size_t per_kernel, const tir::v1::MeasurementPolicy &policy,
                                                        tir::v1::KernelBundle *signature, const planning::CostModel *model,
-                                                       double max_space_fraction, const planning::PlanOptions &plan_options) {
+                                                       double max_space_fraction, const planning::PlanOptions &plan_options,
+                                                       const std::vector<std::vector<int64_t>> *shapes) {
   planning::AnalyticCostModel analytic;
   TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned, planning::PlanGraph(graph, arch, model ? *model : analytic, 1, plan_options));
   // Graph-level names of every tensor a kernel reads or writes.
@@ -182,6 +186,19 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     os.flush();
     item.set_arch(arch.name);
     *item.mutable_policy() = policy;
+    const planning::Kernel &pk = planned.partition.kernels[k];
+    for (mlir::Value v : pk.inputs) {
+      TIR_ASSIGN_OR_RETURN(tir::v1::TensorRef ref, RefOf(refs, v));
+      work.input_refs.push_back(ref);
+    }
+    for (mlir::Value v : pk.outputs) {
+      TIR_ASSIGN_OR_RETURN(tir::v1::TensorRef ref, RefOf(refs, v));
+      work.output_refs.push_back(ref);
+    }
+    if (shapes != nullptr) {
+      TIR_ASSIGN_OR_RETURN(std::vector<tir::v1::ShapeHint> hints, KernelShapes(graph, *shapes, pk.inputs));
+      for (tir::v1::ShapeHint &h : hints) *item.add_shapes() = std::move(h);
+    }
     const auto &space = planned.spaces[k].kept;
     // Round 0: the model's top picks, and a quarter of the width spent on
     // candidates of other kinds of tile (the best predicted of each family
@@ -262,6 +279,38 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     if (work.default_position < 0) work.default_position = 0;
     work.ranks = kept;
     out.push_back(std::move(work));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<tir::v1::ShapeHint>> KernelShapes(GraphOp graph, const std::vector<std::vector<int64_t>> &args,
+                                                             const std::vector<mlir::Value> &inputs) {
+  const reference::InferredShapes inferred = reference::InferShapes(graph, args);
+  std::vector<tir::v1::ShapeHint> out;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    mlir::Value v = inputs[j];
+    tir::v1::ShapeHint h;
+    h.set_input(static_cast<uint32_t>(j));
+    if (v.getType().isIndex()) {
+      auto arg = v.dyn_cast<mlir::BlockArgument>();
+      if (!arg || arg.getOwner() != &graph.getBodyBlock() || args[arg.getArgNumber()].empty()) {
+        return MakeError(absl::StatusCode::kInternal, "INTERNAL",
+                         absl::StrCat("kernel input ", j, " is an index computed inside the graph; it cannot be sized"));
+      }
+      h.add_shape(args[arg.getArgNumber()][0]);
+    } else if (auto t = v.getType().dyn_cast<mlir::RankedTensorType>(); t && !t.hasStaticShape()) {
+      auto it = inferred.values.find(v);
+      if (it == inferred.values.end()) {
+        return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("kernel input ", j, " has no inferred shape"));
+      }
+      for (int64_t d : it->second) {
+        if (d < 0) return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("kernel input ", j, " is not sized"));
+        h.add_shape(d);
+      }
+    } else {
+      continue;
+    }
+    out.push_back(std::move(h));
   }
   return out;
 }

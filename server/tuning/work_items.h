@@ -24,6 +24,8 @@ struct KernelWork {
   size_t space_size = 0;         // candidates in the kernel's pruned space
   std::string kind;              // "pointwise", "reduction", "matmul"
   std::vector<int64_t> domain;   // the kernel's iteration domain
+  // The graph tensors the kernel graph's arguments and results are.
+  std::vector<tir::v1::TensorRef> input_refs, output_refs;
 };
 
 // Plans `graph` for `arch` and builds one work item per kernel with its
@@ -36,13 +38,23 @@ struct KernelWork {
 // on other families of tile; candidates that emit the same kernel (source
 // and launch rule, by SHA-256) are merged into the first (its
 // merged_candidate_indices). `model` ranks (default: the analytic model).
+// For a graph with dynamic dims, `shapes` (per graph argument, as
+// reference::BindShapes gives them) are the sizes it is measured at: each
+// item's `shapes` hold its kernel's dynamic inputs at those sizes.
 // Errors: those of planning and emission.
 absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const target::ArchInfo &arch,
                                                        size_t per_kernel, const tir::v1::MeasurementPolicy &policy,
                                                        tir::v1::KernelBundle *signature = nullptr,
                                                        const planning::CostModel *model = nullptr,
                                                        double max_space_fraction = 1.0,
-                                                       const planning::PlanOptions &plan_options = {});
+                                                       const planning::PlanOptions &plan_options = {},
+                                                       const std::vector<std::vector<int64_t>> *shapes = nullptr);
+
+// The sizes of kernel graph `kernel`'s dynamic inputs (hints in its argument
+// order) when the graph's arguments are `args` and the kernel's inputs are
+// the graph values `inputs`. Errors: INTERNAL when one cannot be sized.
+absl::StatusOr<std::vector<tir::v1::ShapeHint>> KernelShapes(
+    GraphOp graph, const std::vector<std::vector<int64_t>> &args, const std::vector<mlir::Value> &inputs);
 
 }  // namespace tir::tuning
 

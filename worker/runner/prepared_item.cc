@@ -181,8 +181,19 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
   TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 1));
   p->inputs = reference::SampleInputs(kernel, 1, seed);
   std::vector<bool> hinted(p->inputs.size(), false);
+  mlir::Block &args = kernel.getBodyBlock();
   for (const tir::v1::ShapeHint &h : item.shapes()) {
-    if (h.input() >= p->inputs.size() || p->inputs[h.input()].scalar) {
+    if (h.input() >= p->inputs.size()) return InvalidWork(absl::StrCat("shape hint for input ", h.input(), " of ", p->inputs.size()));
+    if (args.getArgument(h.input()).getType().isIndex()) {
+      // An index input's value (a dynamic_dims operand).
+      if (h.shape_size() != 1 || h.shape(0) < 0 || h.shape(0) > (int64_t{1} << 40)) {
+        return InvalidWork(absl::StrCat("the hint for index input ", h.input(), " is not one value in range"));
+      }
+      p->inputs[h.input()] = reference::Tensor::ScalarInt(p->inputs[h.input()].dtype, h.shape(0));
+      hinted[h.input()] = true;
+      continue;
+    }
+    if (p->inputs[h.input()].scalar) {
       return InvalidWork(absl::StrCat("shape hint for input ", h.input(), " which is not a tensor input"));
     }
     std::vector<int64_t> shape(h.shape().begin(), h.shape().end());
