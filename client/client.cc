@@ -94,6 +94,29 @@ absl::StatusOr<tir::v1::Operation> Client::Compile(const tir::v1::GraphSource &g
   return Compile(std::move(r));
 }
 
+namespace {
+void SetShapes(tir::v1::CompileOptions &options, const Shapes &shapes) {
+  options.clear_shape_hints();
+  for (const auto &[input, shape] : shapes) {
+    tir::v1::ShapeHint *h = options.add_shape_hints();
+    h->set_input(input);
+    for (int64_t d : shape) h->add_shape(d);
+  }
+}
+}  // namespace
+
+absl::StatusOr<tir::v1::Operation> Client::Compile(const tir::v1::GraphSource &graph, tir::v1::CompileOptions options,
+                                                   const Shapes &shapes) {
+  SetShapes(options, shapes);
+  return Compile(graph, options);
+}
+
+absl::StatusOr<tir::v1::LookupKernelResponse> Client::Lookup(const tir::v1::GraphSource &graph,
+                                                             tir::v1::CompileOptions options, const Shapes &shapes) {
+  SetShapes(options, shapes);
+  return Lookup(graph, options);
+}
+
 absl::StatusOr<tir::v1::Operation> Client::Compile(tir::v1::CompileRequest request) {
   if (request.request_id().empty()) request.set_request_id(NewRequestId());
   tir::v1::Operation op;

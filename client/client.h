@@ -23,6 +23,7 @@
 #define TIR_CLIENT_CLIENT_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -60,6 +61,10 @@ struct ClientOptions {
 // A graph in tir's or TensorIR's MLIR text form.
 tir::v1::GraphSource GraphSourceFromText(const std::string &mlir_text);
 
+// Sizes for a graph with dynamic dims: graph input index -> its full shape
+// (an index input: {its value}). They become CompileOptions.shape_hints.
+using Shapes = std::map<uint32_t, std::vector<int64_t>>;
+
 class Client {
  public:
   // Creates the channel (connecting lazily).
@@ -71,6 +76,11 @@ class Client {
   // this call never start a second job.
   absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::GraphSource &graph, const tir::v1::CompileOptions &options);
   absl::StatusOr<tir::v1::Operation> Compile(tir::v1::CompileRequest request);
+  // For a graph with dynamic dims, at `shapes` (replacing options.shape_hints):
+  // the bundle is that shape's bucket's, served sized for the shape once its
+  // kernels are verified there (a first-time shape waits for that check).
+  absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::GraphSource &graph, tir::v1::CompileOptions options,
+                                             const Shapes &shapes);
   absl::StatusOr<tir::v1::Operation> GetOperation(const std::string &name);
   // Returns once the operation is done or `timeout` passed (the operation as
   // it is then; check done()).
@@ -83,6 +93,9 @@ class Client {
   absl::StatusOr<tir::v1::KernelBundle> GetKernel(const std::string &key_or_name, bool metadata_only = false);
   absl::StatusOr<tir::v1::LookupKernelResponse> Lookup(const tir::v1::GraphSource &graph,
                                                        const tir::v1::CompileOptions &options);
+  // Finds the bucket's bundle of `shapes` (shape_verified: sized for them).
+  absl::StatusOr<tir::v1::LookupKernelResponse> Lookup(const tir::v1::GraphSource &graph,
+                                                       tir::v1::CompileOptions options, const Shapes &shapes);
   absl::StatusOr<tir::v1::ListKernelsResponse> ListKernels(uint32_t page_size, const std::string &page_token,
                                                            const std::string &arch = "");
   absl::StatusOr<bool> DeleteKernel(const std::string &key_or_name);

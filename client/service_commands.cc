@@ -13,7 +13,9 @@
 #include "client/bundle_runner.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
+#include "compiler/reference/DynamicShapes.h"
 #include "compiler/reference/Interpreter.h"
+#include "compiler/reference/ShapeSolver.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -53,6 +55,7 @@ const char *StageName(tir::v1::Stage s) {
     case tir::v1::STAGE_PLANNING: return "planning";
     case tir::v1::STAGE_QUEUED: return "queued";
     case tir::v1::STAGE_TUNING: return "tuning";
+    case tir::v1::STAGE_CHECKING_SHAPE: return "checking the shape";
     case tir::v1::STAGE_DONE: return "done";
     default: return "starting";
   }
@@ -72,8 +75,23 @@ absl::Status OperationError(const tir::v1::Operation &op) {
 
 }  // namespace
 
+std::string DescribeShapes(const tir::v1::KernelBundle &b) {
+  if (b.buckets().empty()) return "";
+  std::string out = absl::StrCat("  bucket ", reference::FormatBucket(b.buckets()), " (", b.bucket_policy(), "), tuned at ",
+                                 reference::FormatShapes({b.tuned_shape().begin(), b.tuned_shape().end()}), "\n");
+  if (b.has_served_shape()) {
+    const tir::v1::ShapeVerification &v = b.served_shape();
+    absl::StrAppend(&out, "  served at ", reference::FormatShapes({v.shape().begin(), v.shape().end()}),
+                    v.passed() ? absl::StrCat(": every kernel verified there",
+                                              v.worker().empty() ? " (by its tuning)" : " on " + v.worker())
+                               : ": not verified there (the heuristic's default)",
+                    "\n");
+  }
+  return out;
+}
+
 std::string DescribeBundle(const tir::v1::KernelBundle &b) {
-  std::string out;
+  std::string out = DescribeShapes(b);
   const tir::v1::TuningSummary &t = b.tuning();
   for (const auto &k : b.kernels()) {
     absl::StrAppendFormat(&out, "  kernel %d (%s): candidate #%d%s  %s", k.partition(), k.kind(), k.candidate().rank(),
@@ -99,8 +117,24 @@ std::string DescribeBundle(const tir::v1::KernelBundle &b) {
   return out;
 }
 
-absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o) {
+absl::StatusOr<std::vector<std::vector<tir::v1::ShapeHint>>> GroupShapes(const std::vector<std::string> &flags) {
+  std::vector<std::vector<tir::v1::ShapeHint>> out;
+  for (const std::string &f : flags) {
+    TIR_ASSIGN_OR_RETURN(tir::v1::ShapeHint h, reference::ParseShapeHint(f));
+    const bool repeat = !out.empty() && std::any_of(out.back().begin(), out.back().end(),
+                                                    [&](const tir::v1::ShapeHint &x) { return x.input() == h.input(); });
+    if (out.empty() || repeat) out.emplace_back();
+    out.back().push_back(std::move(h));
+  }
+  return out;
+}
+
+namespace {
+
+absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, const CompileCommandOptions &o,
+                                      const std::vector<tir::v1::ShapeHint> &shape) {
   tir::v1::CompileOptions options;
+  for (const tir::v1::ShapeHint &h : shape) *options.add_shape_hints() = h;
   options.set_target_arch(o.arch);
   options.set_precision(o.precision);
   options.set_mode(o.heuristic_now ? tir::v1::COMPILE_MODE_HEURISTIC_NOW : tir::v1::COMPILE_MODE_WAIT);
@@ -122,7 +156,14 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
   if (op.has_error()) return OperationError(op);
   const tir::v1::KernelBundle &b = op.response();
   std::string path = o.out_path;
-  if (path.empty()) path = absl::StrCat(o.cache_dir, "/bundles/", b.key(), ".pb");
+  if (path.empty()) {
+    // One file per shape served (a dynamic graph's bucket serves several).
+    const std::string shape =
+        b.has_served_shape() ? reference::FormatShapes({b.served_shape().shape().begin(), b.served_shape().shape().end()}) : "";
+    std::string suffix = shape.empty() ? "" : "@" + shape;
+    std::replace(suffix.begin(), suffix.end(), ' ', ';');
+    path = absl::StrCat(o.cache_dir, "/bundles/", b.key(), suffix, ".pb");
+  }
   std::error_code ec;
   if (std::filesystem::path(path).has_parent_path()) std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   {
@@ -140,7 +181,24 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
     auto ctx = makeTirContext();
     TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphText(text, ctx.get()));
     TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(loaded.graph, 1));
-    const std::vector<reference::Tensor> inputs = reference::SampleInputs(loaded.graph, 1, 20261129);
+    std::vector<reference::Tensor> inputs = reference::SampleInputs(loaded.graph, 1, 20261129);
+    // A dynamic graph's inputs at the shape the bundle was served for.
+    std::vector<std::vector<int64_t>> args;
+    for (mlir::BlockArgument arg : loaded.graph.getBodyBlock().getArguments()) {
+      const size_t i = arg.getArgNumber();
+      if (static_cast<int>(i) >= b.inputs_size()) break;
+      if (arg.getType().isIndex()) {
+        for (const tir::v1::ShapeHint &h : b.served_shape().shape()) {
+          if (h.input() == i && h.shape_size() == 1) inputs[i] = reference::Tensor::ScalarInt(inputs[i].dtype, h.shape(0));
+        }
+      } else if (auto t = arg.getType().dyn_cast<mlir::RankedTensorType>(); t && !t.hasStaticShape()) {
+        inputs[i] = reference::RandomTensor(inputs[i].dtype, {b.inputs(i).shape().begin(), b.inputs(i).shape().end()},
+                                            20261129 + i);
+      }
+      args.push_back(inputs[i].scalar ? std::vector<int64_t>{arg.getType().isIndex() ? inputs[i].GetI(0) : 0}
+                                      : inputs[i].shape);
+    }
+    const auto shapes = reference::ValueShapes(loaded.graph, args);
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(loaded.graph, inputs));
     for (size_t i = 0; i < want.size() && static_cast<int>(i) < b.outputs_size(); ++i) {
       // As stored: a stride-0 output dimension holds its index-0 element.
@@ -155,12 +213,18 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
       if (op->getNumOperands() == 0 || !llvm::isa<ReduceOp, ReduceUdOp, MatmulOp>(op)) return;
       auto in = op->getOperand(0).getType().dyn_cast<mlir::RankedTensorType>();
       if (!in || in.getRank() == 0) return;
+      // Extents at the shape run (a dynamic one from the inferred shapes).
+      auto extent = [&](int64_t d) -> int64_t {
+        if (!in.isDynamicDim(d)) return in.getDimSize(d);
+        auto it = shapes.find(op->getOperand(0));
+        return it != shapes.end() && d < static_cast<int64_t>(it->second.size()) && it->second[d] > 0 ? it->second[d] : 1;
+      };
       int64_t n = 1;
       if (llvm::isa<MatmulOp>(op)) {
-        n = in.isDynamicDim(in.getRank() - 1) ? 1 : in.getDimSize(in.getRank() - 1);
+        n = extent(in.getRank() - 1);
       } else if (auto dims = op->getAttrOfType<mlir::DenseI32ArrayAttr>("dimensions")) {
         for (int64_t d : dims.asArrayRef()) {
-          if (d >= 0 && d < in.getRank() && !in.isDynamicDim(d)) n *= in.getDimSize(d);
+          if (d >= 0 && d < in.getRank()) n *= extent(d);
         }
       }
       length = std::max(length, n);
@@ -181,11 +245,30 @@ absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &te
   }
   std::string report = absl::StrFormat("%s for %s: %s in %.1f s\n", b.name(), b.arch(),
                                        op.metadata().cache_hit() ? "cache hit (no work done)"
-                                       : b.tuning().tuned()      ? "tuned"
-                                                                 : "answered with the defaults",
+                                       : op.metadata().shape_checked()
+                                           ? "checked at this shape (the bucket was tuned before)"
+                                       : b.tuning().tuned() ? "tuned"
+                                                            : "answered with the defaults",
                                        absl::ToDoubleSeconds(absl::Now() - start));
   absl::StrAppend(&report, DescribeBundle(b), verified, "  bundle written to ", path, "\n");
   return report;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o) {
+  if (o.shapes.empty()) return CompileAt(client, text, o, {});
+  std::string out;
+  for (const std::vector<tir::v1::ShapeHint> &shape : o.shapes) {
+    absl::StatusOr<std::string> one = CompileAt(client, text, o, shape);
+    if (!one.ok()) {
+      return MakeError(one.status().code(), ReasonOf(one.status()),
+                       absl::StrCat("at shape ", reference::FormatShapes(shape), ": ", one.status().message()));
+    }
+    if (!o.json && o.shapes.size() > 1) absl::StrAppend(&out, "at shape ", reference::FormatShapes(shape), ":\n");
+    absl::StrAppend(&out, *one);
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> GetCommand(Client &client, const std::string &key, bool json) {
@@ -205,8 +288,9 @@ absl::StatusOr<std::string> ListCommand(Client &client, const std::string &arch,
   } while (!token.empty());
   if (json) return Json(all);
   for (const auto &b : all.kernels()) {
-    absl::StrAppendFormat(&out, "%s  %-7s %d kernel(s)  %s\n", b.key(), b.arch(), b.kernels_size(),
-                          b.tuning().tuned() ? absl::StrCat("tuned, ", Ms(b.tuning().best_seconds())) : "untuned");
+    const std::string bucket = b.buckets().empty() ? "" : "  bucket " + reference::FormatBucket(b.buckets());
+    absl::StrAppendFormat(&out, "%s  %-7s %d kernel(s)  %s%s\n", b.key(), b.arch(), b.kernels_size(),
+                          b.tuning().tuned() ? absl::StrCat("tuned, ", Ms(b.tuning().best_seconds())) : "untuned", bucket);
   }
   return out;
 }

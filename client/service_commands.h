@@ -6,6 +6,7 @@
 #define TIR_CLIENT_SERVICE_COMMANDS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,10 +31,21 @@ struct CompileCommandOptions {
   bool verify = false;
   // CompileOptions.precision: "" / "ieee", or "tf32".
   std::string precision;
+  // A graph with dynamic dims: the shapes to compile (and verify) it at, in
+  // turn, each a hint per dynamic input.
+  std::vector<std::vector<tir::v1::ShapeHint>> shapes;
 };
 
+// `--shape` values ("0=8x512") in order into shapes: a hint for an input
+// the current shape already has starts the next one. Errors:
+// INVALID_SHAPE_HINT.
+absl::StatusOr<std::vector<std::vector<tir::v1::ShapeHint>>> GroupShapes(const std::vector<std::string> &flags);
+
 // Submits `text`, waits (unless heuristic-now), writes the bundle and
-// describes it: kernels, winners, tuned against default, cache hit or not.
+// describes it: kernels, winners, tuned against default, cache hit or not;
+// at each of `o.shapes` in turn for a graph with dynamic dims (the bundle
+// for the last one goes to out_path; with --verify each is run here against
+// the reference at its shape).
 // Errors: the coordinator's (INVALID_GRAPH, ...), NO_CORRECT_CANDIDATE,
 // KERNEL_WRONG when --verify finds an output off the reference, and
 // DEADLINE_EXCEEDED when `timeout` passes first.

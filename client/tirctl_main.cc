@@ -30,11 +30,17 @@ constexpr char kUsage[] = R"(usage: tirctl VERB [args] [flags]
 
 verbs:
   compile FILE [--arch A] [--server ADDR] [--wait|--heuristic-now] [-o bundle.pb] [--verify]
+               [--shape INPUT=AxB ...]
                            compile and tune a graph (tir or TensorIR text); without
                            --server, a coordinator and a worker run in this process with
                            the store under $XDG_CACHE_HOME/tir (else ~/.cache/tir); the
                            bundle (tir.v1.KernelBundle) goes to -o, else the cache dir;
-                           --verify (host) runs the bundle here against the reference
+                           --verify (host) runs the bundle here against the reference;
+                           a graph with dynamic dims needs --shape for each dynamic input
+                           (an index input: INPUT=VALUE); one bundle per shape bucket,
+                           verified at each shape before it is served; repeating an
+                           input's --shape starts another shape, compiled (and
+                           verified) in turn
   plan FILE [--arch A] [--precision ieee|tf32] [--explain]
                            partition a graph into kernels and rank each kernel's tile
                            candidates (default arch sm_90a); --explain fits the cost
@@ -124,10 +130,11 @@ int Print(const absl::StatusOr<std::string> &out) {
 
 int main(int argc, char **argv) {
   static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--bundle-key-file", "--tls-ca", "--backend", "--budget",
-                                                    "--timeout", "--candidate", "--output", "--precision"};
+                                                    "--timeout", "--candidate", "--output", "--precision", "--shape"};
   static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain"};
   std::vector<std::string> positional;
   std::map<std::string, std::string> flags;
+  std::vector<std::string> shapeFlags;  // --shape may repeat
   std::string dashO;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -153,6 +160,7 @@ int main(int argc, char **argv) {
         } else {
           return Usage(name + " needs a value");
         }
+        if (name == "--shape") shapeFlags.push_back(flags[name]);
       } else {
         return Usage("unknown flag " + a);
       }
@@ -274,6 +282,9 @@ int main(int argc, char **argv) {
     o.timeout = absl::Seconds(timeout);
     o.verify = flags.count("--verify") > 0;
     o.precision = flag("--precision");
+    absl::StatusOr<std::vector<std::vector<tir::v1::ShapeHint>>> shapes = tir::client::GroupShapes(shapeFlags);
+    if (!shapes.ok()) return Usage(std::string(shapes.status().message()));
+    o.shapes = *std::move(shapes);
     if (!json) {
       // The plan first: what is about to be tuned.
       tir::client::PlanOptions po;

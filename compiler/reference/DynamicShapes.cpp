@@ -337,11 +337,24 @@ absl::StatusOr<tir::v1::ShapeHint> ParseShapeHint(absl::string_view text) {
 }
 
 std::string FormatBucket(const std::vector<DynamicDim> &dims, const std::vector<DimRange> &bucket) {
-  std::vector<std::string> parts;
+  google::protobuf::RepeatedPtrField<tir::v1::DimBucket> out;
   for (size_t i = 0; i < dims.size() && i < bucket.size(); ++i) {
-    const std::string at = dims[i].index ? absl::StrCat(dims[i].input) : absl::StrCat(dims[i].input, ":", dims[i].dim);
-    parts.push_back(bucket[i].lower == bucket[i].upper ? absl::StrCat(at, "=", bucket[i].upper)
-                                                       : absl::StrCat(at, "=", bucket[i].lower, "..", bucket[i].upper));
+    tir::v1::DimBucket *b = out.Add();
+    b->set_input(dims[i].input);
+    b->set_dim(dims[i].dim);
+    b->set_index(dims[i].index);
+    b->set_lower(bucket[i].lower);
+    b->set_upper(bucket[i].upper);
+  }
+  return FormatBucket(out);
+}
+
+std::string FormatBucket(const google::protobuf::RepeatedPtrField<tir::v1::DimBucket> &buckets) {
+  std::vector<std::string> parts;
+  for (const tir::v1::DimBucket &b : buckets) {
+    const std::string at = b.index() ? absl::StrCat(b.input()) : absl::StrCat(b.input(), ":", b.dim());
+    parts.push_back(b.lower() == b.upper() ? absl::StrCat(at, "=", b.upper())
+                                           : absl::StrCat(at, "=", b.lower(), "..", b.upper()));
   }
   return absl::StrJoin(parts, " ");
 }

@@ -577,6 +577,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
         TIR_ASSIGN_OR_RETURN(name, NewOperation(arch, parsed.key));
         ops_.RememberRequest(request.request_id(), name);
         DescribeShape(ops_.Find(name)->op, parsed);
+        ops_.Find(name)->op.mutable_metadata()->set_shape_checked(true);
       }
       PersistOperation(name, parsed.key, parsed.shape.text);
       CheckShape(unchecked, parsed.shape, {name}, request.options().priority());
@@ -1231,7 +1232,7 @@ void Coordinator::RecordCheck(const QueuedWork &work, const std::vector<tir::v1:
   }
   record.set_passed(passed);
   record.set_worker(c.worker);
-  *record.mutable_verify_time() = TimeUtil::GetCurrentTime();
+  *record.mutable_verify_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
   metrics_->shape_checks.Add({{"result", passed ? "passed" : "failed"}}).Increment();
   metrics_->shape_check_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - c.start));
   shape_records_.Put(c.key, c.shape.text, record);

@@ -4,18 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/reference/DynamicShapes.h"
 
 namespace tir::coordinator {
 
-std::string BucketText(const tir::v1::KernelBundle &bundle) {
-  std::vector<std::string> parts;
-  for (const tir::v1::DimBucket &b : bundle.buckets()) {
-    const std::string at = b.index() ? absl::StrCat(b.input()) : absl::StrCat(b.input(), ":", b.dim());
-    parts.push_back(b.lower() == b.upper() ? absl::StrCat(at, "=", b.upper())
-                                           : absl::StrCat(at, "=", b.lower(), "..", b.upper()));
-  }
-  return absl::StrJoin(parts, " ");
-}
+std::string BucketText(const tir::v1::KernelBundle &bundle) { return reference::FormatBucket(bundle.buckets()); }
 
 std::optional<tir::v1::ShapeVerification> ShapeRecords::Find(const std::string &key, const std::string &shape) const {
   absl::MutexLock l(&mu_);
