@@ -48,6 +48,23 @@ check("listed", key in [b.key for b in client.list_kernels()])
 check("get_kernel", client.get_kernel(key).key == key)
 now = client.compile(graph.replace("24x40", "8x40"), arch="host", heuristic_now=True)
 check("heuristic-now answers with the default", now.done and not now.response.tuning.tuned)
+# A graph with a dynamic dim: compiled at a shape, served sized for it.
+dynamic = """tir.graph @pyd(%x: tensor<?x40xf32>) -> tensor<?x40xf32> {
+  %e = exp %x : tensor<?x40xf32>
+  results %e : tensor<?x40xf32>
+}
+"""
+d = client.wait(client.compile(dynamic, arch="host", shapes={0: [24, 40]}).name, timeout=120)
+check("a dynamic graph is served at its shape",
+      d.HasField("response") and list(d.response.inputs[0].shape) == [24, 40] and d.response.served_shape.passed)
+check("its bucket is shown", d.metadata.shape_bucket == "0:0=17..32")
+found = client.lookup(dynamic, "host", shapes={0: [24, 40]})
+check("lookup with the shape finds it verified", found.found and found.shape_verified)
+try:
+    client.compile(dynamic, arch="host")
+    check("a dynamic graph without shapes raises", False)
+except TirError as e:
+    check("a dynamic graph without shapes raises SHAPE_HINT_MISSING", e.reason == "SHAPE_HINT_MISSING")
 try:
     client.compile("tir.graph @bad(", arch="host")
     check("a malformed graph raises", False)

@@ -81,6 +81,14 @@ def check_bundle(bundle, key):
                        "bundle %s: its signature does not match its contents (altered after signing)" % name)
 
 
+def _set_shapes(options, shapes):
+    """CompileOptions.shape_hints from {input index: shape}."""
+    for index, shape in sorted((shapes or {}).items()):
+        hint = options.shape_hints.add()
+        hint.input = int(index)
+        hint.shape.extend(int(d) for d in shape)
+
+
 class Client:
     def __init__(self, address, token=None, timeout=30.0, max_attempts=4, initial_backoff=0.1,
                  max_message_bytes=64 << 20, bundle_key=None, client_name=None):
@@ -117,11 +125,17 @@ class Client:
                 time.sleep(backoff)
                 backoff *= 2
 
-    def compile(self, mlir_text, arch, heuristic_now=False, max_candidates_per_kernel=0, priority=0):
-        """Submits a graph (tir or TensorIR text); returns the Operation."""
+    def compile(self, mlir_text, arch, heuristic_now=False, max_candidates_per_kernel=0, priority=0, shapes=None):
+        """Submits a graph (tir or TensorIR text); returns the Operation.
+
+        A graph with dynamic dims takes `shapes`: {input index: shape} (an
+        index input: {index: [value]}). The answer is its shape bucket's
+        bundle, sized for the shape and verified there before it is served.
+        """
         request = pb.CompileRequest(request_id="py-" + uuid.uuid4().hex,
                                     graph=graph_pb2.GraphSource(mlir_text=mlir_text))
         request.options.target_arch = arch
+        _set_shapes(request.options, shapes)
         request.options.mode = pb.COMPILE_MODE_HEURISTIC_NOW if heuristic_now else pb.COMPILE_MODE_WAIT
         request.options.budget.max_candidates_per_kernel = max_candidates_per_kernel
         request.options.priority = priority
@@ -163,9 +177,12 @@ class Client:
             check_bundle(bundle, self._key)
         return bundle
 
-    def lookup(self, mlir_text, arch):
+    def lookup(self, mlir_text, arch, shapes=None):
+        """The stored bundle, if any; for a dynamic graph `shapes` finds its
+        bucket's (shape_verified: sized for that shape)."""
         request = pb.LookupKernelRequest(graph=graph_pb2.GraphSource(mlir_text=mlir_text))
         request.options.target_arch = arch
+        _set_shapes(request.options, shapes)
         found = self._call(self._stub.LookupKernel, request, retry=True)
         if self._key and found.found:
             check_bundle(found.bundle, self._key)

@@ -8,6 +8,7 @@ coordinator=$PWD/server/tir-coordinator
 worker=$PWD/worker/tir-worker
 runner=$PWD/worker/runner/tir-worker-runner
 graphs=$PWD/tests/cli/graphs
+dynamic=$PWD/tests/graphs/dynamic
 cd "$TEST_TMPDIR"
 export XDG_CACHE_HOME=$TEST_TMPDIR/cache
 fail=0
@@ -67,6 +68,26 @@ check "rm" 1 "$("$tirctl" rm "$key" --server "$server" | grep -c deleted)"
 "$tirctl" get "$key" --server "$server" >/dev/null 2>err.txt
 check "get after rm exit" 1 $?
 check "get after rm reason" 1 "$(grep -c NOT_FOUND err.txt)"
+
+# A graph with a dynamic dim at two shapes of one bucket and one of the
+# next: each served shape is verified here against the reference (--verify).
+"$tirctl" compile "$dynamic/softmax_rows.mlir" --server "$server" --arch host --verify \
+  --shape 0=300x256 --shape 0=400x256 --shape 0=700x256 >dyn.txt 2>err.txt
+check "dynamic compile exit" 0 $?
+check "dynamic shapes compiled" 3 "$(grep -c '^at shape 0=' dyn.txt)"
+check "dynamic: one tuning per bucket" 2 "$(grep -c ': tuned in' dyn.txt)"
+check "dynamic: tuned at the bucket's top" 2 "$(grep -c 'bucket 0:0=257..512 (pow2), tuned at 0=512x256' dyn.txt)"
+check "dynamic shape checked, not tuned" 1 "$(grep -c 'checked at this shape' dyn.txt)"
+check "dynamic each verified here" 3 "$(grep -c 'verified output 0' dyn.txt)"
+check "dynamic served sized" 1 "$(grep -c 'served at 0=400x256: every kernel verified there on workers/' dyn.txt)"
+check "ls shows buckets" 2 "$("$tirctl" ls --server "$server" | grep -c 'bucket 0:0=')"
+dkey=$(grep -o 'kernels/[0-9a-f]*' dyn.txt | head -1 | cut -d/ -f2)
+check "get shows the bucket" 1 "$("$tirctl" get "$dkey" --server "$server" | grep -c 'bucket 0:0=257..512')"
+"$tirctl" compile "$dynamic/softmax_rows.mlir" --server "$server" --arch host >/dev/null 2>err.txt
+check "dynamic without --shape exit" 1 $?
+check "dynamic without --shape reason" 1 "$(grep -c 'SHAPE_HINT_MISSING: .*input 0 dim 0' err.txt)"
+"$tirctl" compile "$dynamic/softmax_rows.mlir" --server "$server" --arch host --shape 0=x >/dev/null 2>&1
+check "bad --shape exit" 2 $?
 
 # errors: a rejected graph (reason on stderr), an unknown arch, bad usage.
 "$tirctl" compile "$graphs/invalid_shape.mlir" --server "$server" --arch host >/dev/null 2>err.txt
