@@ -9,6 +9,7 @@ worker=$PWD/worker/tir-worker
 runner=$PWD/worker/runner/tir-worker-runner
 tirctl=$PWD/client/tirctl
 graph=$PWD/client/examples/matmul_bias_gelu_residual.mlir
+dynamic=$PWD/tests/graphs/dynamic/softmax_rows.mlir
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [[ -z "$chromium" ]]; then
   echo "FAIL: chromium is not installed (tools/setup --test-tools installs it)"
@@ -60,12 +61,19 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 page dom2.html
+# A dynamic graph at two shapes of one bucket (a tuning, then a check), and
+# the first shape again (a hit): the bucket's row counts them.
+"$tirctl" compile "$dynamic" --server 127.0.0.1:$grpc_port --arch host --shape 0=300x256 --shape 0=400x256 \
+  --shape 0=300x256 >dynamic.log 2>&1
+check "dynamic compiles" $?
+page dom3.html
 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir="$TEST_TMPDIR/profile" \
   --window-size=1280,1100 --virtual-time-budget=4000 --screenshot="$out/dashboard.png" "$url" 2>>chromium.log
 
-python3 - dom1.html dom2.html "$out/dashboard.png" <<'PY'
+python3 - dom1.html dom2.html "$out/dashboard.png" dom3.html <<'PY'
 import re, sys, os
 dom1, dom2 = (open(p).read() for p in sys.argv[1:3])
+dom3 = open(sys.argv[4]).read()
 def check(name, ok):
     print(("ok: " if ok else "FAIL: ") + name)
     return ok
@@ -86,6 +94,10 @@ ok &= check("the job's progress moves", m1 is not None and ((m2 is not None and 
 points = [int(p) for p in re.findall(r'<canvas id="ch-[a-z]+"[^>]*data-points="(\d+)"', dom2)]
 ok &= check("four charts drawn", len(points) == 4 and min(points) >= 2)
 ok &= check("screenshot written", os.path.getsize(sys.argv[3]) > 10000)
+buckets = re.search(r'<table id="buckets">.*?</table>', dom3, re.S).group(0)
+row = re.search(r"<td>0:0=257\.\.512</td><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td>", buckets)
+print("bucket row:", row.groups() if row else buckets[-400:])
+ok &= check("the bucket's hits and verified shapes are shown", row is not None and int(row.group(1)) >= 1 and int(row.group(2)) == 2)
 sys.exit(0 if ok else 1)
 PY
 check "page checks" $?
