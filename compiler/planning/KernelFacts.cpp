@@ -10,27 +10,78 @@ namespace {
 
 int64_t Fixed(int64_t d) { return d < 0 ? kAssumedDynamicExtent : d; }
 
-double Bytes(mlir::Type t) {
-  auto r = t.dyn_cast<mlir::RankedTensorType>();
+// The extent of dim `d` of `v`: static, else from `shapes`, else assumed.
+int64_t ExtentOf(mlir::Value v, size_t d, const ValueShapeMap *shapes) {
+  auto r = v.getType().dyn_cast<mlir::RankedTensorType>();
+  if (!r || d >= static_cast<size_t>(r.getRank())) return 1;
+  if (!r.isDynamicDim(d)) return r.getDimSize(d);
+  if (shapes != nullptr) {
+    auto it = shapes->find(v);
+    if (it != shapes->end() && d < it->second.size() && it->second[d] >= 0) return it->second[d];
+  }
+  return kAssumedDynamicExtent;
+}
+
+double Bytes(mlir::Value v, const ValueShapeMap *shapes) {
+  auto r = v.getType().dyn_cast<mlir::RankedTensorType>();
   if (!r) return 0;
   double n = 1;
-  for (int64_t d : r.getShape()) n *= Fixed(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  for (int64_t d = 0; d < r.getRank(); ++d) n *= static_cast<double>(ExtentOf(v, d, shapes));
   const unsigned bits = r.getElementType().getIntOrFloatBitWidth();
   return n * std::max(1u, bits / 8);
 }
 
+// The iteration space's dynamic extents at `shapes`: from the value the
+// space is the shape of.
+void SizeSpace(const Kernel &kernel, const ValueShapeMap &shapes, IterationSpace &space) {
+  auto fill = [&](std::vector<int64_t> &dims, mlir::Value v) {
+    auto r = v.getType().dyn_cast<mlir::RankedTensorType>();
+    if (!r || r.getRank() != static_cast<int64_t>(dims.size())) return;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] < 0) dims[d] = ExtentOf(v, d, &shapes);
+    }
+  };
+  for (mlir::Operation *op : kernel.ops) {
+    if (space.kind == KernelKind::kMatmul) {
+      if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
+        auto a = mm.getA().getType().cast<mlir::RankedTensorType>();
+        const size_t rank = a.getRank();
+        if (space.m < 0) space.m = ExtentOf(mm.getA(), rank - 2, &shapes);
+        if (space.k < 0) space.k = ExtentOf(mm.getA(), rank - 1, &shapes);
+        if (space.n < 0) space.n = ExtentOf(mm.getB(), rank - 1, &shapes);
+        for (size_t d = 0; d < space.batch.size(); ++d) {
+          if (space.batch[d] < 0) space.batch[d] = ExtentOf(mm.getC(), d, &shapes);
+        }
+        fill(space.shape, mm.getC());
+        return;
+      }
+    } else if (space.kind == KernelKind::kReduction) {
+      if (auto rd = llvm::dyn_cast<ReduceOp>(op)) {
+        fill(space.shape, rd.getInput());
+        return;
+      }
+      if (auto ud = llvm::dyn_cast<ReduceUdOp>(op)) {
+        if (!ud.getInputs().empty()) fill(space.shape, ud.getInputs()[0]);
+        return;
+      }
+    }
+  }
+  for (mlir::Value v : kernel.outputs) fill(space.shape, v);
+}
+
 }  // namespace
 
-KernelFacts ComputeFacts(const Kernel &kernel) {
+KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes) {
   KernelFacts f;
   f.space = kernel.space;
+  if (shapes != nullptr) SizeSpace(kernel, *shapes, f.space);
   for (int64_t &d : f.space.shape) d = Fixed(d);
   for (int64_t &d : f.space.batch) d = Fixed(d);
   f.space.m = Fixed(f.space.m);
   f.space.n = Fixed(f.space.n);
   f.space.k = Fixed(f.space.k);
-  for (mlir::Value v : kernel.inputs) f.bytes_in += Bytes(v.getType());
-  for (mlir::Value v : kernel.outputs) f.bytes_out += Bytes(v.getType());
+  for (mlir::Value v : kernel.inputs) f.bytes_in += Bytes(v, shapes);
+  for (mlir::Value v : kernel.outputs) f.bytes_out += Bytes(v, shapes);
   f.points = 1;
   for (int64_t d : f.space.shape) f.points *= d;
   f.innermost = f.space.shape.empty() ? 1 : f.space.shape.back();

@@ -8,6 +8,7 @@
 
 #include "compiler/planning/Partition.h"
 #include "compiler/planning/TileRules.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace tir::planning {
 
@@ -48,7 +49,16 @@ struct KernelFacts {
   bool Splittable() const { return reductions == 1 && !ordered_reduction && !row_outputs && !column; }
 };
 
-KernelFacts ComputeFacts(const Kernel &kernel);
+// Every value's shape at the sizes a dynamic graph is tuned at (-1: open).
+using ValueShapeMap = llvm::DenseMap<mlir::Value, std::vector<int64_t>>;
+
+// `shapes`, when given, supply the dynamic extents (else
+// kAssumedDynamicExtent): the iteration space's from the kernel's root
+// value (a matmul's operands, a reduction's input, a pointwise kernel's
+// output) and the bytes moved from its inputs' and outputs' shapes. What
+// decides which candidates are valid for any size (static_row, max_vector)
+// still reads the types.
+KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes = nullptr);
 
 
 }  // namespace tir::planning

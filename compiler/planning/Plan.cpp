@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "compiler/reference/ShapeSolver.h"
 #include "compiler/support/status.h"
 
 namespace tir::planning {
@@ -66,13 +68,16 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
   out.plan.set_arch(arch.name);
   if (options.precision == "tf32") out.plan.set_precision("tf32");
   uint32_t intermediates = 0;
+  // A dynamic graph ranked at the sizes it is tuned at.
+  std::optional<ValueShapeMap> sized;
+  if (options.shapes != nullptr) sized = reference::ValueShapes(graph, *options.shapes);
   for (const Kernel &k : out.partition.kernels) {
     for (mlir::Value v : k.outputs) {
       bool returned = false;
       for (mlir::Operation *u : v.getUsers()) returned |= llvm::isa<ResultsOp>(u);
       intermediates += !returned;
     }
-    KernelFacts facts = ComputeFacts(k);
+    KernelFacts facts = ComputeFacts(k, sized ? &*sized : nullptr);
     // tf32 on request, for f32 operands on a GPU with tensor cores.
     if (options.precision == "tf32" && arch.is_gpu && facts.space.kind == KernelKind::kMatmul && facts.operand_bytes == 4 &&
         !facts.tensor_core && facts.element_bytes == 4 && facts.matmul_f32) {

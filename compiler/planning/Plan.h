@@ -18,6 +18,10 @@ struct PlanOptions {
   // CompileOptions.precision: "" / "ieee", or "tf32" (f32 matmuls on tf32
   // tensor cores where the arch has them).
   std::string precision;
+  // A dynamic graph's argument shapes (reference::BindShapes' form) the
+  // candidates are ranked for; null: dynamic extents are assumed
+  // (kAssumedDynamicExtent).
+  const std::vector<std::vector<int64_t>> *shapes = nullptr;
 };
 
 // INVALID_ARGUMENT (INVALID_OPTIONS) unless `precision` is "", "ieee" or "tf32".

@@ -6,6 +6,7 @@
 
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
+#include "compiler/reference/ShapeSolver.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -467,6 +468,40 @@ tir.graph @mm(%a: tensor<64x64xbf16>, %b: tensor<64x64xbf16>) -> tensor<64x64xf3
   using Params = std::map<std::string, int64_t>;
   EXPECT_EQ(Params(a.begin(), a.end()), Params(b.begin(), b.end()));
   EXPECT_TRUE(plain.plan.kernels(0).user_tile().empty());
+}
+
+TEST_F(PlanTest, ADynamicGraphIsRankedAtTheSizesItIsTunedAt) {
+  const std::string text = R"mlir(
+tir.graph @lin(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>) -> tensor<?x1024xf32> {
+  %m = matmul(%x, %w) : (tensor<?x1024xbf16>, tensor<1024x1024xbf16>) -> tensor<?x1024xf32>
+  results %m : tensor<?x1024xf32>
+})mlir";
+  auto loaded = LoadGraphText(text, ctx_.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const target::ArchInfo arch = *target::LookupArch("sm_90a");
+  const std::vector<std::vector<int64_t>> decode = {{4, 1024}, {1024, 1024}};
+  PlanOptions o;
+  o.shapes = &decode;
+  auto sized = PlanGraph(loaded->graph, arch, model_, 5, o);
+  auto assumed = PlanGraph(loaded->graph, arch, model_, 5);
+  ASSERT_TRUE(sized.ok() && assumed.ok());
+  const ValueShapeMap shapes = reference::ValueShapes(loaded->graph, decode);
+  const KernelFacts facts = ComputeFacts(sized->partition.kernels[0], &shapes);
+  EXPECT_EQ(facts.space.m, 4) << "M from the sizes given";
+  EXPECT_EQ(ComputeFacts(assumed->partition.kernels[0]).space.m, kAssumedDynamicExtent);
+  EXPECT_DOUBLE_EQ(facts.bytes_out, 4.0 * 1024 * 4);
+  // Four rows are predicted as four rows, not as the assumed 1024: the
+  // same tile gets another time.
+  const TileCandidate &top = assumed->spaces[0].kept[0];
+  bool compared = false;
+  for (size_t i = 0; i < sized->spaces[0].kept.size(); ++i) {
+    if (sized->spaces[0].kept[i].params != top.params) continue;
+    EXPECT_NE(sized->predictions[0][i].seconds, assumed->predictions[0][0].seconds);
+    EXPECT_LT(sized->spaces[0].kept[i].blocks, top.blocks) << "fewer blocks over 4 rows";
+    compared = true;
+  }
+  EXPECT_TRUE(compared) << "the assumed plan's best tile is in the sized space";
+  modules_.push_back(std::move(loaded->module));
 }
 
 }  // namespace

@@ -80,13 +80,14 @@ TEST_F(DynamicShapesTest, TheRepresentativeIsTheBucketsTopWhenTheGraphAcceptsIt)
   BoundShapes top = Representative(g, dims, BucketOf(dims, asked->sizes, BucketPolicy{}), *asked);
   EXPECT_THAT(top.args[0], ElementsAre(128, 32));
   EXPECT_THAT(top.args[1], ElementsAre(32, 16));
-  // Dims tied by a product (a reshape of ?x4 into ?) cannot all take their
-  // tops: the reshape's output is inferred from the input's.
-  GraphOp r = Load(R"mlir(
-tir.graph @flat(%x: tensor<?x4xf32>, %n: index) -> tensor<?xf32> {
-  %y = reshape %x dynamic_dims(%n) : tensor<?x4xf32> -> tensor<?xf32>
-  results %y : tensor<?xf32>
-})mlir");
+  // Dims tied by a product: the reshape's extent (an index input) follows
+  // the input's rows. Of ?x4 the tops agree (8x4 = 32, the top of 17..32).
+  auto flat = [&](int cols) {
+    return absl::StrCat("tir.graph @flat(%x: tensor<?x", cols, "xf32>, %n: index) -> tensor<?xf32> {\n",
+                        "  %y = reshape %x dynamic_dims(%n) : tensor<?x", cols, "xf32> -> tensor<?xf32>\n",
+                        "  results %y : tensor<?xf32>\n}\n");
+  };
+  GraphOp r = Load(flat(4));
   std::vector<DynamicDim> rd = DynamicDimsOf(r);
   auto ra = Bind(r, {"0=5x4"});
   ASSERT_TRUE(ra.ok()) << ra.status();
@@ -94,6 +95,16 @@ tir.graph @flat(%x: tensor<?x4xf32>, %n: index) -> tensor<?xf32> {
   BoundShapes rt = Representative(r, rd, BucketOf(rd, ra->sizes, BucketPolicy{}), *ra);
   EXPECT_THAT(rt.args[0], ElementsAre(8, 4));
   EXPECT_THAT(rt.args[1], ElementsAre(32));
+  // Of ?x3 they cannot: 8 rows make 24, outside the index's bucket 9..16;
+  // the bundle is tuned at the shape asked.
+  GraphOp r3 = Load(flat(3));
+  std::vector<DynamicDim> rd3 = DynamicDimsOf(r3);
+  auto ra3 = Bind(r3, {"0=5x3"});
+  ASSERT_TRUE(ra3.ok()) << ra3.status();
+  EXPECT_EQ(FormatBucket(rd3, BucketOf(rd3, ra3->sizes, BucketPolicy{})), "0:0=5..8 1=9..16");
+  BoundShapes rt3 = Representative(r3, rd3, BucketOf(rd3, ra3->sizes, BucketPolicy{}), *ra3);
+  EXPECT_THAT(rt3.args[0], ElementsAre(5, 3));
+  EXPECT_THAT(rt3.args[1], ElementsAre(15));
 }
 
 TEST_F(DynamicShapesTest, BoundsInBothSpellingsAndThroughTheProtobufForm) {

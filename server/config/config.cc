@@ -41,9 +41,10 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   {
     const std::string &b = c.shape_buckets();
     int64_t n = 0;
-    const bool multiple = absl::StartsWith(b, "multiple:") && absl::SimpleAtoi(b.substr(9), &n) && n >= 1;
+    const bool multiple =
+        absl::StartsWith(b, "multiple:") && absl::SimpleAtoi(b.substr(9), &n) && n >= 1 && n <= (int64_t{1} << 40);
     if (b != "pow2" && b != "bound" && !multiple) {
-      return Invalid("shape_buckets must be pow2, multiple:N (N >= 1) or bound, got \"" + b + "\"");
+      return Invalid("shape_buckets must be pow2, multiple:N (1 <= N <= 2^40) or bound, got \"" + b + "\"");
     }
   }
   if (c.listen().find(':') == std::string::npos) return Invalid("listen must be HOST:PORT, got " + c.listen());

@@ -140,6 +140,13 @@ absl::Status LimitExceeded(const std::string &limit, uint64_t value, const std::
 
 constexpr char kCachedPrefix[] = "operations/cached.";
 
+// Nanosecond resolution (TimeUtil::GetCurrentTime gives whole seconds here).
+google::protobuf::Timestamp NowTimestamp() { return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now())); }
+
+bool SameTime(const google::protobuf::Timestamp &a, const google::protobuf::Timestamp &b) {
+  return a.seconds() == b.seconds() && a.nanos() == b.nanos();
+}
+
 // A shape's text in an operation name ("0=8x512 1=7" <-> "0=8x512;1=7").
 std::string ShapeInName(std::string text) {
   std::replace(text.begin(), text.end(), ' ', ';');
@@ -227,6 +234,7 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
   for (const char *limit : {"maxOpsPerGraph", "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
     metrics_->limits.Add({{"limit", limit}});
   }
+  for (const char *result : {"passed", "wrong", "failed"}) metrics_->shape_checks.Add({{"result", result}});
   absl::StatusOr<reference::BucketPolicy> policy = reference::BucketPolicy::Parse(options_.shape_buckets);
   if (policy.ok()) {
     bucket_policy_ = *policy;
@@ -397,7 +405,8 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
     TIR_ASSIGN_OR_RETURN(*plan, tuning::BuildWorkItems(loaded.graph, info, config.width, policy, &p.signature,
                                                        calibrated ? static_cast<const planning::CostModel *>(calibrated.get())
                                                                   : &analytic,
-                                                       config.max_space_fraction, planning::PlanOptions{precision},
+                                                       config.max_space_fraction,
+                                                       planning::PlanOptions{precision, p.dynamic ? &p.tuned_args : nullptr},
                                                        p.dynamic ? &p.tuned_args : nullptr));
   }
   auto cached = std::make_shared<Parsed>(p);
@@ -566,9 +575,24 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   // 2b. The bucket's bundle exists but is not verified at this shape: its
   // kernels are checked there first (in heuristic-now mode the check runs
   // and the default answers now, as for a miss).
-  const bool checkOnly = !unchecked.key().empty() && !resume;
+  const bool checkOnly = !unchecked.key().empty();
+  if (checkOnly && resume) {
+    // A job whose bundle was stored just before a restart: nothing is left
+    // to tune. Its operations are checked at their shapes when asked for.
+    writer_.Post([this, key = parsed.key] {
+      IgnoreError(store_->Delete(store::Family::kJobs, "job/" + key), "a finished job's record stays");
+    });
+    return tir::v1::Operation();
+  }
   if (checkOnly) {
-    if (now) {
+    bool live;
+    {
+      absl::MutexLock l(&mu_);
+      live = HasLiveWorker(arch);
+    }
+    if (now || !live) {
+      // Checked once a worker is there; answered now as a miss would be
+      // (the defaults, or NO_WORKER_FOR_ARCH).
       CheckShape(unchecked, parsed.shape, {}, request.options().priority());
     } else {
       std::string name;
@@ -832,7 +856,7 @@ void Coordinator::Advance(const std::string &key) {
       }
     }
     if (!defaultsMeasured) t->set_default_seconds(0);
-    *b.mutable_create_time() = TimeUtil::GetCurrentTime();
+    *b.mutable_create_time() = NowTimestamp();
     Sign(b);
     if (t->default_seconds() > 0 && t->best_seconds() > 0) metrics_->speedup.Observe(t->default_seconds() / t->best_seconds());
     metrics_->tune_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
@@ -881,23 +905,11 @@ void Coordinator::EndJob(const std::string &key, const absl::StatusOr<tir::v1::K
     group.second.push_back(op);
   }
   for (auto &[text, group] : byShape) {
-    absl::Status queued = planner_.Submit(
-        [this, bundle = *result, shape = group.first, ops = group.second, priority = it->second.priority] {
-          absl::StatusOr<std::optional<tir::v1::KernelBundle>> at = ServedAtShape(bundle, shape);
-          if (at.ok() && !*at) {
-            CheckShape(bundle, shape, ops, priority);
-            return;
-          }
-          absl::MutexLock l(&mu_);
-          for (const std::string &op : ops) {
-            FinishOperation(op, at.ok() ? absl::StatusOr<tir::v1::KernelBundle>(**at) : at.status());
-          }
-          Touch();
-        },
-        "maxPlanningQueue");
-    if (!queued.ok()) {
-      for (const std::string &op : group.second) FinishOperation(op, queued);
-    }
+    auto answer = [this, bundle = *result, shape = group.first, ops = group.second, priority = it->second.priority] {
+      AnswerAtShape(bundle, shape, ops, priority);
+    };
+    // On the pool, else (the pool full) on the writer: outside mu_ either way.
+    if (!planner_.Submit(answer, "maxPlanningQueue").ok()) writer_.Post(answer);
   }
   // Its queued items and leases are dropped: heartbeats tell their workers
   // to stop, and a late report is acknowledged as a duplicate.
@@ -966,7 +978,7 @@ absl::StatusOr<tir::v1::KernelBundle> Coordinator::DefaultBundle(const std::stri
     e->mutable_compile_info()->set_compile_seconds(seconds);
     b.mutable_tuning()->set_candidates_total(b.tuning().candidates_total() + static_cast<uint32_t>(w.space_size));
   }
-  *b.mutable_create_time() = TimeUtil::GetCurrentTime();
+  *b.mutable_create_time() = NowTimestamp();
   Sign(b);
   return b;
 }
@@ -1002,6 +1014,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::GetOperation(const std::string &
     TIR_RETURN_IF_ERROR(b.status());
     if (at != std::string::npos) {
       const Shape shape = ParseShapeText(rest.substr(at + 1));
+      if (shape.hints.empty()) return NotFound("no operation " + name);
       TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::KernelBundle> sized, ServedAtShape(*b, shape));
       if (!sized) return NotFound("no operation " + name + ": the bundle is not verified at that shape");
       *b = *std::move(sized);
@@ -1026,17 +1039,20 @@ absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string 
     known = ops_.Contains(name);
   }
   if (!known) return RestoredOperation(name);
-  absl::MutexLock l(&mu_);
-  for (;;) {
-    const OperationTable::Entry *e = ops_.Find(name);
-    if (e == nullptr) return RestoredOperation(name);  // dropped while waited on: it is done
-    const bool changed = version != nullptr && *version >= 0 && e->version != *version;
-    if (e->op.done() || changed || absl::Now() >= end || stopping_) {
-      if (version != nullptr) *version = e->version;
-      return e->op;
+  {
+    absl::MutexLock l(&mu_);
+    for (;;) {
+      const OperationTable::Entry *e = ops_.Find(name);
+      if (e == nullptr) break;  // dropped while waited on: it is done
+      const bool changed = version != nullptr && *version >= 0 && e->version != *version;
+      if (e->op.done() || changed || absl::Now() >= end || stopping_) {
+        if (version != nullptr) *version = e->version;
+        return e->op;
+      }
+      changed_.WaitWithDeadline(&mu_, end);
     }
-    changed_.WaitWithDeadline(&mu_, end);
   }
+  return RestoredOperation(name);  // outside mu_: it reads the store (and may check a shape)
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::string &name) {
@@ -1046,6 +1062,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::strin
   if (entry == nullptr) return NotFound("no operation " + name);
   const std::string key = entry->job;
   FinishOperation(name, MakeError(absl::StatusCode::kCancelled, "CANCELLED", "cancelled by the client"));
+  ForgetOperations({name});
   if (auto check = checks_.find(key); check != checks_.end()) {
     // A check goes on: its record serves the next request for the shape.
     auto &ops = check->second.operations;
@@ -1090,9 +1107,10 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const Par
       return at.status();
     }
   }
-  metrics_->cache.Add({{"result", hit.ok() ? "hit" : "miss"}}).Increment();
+  const bool served = hit.ok() && (!parsed.dynamic || out.shape_verified());
+  metrics_->cache.Add({{"result", served ? "hit" : "miss"}}).Increment();
   ++requests_;
-  ++(hit.ok() ? hits_ : misses_);
+  ++(served ? hits_ : misses_);
   if (hit.ok()) {
     out.set_found(true);
     Served(*hit);
@@ -1139,7 +1157,9 @@ void Coordinator::ForgetShapes(const std::string &key) {
 
 void Coordinator::CheckShape(const tir::v1::KernelBundle &stored, const Shape &shape, std::vector<std::string> ops,
                              int priority) {
-  const std::string id = absl::StrCat("check/", stored.key(), "/", shape.text);
+  // The id names the bundle: a retuned bundle's check is its own.
+  const std::string id = absl::StrCat("check/", stored.key(), "/",
+                                      TimeUtil::TimestampToNanoseconds(stored.create_time()), "/", shape.text);
   {
     absl::MutexLock l(&mu_);
     auto it = checks_.find(id);
@@ -1158,8 +1178,28 @@ void Coordinator::CheckShape(const tir::v1::KernelBundle &stored, const Shape &s
   absl::MutexLock l(&mu_);
   if (!sized.ok()) {
     for (const std::string &op : ops) FinishOperation(op, sized.status());
+    ForgetOperations(ops);
     Touch();
     return;
+  }
+  if (!checks_.count(id)) {
+    // A check takes room as a job does: at most maxJobs checks in flight,
+    // and its items in the queue's bound.
+    const Limits &lim = options_.limits;
+    absl::Status fits = absl::OkStatus();
+    if (checks_.size() >= lim.max_jobs) {
+      metrics_->limits.Add({{"limit", "maxJobs"}}).Increment();
+      fits = LimitExceeded("maxJobs", lim.max_jobs, absl::StrCat(checks_.size(), " shape checks are in flight"));
+    } else if (lq_.queued() + sized->checks.size() > lim.max_queue_items) {
+      metrics_->limits.Add({{"limit", "maxQueueItems"}}).Increment();
+      fits = LimitExceeded("maxQueueItems", lim.max_queue_items,
+                           absl::StrCat(lq_.queued(), " work items are queued and this check adds ", sized->checks.size()));
+    }
+    if (!fits.ok()) {
+      for (const std::string &op : ops) FinishOperation(op, fits);
+      Touch();
+      return;
+    }
   }
   auto [it, fresh] = checks_.try_emplace(id);
   ShapeCheck &c = it->second;
@@ -1186,6 +1226,19 @@ void Coordinator::CheckShape(const tir::v1::KernelBundle &stored, const Shape &s
     }
   }
   UpdateCheckProgress(c);
+  if (c.results.empty()) CompleteCheck(it);  // no kernel to check
+  Touch();
+}
+
+void Coordinator::AnswerAtShape(const tir::v1::KernelBundle &stored, const Shape &shape, std::vector<std::string> ops,
+                                int priority) {
+  absl::StatusOr<std::optional<tir::v1::KernelBundle>> at = ServedAtShape(stored, shape);
+  if (at.ok() && !*at) {
+    CheckShape(stored, shape, std::move(ops), priority);
+    return;
+  }
+  absl::MutexLock l(&mu_);
+  for (const std::string &op : ops) FinishOperation(op, at.ok() ? absl::StatusOr<tir::v1::KernelBundle>(**at) : at.status());
   Touch();
 }
 
@@ -1223,23 +1276,35 @@ void Coordinator::RecordCheck(const QueuedWork &work, const std::vector<tir::v1:
   for (const auto &r : c.results) {
     if (!r) return;  // kernels still to check
   }
+  CompleteCheck(it);
+}
+
+void Coordinator::CompleteCheck(std::map<std::string, ShapeCheck>::iterator it) {
+  ShapeCheck &c = it->second;
   tir::v1::ShapeVerification record;
   *record.mutable_shape() = {c.shape.hints.begin(), c.shape.hints.end()};
-  bool passed = true;
+  bool passed = true, wrong = false;
   for (const auto &r : c.results) {
     *record.add_kernels() = *r;
     passed &= r->verdict() == tir::v1::VERDICT_PASSED;
+    wrong |= r->verdict() == tir::v1::VERDICT_WRONG;
   }
   record.set_passed(passed);
   record.set_worker(c.worker);
-  *record.mutable_verify_time() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now()));
-  metrics_->shape_checks.Add({{"result", passed ? "passed" : "failed"}}).Increment();
+  *record.mutable_verify_time() = NowTimestamp();
+  *record.mutable_bundle_create_time() = c.sized.create_time();
+  metrics_->shape_checks.Add({{"result", passed ? "passed" : wrong ? "wrong" : "failed"}}).Increment();
   metrics_->shape_check_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - c.start));
-  shape_records_.Put(c.key, c.shape.text, record);
   shape_records_.NoteVerified(c.key, c.sized, passed);
-  writer_.Post([this, k = absl::StrCat("shape/", c.key, "/", c.shape.text), v = record.SerializeAsString()] {
-    IgnoreError(store_->Put(store::Family::kJobs, k, v, false), "a shape record not stored is checked again");
-  });
+  // Kept: a pass, and a wrong result (a refusal for good). A check whose
+  // kernels only faulted, timed out or did not compile (after the attempts
+  // a sick worker gets) fails its requests and is made again next time.
+  if (passed || wrong) {
+    shape_records_.Put(c.key, c.shape.text, record);
+    writer_.Post([this, k = absl::StrCat("shape/", c.key, "/", c.shape.text), v = record.SerializeAsString()] {
+      IgnoreError(store_->Put(store::Family::kJobs, k, v, false), "a shape record not stored is checked again");
+    });
+  }
   absl::StatusOr<tir::v1::KernelBundle> answer;
   if (passed) {
     tir::v1::KernelBundle copy = ServedCopy(c.sized, record);
@@ -1253,14 +1318,25 @@ void Coordinator::RecordCheck(const QueuedWork &work, const std::vector<tir::v1:
                            record.kernels(k).detail());
       }
     }
-    answer = MakeError(absl::StatusCode::kFailedPrecondition, "WRONG_AT_SHAPE",
-                       absl::StrCat("bundle ", c.key, " failed its check at shape ", c.shape.text, " (", why,
-                                    "); it is not served there. Compile with force_retune to tune again"));
+    answer = wrong ? MakeError(absl::StatusCode::kFailedPrecondition, "WRONG_AT_SHAPE",
+                               absl::StrCat("bundle ", c.key, " failed its check at shape ", c.shape.text, " (", why,
+                                            "); it is not served there. Compile with force_retune to tune again"))
+                   : MakeError(absl::StatusCode::kUnavailable, "SHAPE_CHECK_FAILED",
+                               absl::StrCat("the check of bundle ", c.key, " at shape ", c.shape.text,
+                                            " did not complete (", why, "); asking again checks it again"));
   }
   for (const std::string &op : c.operations) FinishOperation(op, answer);
+  if (!answer.ok()) ForgetOperations(c.operations);
   lq_.DropJob(c.id);
   checks_.erase(it);
   Touch();
+}
+
+void Coordinator::ForgetOperations(const std::vector<std::string> &ops) {
+  // Ended for good (cancelled, refused): a restart does not bring them back.
+  writer_.Post([this, ops] {
+    for (const std::string &op : ops) IgnoreError(store_->Delete(store::Family::kJobs, "op/" + op), "a stale operation record stays");
+  });
 }
 
 void Coordinator::DescribeShape(tir::v1::Operation &op, const Parsed &parsed) {
@@ -1283,10 +1359,7 @@ absl::StatusOr<std::optional<tir::v1::KernelBundle>> Coordinator::ServedAtShape(
   const std::string &key = stored.key();
   if (std::optional<tir::v1::KernelBundle> copy = shape_records_.Served(key, shape.text)) {
     // A copy made for an older bundle under the key (retuned since) is stale.
-    if (copy->create_time().seconds() == stored.create_time().seconds() &&
-        copy->create_time().nanos() == stored.create_time().nanos()) {
-      return copy;
-    }
+    if (SameTime(copy->create_time(), stored.create_time())) return copy;
   }
   std::optional<tir::v1::ShapeVerification> record = shape_records_.Find(key, shape.text);
   if (!record) {
@@ -1301,6 +1374,8 @@ absl::StatusOr<std::optional<tir::v1::KernelBundle>> Coordinator::ServedAtShape(
       return value.status();
     }
   }
+  // A record made for the bundle a retune replaced says nothing of this one.
+  if (record && !SameTime(record->bundle_create_time(), stored.create_time())) record.reset();
   if (!record) {
     // The shape the bundle was tuned at is verified by its tuning.
     bool tunedHere = stored.tuned_shape_size() == static_cast<int>(shape.hints.size());
@@ -1310,9 +1385,14 @@ absl::StatusOr<std::optional<tir::v1::KernelBundle>> Coordinator::ServedAtShape(
     if (!tunedHere || !stored.tuning().tuned()) return std::nullopt;
     tir::v1::ShapeVerification r;
     *r.mutable_shape() = {shape.hints.begin(), shape.hints.end()};
-    for (const tir::v1::KernelEntry &k : stored.kernels()) *r.add_kernels() = k.verification();
-    r.set_passed(true);
+    bool passed = true;
+    for (const tir::v1::KernelEntry &k : stored.kernels()) {
+      *r.add_kernels() = k.verification();
+      passed &= k.verification().verdict() == tir::v1::VERDICT_PASSED;
+    }
+    r.set_passed(passed);
     *r.mutable_verify_time() = stored.create_time();
+    *r.mutable_bundle_create_time() = stored.create_time();
     record = r;
     shape_records_.Put(key, shape.text, r);
   }

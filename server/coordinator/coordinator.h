@@ -264,6 +264,14 @@ class Coordinator {
                   int priority) ABSL_LOCKS_EXCLUDED(mu_);
   void RecordCheck(const QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results,
                    const std::string &worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every kernel of the check has its verdict: the record, the answers.
+  void CompleteCheck(std::map<std::string, ShapeCheck>::iterator check) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Answers `ops` with `stored` sized for `shape`, checking it there first
+  // when it is not verified yet.
+  void AnswerAtShape(const tir::v1::KernelBundle &stored, const Shape &shape, std::vector<std::string> ops, int priority)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops the persisted records of operations that ended for good.
+  void ForgetOperations(const std::vector<std::string> &ops);
   void UpdateCheckProgress(const ShapeCheck &check) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the shape records of `key` (memory and store): a new bundle.
   void ForgetShapes(const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);

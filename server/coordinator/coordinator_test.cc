@@ -700,6 +700,7 @@ TEST_F(DynamicShapesTest, OneTuningPerBucketAndACheckPerNewShape) {
   }
   EXPECT_EQ(tunes, tuned) << "one tuning for the bucket";
   EXPECT_EQ(checks, 3);
+  EXPECT_TRUE(Lease(w, 1, absl::Milliseconds(20)).empty()) << "nothing else queued";
   EXPECT_THAT(checked_shapes_, ::testing::IsSupersetOf({"300x64", "400x64", "257x64"}));
   // A shape seen before is a cache hit, sized for it.
   auto hit = CompileAt(kDynamicExp, {"0=400x64"});
@@ -714,7 +715,7 @@ TEST_F(DynamicShapesTest, OneTuningPerBucketAndACheckPerNewShape) {
   auto top = CompileAt(kDynamicExp, {"0=512x64"});
   ASSERT_TRUE(top.ok()) << top.status();
   EXPECT_TRUE(top->done());
-  EXPECT_EQ(checks, 3);
+  EXPECT_TRUE(Lease(w, 1, absl::Milliseconds(20)).empty()) << "no check queued for the tuned shape";
   // Another bucket tunes again.
   auto other = CompileAt(kDynamicExp, {"0=600x64"});
   ASSERT_TRUE(other.ok()) << other.status();
@@ -745,11 +746,141 @@ TEST_F(DynamicShapesTest, AShapeItsKernelsAreWrongAtIsRefused) {
   auto again = CompileAt(kDynamicExp, {"0=300x64"});
   EXPECT_EQ(ReasonOf(again.status()), "WRONG_AT_SHAPE");
   EXPECT_EQ(checks, 1);
+  EXPECT_TRUE(Lease(w, 1, absl::Milliseconds(20)).empty()) << "no second check queued";
   // Another shape of the bucket is checked on its own.
   auto other = CompileAt(kDynamicExp, {"0=320x64"});
   ASSERT_TRUE(other.ok()) << other.status();
   tir::v1::Operation d = ServeCounting(w, other->name(), &tunes, &checks);
   EXPECT_TRUE(d.has_response()) << d.error().message();
+}
+
+TEST_F(DynamicShapesTest, ACheckThatOnlyFaultedIsNotKeptAsARefusal) {
+  Start();
+  const std::string w = Register();
+  int tunes = 0, checks = 0;
+  auto op = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  tir::v1::Operation done = ServeCounting(w, op->name(), &tunes, &checks, tir::v1::VERDICT_FAULT);
+  EXPECT_EQ(done.error().reason(), "SHAPE_CHECK_FAILED") << done.error().message();
+  EXPECT_EQ(checks, options_.max_attempts) << "a faulting check is tried on every attempt";
+  // Asked again, the shape is checked again (and passes this time).
+  auto again = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->done());
+  tir::v1::Operation d = ServeCounting(w, again->name(), &tunes, &checks);
+  EXPECT_TRUE(d.has_response()) << d.error().message();
+  EXPECT_TRUE(d.metadata().shape_checked());
+}
+
+TEST_F(DynamicShapesTest, ACheckOfTheBundleARetuneReplacedVouchesForNothing) {
+  Start();
+  const std::string w = Register();
+  int tunes = 0, checks = 0;
+  auto op = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  // A check of the bundle at 280 is leased, not reported yet ...
+  auto pending = CompileAt(kDynamicExp, {"0=280x64"});
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  std::vector<tir::v1::WorkItem> old = Lease(w);
+  ASSERT_EQ(old.size(), 1u);
+  ASSERT_EQ(old[0].candidates_size(), 1);
+  // ... when a retune replaces the bundle.
+  tir::v1::CompileRequest r;
+  r.mutable_graph()->set_mlir_text(kDynamicExp);
+  r.mutable_options()->set_target_arch("host");
+  r.mutable_options()->set_force_retune(true);
+  *r.mutable_options()->add_shape_hints() = *reference::ParseShapeHint("0=300x64");
+  auto retune = c_->Compile(r, client_);
+  ASSERT_TRUE(retune.ok()) << retune.status();
+  ASSERT_TRUE(ServeCounting(w, retune->name(), &tunes, &checks).has_response());
+  // The old check passes: it answers the request that asked for it, and
+  // says nothing of the new kernels at 280.
+  ASSERT_TRUE(Report(w, old[0]).ok());
+  auto answered = c_->GetOperation(pending->name());
+  ASSERT_TRUE(answered.ok());
+  EXPECT_TRUE(answered->done());
+  auto again = CompileAt(kDynamicExp, {"0=280x64"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->done()) << "the new bundle is checked at 280 itself";
+  EXPECT_TRUE(ServeCounting(w, again->name(), &tunes, &checks).has_response());
+}
+
+TEST_F(DynamicShapesTest, WithoutAWorkerANewShapeGetsTheDefaultsAndIsCheckedLater) {
+  Start();
+  const std::string w = Register();
+  int tunes = 0, checks = 0;
+  auto op = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  tir::v1::DrainRequest drain;
+  drain.set_name(w);
+  ASSERT_TRUE(c_->Drain(drain).ok());
+  auto now = CompileAt(kDynamicExp, {"0=290x64"});
+  ASSERT_TRUE(now.ok()) << now.status();
+  ASSERT_TRUE(now->done()) << "not left waiting for a worker";
+  ASSERT_TRUE(now->has_response()) << now->error().message();
+  EXPECT_FALSE(now->response().tuning().tuned());
+  EXPECT_EQ(now->response().inputs(0).shape(0), 290);
+  // A worker comes: the queued check runs, and the shape is served tuned.
+  const std::string w2 = Register();
+  std::vector<tir::v1::WorkItem> items = Lease(w2);
+  ASSERT_EQ(items.size(), 1u);
+  ASSERT_TRUE(Report(w2, items[0]).ok());
+  auto hit = CompileAt(kDynamicExp, {"0=290x64"});
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  ASSERT_TRUE(hit->done());
+  EXPECT_TRUE(hit->response().tuning().tuned());
+}
+
+TEST_F(DynamicShapesTest, ACancelledCheckOperationEndsTheCheckGoesOn) {
+  Start();
+  const std::string w = Register();
+  int tunes = 0, checks = 0;
+  auto op = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  auto pending = CompileAt(kDynamicExp, {"0=270x64"});
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  auto cancelled = c_->CancelOperation(pending->name());
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  EXPECT_EQ(cancelled->error().reason(), "CANCELLED");
+  std::vector<tir::v1::WorkItem> items = Lease(w);
+  ASSERT_EQ(items.size(), 1u) << "the check goes on";
+  ASSERT_TRUE(Report(w, items[0]).ok());
+  auto hit = CompileAt(kDynamicExp, {"0=270x64"});
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(hit->done());
+  // After a restart the cancelled operation stays cancelled (or gone), and
+  // no new check is queued for it.
+  c_.reset();
+  Start();
+  const std::string w2 = Register();
+  auto after = c_->GetOperation(pending->name());
+  EXPECT_TRUE(!after.ok() || (after->done() && !after->has_response())) << after.status();
+  EXPECT_TRUE(Lease(w2, 1, absl::Milliseconds(50)).empty());
+}
+
+TEST_F(DynamicShapesTest, ARetunedBundlesShapesAreCheckedAgain) {
+  Start();
+  const std::string w = Register();
+  int tunes = 0, checks = 0;
+  auto op = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  ASSERT_EQ(checks, 1);
+  tir::v1::CompileRequest r;
+  r.mutable_graph()->set_mlir_text(kDynamicExp);
+  r.mutable_options()->set_target_arch("host");
+  r.mutable_options()->set_force_retune(true);
+  *r.mutable_options()->add_shape_hints() = *reference::ParseShapeHint("0=300x64");
+  auto retune = c_->Compile(r, client_);
+  ASSERT_TRUE(retune.ok()) << retune.status();
+  ASSERT_TRUE(ServeCounting(w, retune->name(), &tunes, &checks).has_response());
+  EXPECT_EQ(checks, 2) << "the new kernels are checked at the shape";
+  auto hit = CompileAt(kDynamicExp, {"0=300x64"});
+  ASSERT_TRUE(hit.ok());
+  EXPECT_TRUE(hit->done());
 }
 
 TEST_F(DynamicShapesTest, HintsAreCheckedAgainstTheGraph) {

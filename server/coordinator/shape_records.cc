@@ -18,8 +18,8 @@ std::optional<tir::v1::ShapeVerification> ShapeRecords::Find(const std::string &
 }
 
 template <typename Map>
-void ShapeRecords::Bound(Map &map) {
-  if (map.size() < max_entries_) return;
+void ShapeRecords::Bound(Map &map, bool force) {
+  if (map.empty() || (!force && map.size() < max_entries_)) return;
   std::vector<uint64_t> orders;
   for (const auto &[id, e] : map) orders.push_back(e.order);
   std::nth_element(orders.begin(), orders.begin() + orders.size() / 2, orders.end());
@@ -42,8 +42,14 @@ std::optional<tir::v1::KernelBundle> ShapeRecords::Served(const std::string &key
 
 void ShapeRecords::PutServed(const std::string &key, const std::string &shape, const tir::v1::KernelBundle &bundle) {
   absl::MutexLock l(&mu_);
-  Bound(served_);
-  served_[Id(key, shape)] = {bundle, next_++};
+  const size_t bytes = bundle.ByteSizeLong();
+  if (bytes > max_served_bytes_) return;  // served, not kept
+  Bound(served_, served_bytes_ + bytes > max_served_bytes_);
+  served_bytes_ = 0;
+  for (const auto &[id, c] : served_) served_bytes_ += c.bytes;
+  Copy &c = served_[Id(key, shape)];
+  served_bytes_ += bytes - c.bytes;
+  c = {bundle, next_++, bytes};
 }
 
 void ShapeRecords::Forget(const std::string &key) {
@@ -55,6 +61,7 @@ void ShapeRecords::Forget(const std::string &key) {
     }
   }
   for (auto it = served_.lower_bound(prefix); it != served_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    served_bytes_ -= it->second.bytes;
     it = served_.erase(it);
   }
   buckets_.erase(key);

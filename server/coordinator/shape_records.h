@@ -6,8 +6,9 @@
 //
 // Records are persisted by the coordinator ("shape/<key>/<shape>" in the
 // jobs family) and read back on a miss here; this is the in-memory side.
-// Bounded: at `max_entries` records (or sized copies) the oldest half is
-// dropped (they reload from the store). A new bundle under a key (retuned)
+// Bounded: at `max_entries` records (or sized copies), or sized copies of
+// `max_served_bytes` in all, the oldest half is dropped (records reload
+// from the store, copies are sized again). A new bundle under a key (retuned)
 // or a deleted one forgets the key's records: they were for other kernels.
 //
 // Thread-safe (its own mutex: the cache-hit path never takes the
@@ -30,7 +31,8 @@ namespace tir::coordinator {
 
 class ShapeRecords {
  public:
-  explicit ShapeRecords(size_t max_entries = 65536) : max_entries_(max_entries) {}
+  explicit ShapeRecords(size_t max_entries = 65536, size_t max_served_bytes = size_t{256} << 20)
+      : max_entries_(max_entries), max_served_bytes_(max_served_bytes) {}
 
   std::optional<tir::v1::ShapeVerification> Find(const std::string &key, const std::string &shape) const;
   void Put(const std::string &key, const std::string &shape, const tir::v1::ShapeVerification &record);
@@ -53,10 +55,11 @@ class ShapeRecords {
   static std::string Id(const std::string &key, const std::string &shape) { return key + "|" + shape; }
   tir::v1::BucketStatus &Bucket(const std::string &key, const tir::v1::KernelBundle &bundle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the older half of `map` when it holds max_entries_ (or `force`).
   template <typename Map>
-  void Bound(Map &map) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Bound(Map &map, bool force = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const size_t max_entries_;
+  const size_t max_entries_, max_served_bytes_;
   mutable absl::Mutex mu_;
   // Insertion order is kept by a counter so the oldest go first.
   struct Record {
@@ -66,7 +69,9 @@ class ShapeRecords {
   struct Copy {
     tir::v1::KernelBundle bundle;
     uint64_t order = 0;
+    size_t bytes = 0;
   };
+  size_t served_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, Record> records_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Copy> served_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, tir::v1::BucketStatus> buckets_ ABSL_GUARDED_BY(mu_);
