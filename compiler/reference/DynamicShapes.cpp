@@ -336,7 +336,8 @@ absl::StatusOr<tir::v1::ShapeHint> ParseShapeHint(absl::string_view text) {
   return h;
 }
 
-std::string FormatBucket(const std::vector<DynamicDim> &dims, const std::vector<DimRange> &bucket) {
+google::protobuf::RepeatedPtrField<tir::v1::DimBucket> BucketProtos(const std::vector<DynamicDim> &dims,
+                                                                   const std::vector<DimRange> &bucket) {
   google::protobuf::RepeatedPtrField<tir::v1::DimBucket> out;
   for (size_t i = 0; i < dims.size() && i < bucket.size(); ++i) {
     tir::v1::DimBucket *b = out.Add();
@@ -345,8 +346,13 @@ std::string FormatBucket(const std::vector<DynamicDim> &dims, const std::vector<
     b->set_index(dims[i].index);
     b->set_lower(bucket[i].lower);
     b->set_upper(bucket[i].upper);
+    b->set_bound(dims[i].bound);
   }
-  return FormatBucket(out);
+  return out;
+}
+
+std::string FormatBucket(const std::vector<DynamicDim> &dims, const std::vector<DimRange> &bucket) {
+  return FormatBucket(BucketProtos(dims, bucket));
 }
 
 std::string FormatBucket(const google::protobuf::RepeatedPtrField<tir::v1::DimBucket> &buckets) {

@@ -100,6 +100,9 @@ std::string FormatShapes(const std::vector<tir::v1::ShapeHint> &hints);
 // "0=8x512" -> the hint (also "0=8,512"). Errors: INVALID_ARGUMENT
 // (INVALID_SHAPE_HINT).
 absl::StatusOr<tir::v1::ShapeHint> ParseShapeHint(absl::string_view text);
+// The bucket as DimBuckets (with each dim's bound).
+google::protobuf::RepeatedPtrField<tir::v1::DimBucket> BucketProtos(const std::vector<DynamicDim> &dims,
+                                                                   const std::vector<DimRange> &bucket);
 // "0:1=257..512 2=1..6": the bucket, per dim "input:dim=lower..upper" (an
 // index input: "input=lower..upper"; one size alone: "input:dim=N").
 std::string FormatBucket(const std::vector<DynamicDim> &dims, const std::vector<DimRange> &bucket);

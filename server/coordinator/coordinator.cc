@@ -366,15 +366,7 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
     p.bucket_text = reference::FormatBucket(dims, bucket);
     tir::v1::KernelBundle &sig = p.signature;
     sig.set_bucket_policy(bucket_policy_.Name());
-    for (size_t i = 0; i < dims.size(); ++i) {
-      tir::v1::DimBucket *b = sig.add_buckets();
-      b->set_input(dims[i].input);
-      b->set_dim(dims[i].dim);
-      b->set_index(dims[i].index);
-      b->set_lower(bucket[i].lower);
-      b->set_upper(bucket[i].upper);
-      b->set_bound(dims[i].bound);
-    }
+    *sig.mutable_buckets() = reference::BucketProtos(dims, bucket);
     reference::ArgShapes top = asked.args;
     for (size_t i = 0; i < dims.size(); ++i) top[dims[i].input][dims[i].index ? 0 : dims[i].dim] = bucket[i].upper;
     for (tir::v1::ShapeHint &h : reference::AsHints(loaded.graph, top)) *sig.add_shape_bucket() = std::move(h);

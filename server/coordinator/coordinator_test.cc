@@ -658,6 +658,12 @@ class DynamicShapesTest : public CoordinatorTest {
     ADD_FAILURE() << name << " did not finish";
     return {};
   }
+  // Tunes kDynamicExp's bucket 257..512 (asked at 300, so checked there too).
+  void TuneTheBucket(const std::string &worker, int *tunes, int *checks) {
+    auto op = CompileAt(kDynamicExp, {"0=300x64"});
+    ASSERT_TRUE(op.ok()) << op.status();
+    ASSERT_TRUE(ServeCounting(worker, op->name(), tunes, checks).has_response());
+  }
   std::vector<std::string> checked_shapes_;
 };
 
@@ -776,9 +782,7 @@ TEST_F(DynamicShapesTest, ACheckOfTheBundleARetuneReplacedVouchesForNothing) {
   Start();
   const std::string w = Register();
   int tunes = 0, checks = 0;
-  auto op = CompileAt(kDynamicExp, {"0=300x64"});
-  ASSERT_TRUE(op.ok()) << op.status();
-  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  ASSERT_NO_FATAL_FAILURE(TuneTheBucket(w, &tunes, &checks));
   // A check of the bundle at 280 is leased, not reported yet ...
   auto pending = CompileAt(kDynamicExp, {"0=280x64"});
   ASSERT_TRUE(pending.ok()) << pending.status();
@@ -810,9 +814,7 @@ TEST_F(DynamicShapesTest, WithoutAWorkerANewShapeGetsTheDefaultsAndIsCheckedLate
   Start();
   const std::string w = Register();
   int tunes = 0, checks = 0;
-  auto op = CompileAt(kDynamicExp, {"0=300x64"});
-  ASSERT_TRUE(op.ok()) << op.status();
-  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  ASSERT_NO_FATAL_FAILURE(TuneTheBucket(w, &tunes, &checks));
   tir::v1::DrainRequest drain;
   drain.set_name(w);
   ASSERT_TRUE(c_->Drain(drain).ok());
@@ -837,9 +839,7 @@ TEST_F(DynamicShapesTest, ACancelledCheckOperationEndsTheCheckGoesOn) {
   Start();
   const std::string w = Register();
   int tunes = 0, checks = 0;
-  auto op = CompileAt(kDynamicExp, {"0=300x64"});
-  ASSERT_TRUE(op.ok()) << op.status();
-  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  ASSERT_NO_FATAL_FAILURE(TuneTheBucket(w, &tunes, &checks));
   auto pending = CompileAt(kDynamicExp, {"0=270x64"});
   ASSERT_TRUE(pending.ok()) << pending.status();
   auto cancelled = c_->CancelOperation(pending->name());
@@ -865,9 +865,7 @@ TEST_F(DynamicShapesTest, ARetunedBundlesShapesAreCheckedAgain) {
   Start();
   const std::string w = Register();
   int tunes = 0, checks = 0;
-  auto op = CompileAt(kDynamicExp, {"0=300x64"});
-  ASSERT_TRUE(op.ok()) << op.status();
-  ASSERT_TRUE(ServeCounting(w, op->name(), &tunes, &checks).has_response());
+  ASSERT_NO_FATAL_FAILURE(TuneTheBucket(w, &tunes, &checks));
   ASSERT_EQ(checks, 1);
   tir::v1::CompileRequest r;
   r.mutable_graph()->set_mlir_text(kDynamicExp);
