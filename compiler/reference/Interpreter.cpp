@@ -665,8 +665,11 @@ DType DTypeOf(mlir::Type t) {
 }
 
 absl::Status CheckVerificationFits(GraphOp graph, int64_t extent) {
-  const SolvedShapes solved = SolveDynamicExtents(graph, extent);
-  const llvm::DenseMap<mlir::Value, std::vector<int64_t>> shapes = ValueShapes(graph, solved.arguments);
+  return CheckVerificationFitsAt(graph, SolveDynamicExtents(graph, extent).arguments);
+}
+
+absl::Status CheckVerificationFitsAt(GraphOp graph, const std::vector<std::vector<int64_t>> &arguments) {
+  const llvm::DenseMap<mlir::Value, std::vector<int64_t>> shapes = ValueShapes(graph, arguments);
   // 8 bytes per element for every value the interpreter keeps, plus the
   // native-width buffers of the inputs and outputs a launch lays out.
   double bytes = 0, largest = 0;

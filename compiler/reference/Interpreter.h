@@ -36,6 +36,9 @@ std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed);
 // LIMIT_EXCEEDED naming the element count, the bytes and the limit, so a
 // graph too large to verify here is refused at once.
 absl::Status CheckVerificationFits(GraphOp graph, int64_t extent);
+// The same at given argument shapes (ShapeSolver's form: a tensor's shape,
+// an index argument's value as {v}), e.g. a dynamic graph's shape hints.
+absl::Status CheckVerificationFitsAt(GraphOp graph, const std::vector<std::vector<int64_t>> &arguments);
 
 // The dtype of an MLIR element type (must be a tir element type or index).
 DType DTypeOf(mlir::Type elementOrScalar);

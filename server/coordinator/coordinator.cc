@@ -16,6 +16,7 @@
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/fingerprint/Fingerprint.h"
 #include "compiler/ir/Registration.h"
+#include "compiler/reference/Interpreter.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
 #include "compiler/support/status.h"
 #include "compiler/support/version.h"
@@ -358,7 +359,10 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
   } else {
     TIR_ASSIGN_OR_RETURN(reference::BoundShapes asked, reference::BindShapes(loaded.graph, dims, options.shape_hints()));
     const std::vector<reference::DimRange> bucket = reference::BucketOf(dims, asked.sizes, bucket_policy_);
-    const reference::BoundShapes tuned = reference::Representative(loaded.graph, dims, bucket, asked);
+    // Workers verify at these sizes: the reference must fit in memory there.
+    TIR_RETURN_IF_ERROR(reference::CheckVerificationFitsAt(loaded.graph, asked.args));
+    reference::BoundShapes tuned = reference::Representative(loaded.graph, dims, bucket, asked);
+    if (!reference::CheckVerificationFitsAt(loaded.graph, tuned.args).ok()) tuned = asked;
     p.dynamic = true;
     p.shape.hints = reference::AsHints(loaded.graph, asked.args);
     p.shape.text = reference::FormatShapes(p.shape.hints);

@@ -893,6 +893,8 @@ TEST_F(DynamicShapesTest, HintsAreCheckedAgainstTheGraph) {
   EXPECT_THAT(reason(kDynamicExp, {"1=300x64"}), HasSubstr("INVALID_SHAPE_HINT"));
   EXPECT_THAT(reason(kDynamicExp, {"0=0x64"}), HasSubstr("LIMIT_EXCEEDED: input 0 dim 0 is given as 0"));
   EXPECT_THAT(reason(kDynamicExp, {"0=2000000000000x64"}), HasSubstr("LIMIT_EXCEEDED"));
+  // Legal sizes whose reference would not fit in memory: refused, not run.
+  EXPECT_THAT(reason(kDynamicExp, {"0=1000000000x64"}), HasSubstr("LIMIT_EXCEEDED: verifying @rows on the host needs"));
   const std::string add = R"(tir.graph @add(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %c = add %a, %b : tensor<?x4xf32>
   results %c : tensor<?x4xf32>

@@ -181,6 +181,7 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
   TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 1));
   p->inputs = reference::SampleInputs(kernel, 1, seed);
   std::vector<bool> hinted(p->inputs.size(), false);
+  std::map<uint32_t, std::vector<int64_t>> hintedShapes;  // made once they are known to fit
   mlir::Block &args = kernel.getBodyBlock();
   for (const tir::v1::ShapeHint &h : item.shapes()) {
     if (h.input() >= p->inputs.size()) return InvalidWork(absl::StrCat("shape hint for input ", h.input(), " of ", p->inputs.size()));
@@ -200,7 +201,7 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     for (int64_t d : shape) {
       if (d < 0 || d > (int64_t{1} << 32)) return InvalidWork(absl::StrCat("shape hint extent ", d, " is out of range"));
     }
-    p->inputs[h.input()] = reference::RandomTensor(p->inputs[h.input()].dtype, shape, seed + h.input());
+    hintedShapes[h.input()] = std::move(shape);
     hinted[h.input()] = true;
   }
   mlir::Block &block = kernel.getBodyBlock();
@@ -209,6 +210,18 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     if (type && !type.hasStaticShape() && !hinted[arg.getArgNumber()]) {
       return InvalidWork(absl::StrCat("input ", arg.getArgNumber(), " has dynamic dims and no shape hint"));
     }
+  }
+  if (!item.shapes().empty()) {
+    // The reference at the hinted sizes must fit, as at the sample ones,
+    // before a tensor of them is made.
+    std::vector<std::vector<int64_t>> sizes;
+    for (size_t i = 0; i < p->inputs.size(); ++i) {
+      const reference::Tensor &t = p->inputs[i];
+      auto h = hintedShapes.find(static_cast<uint32_t>(i));
+      sizes.push_back(h != hintedShapes.end() ? h->second : t.scalar ? std::vector<int64_t>{t.GetI(0)} : t.shape);
+    }
+    TIR_RETURN_IF_ERROR(reference::CheckVerificationFitsAt(kernel, sizes));
+    for (auto &[i, shape] : hintedShapes) p->inputs[i] = reference::RandomTensor(p->inputs[i].dtype, shape, seed + i);
   }
   const std::string dir = ReferenceDir();
   const std::string path = dir.empty() ? "" : dir + "/" + ReferenceKey(item, seed);

@@ -70,5 +70,31 @@ TEST(PreparedItemTest, TheReferenceCacheServesARepeatAndSurvivesABadFile) {
   EXPECT_FALSE((*none)->reference_cached);
 }
 
+TEST(PreparedItemTest, HintedSizesAreUsedAndMustFitBeforeAnythingIsAllocated) {
+  // A dynamic pointwise kernel: rows from the hint.
+  const char *kernel = R"mlir(
+tir.graph @k0(%x: tensor<?x8xf32>) -> tensor<?x8xf32>
+    attributes {tir.kernel_kind = "pointwise", tir.iteration_domain = array<i64: -1, 8>,
+                tir.iteration_space = "pointwise [?, 8]"} {
+  %y = exp %x : tensor<?x8xf32>
+  results %y : tensor<?x8xf32>
+})mlir";
+  tir::v1::WorkItem item;
+  item.set_kernel_mlir(kernel);
+  tir::v1::ShapeHint *h = item.add_shapes();
+  h->set_input(0);
+  h->add_shape(5);
+  h->add_shape(8);
+  auto p = PrepareItem(item);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->inputs[0].shape, (std::vector<int64_t>{5, 8}));
+  EXPECT_EQ((*p)->expected[0].shape, (std::vector<int64_t>{5, 8}));
+  // 2^32 x 8 f32 rows: refused by the memory check, not allocated.
+  h->set_shape(0, int64_t{1} << 32);
+  auto huge = PrepareItem(item);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(std::string(huge.status().message()).find("needs about"), std::string::npos) << huge.status();
+}
+
 }  // namespace
 }  // namespace tir::runner
