@@ -315,6 +315,7 @@ absl::Status Coordinator::Start() {
     }
   }
   reaper_ = std::thread([this] { Reap(); });
+  resumed_.Notify();
   return absl::OkStatus();
 }
 
@@ -466,6 +467,13 @@ void Coordinator::PersistOperation(const std::string &name, const std::string &k
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::string &name) {
+  // The server answers while Start() resumes the stored jobs: an operation
+  // not in memory yet may be one of theirs, so wait for the resume first.
+  if (!resumed_.HasBeenNotified()) {
+    resumed_.WaitForNotificationWithTimeout(absl::Minutes(2));
+    absl::MutexLock l(&mu_);
+    if (const OperationTable::Entry *e = ops_.Find(name)) return e->op;
+  }
   absl::StatusOr<std::string> value = store_->Get(store::Family::kJobs, "op/" + name);
   if (absl::IsNotFound(value.status())) return NotFound("no operation " + name);
   TIR_RETURN_IF_ERROR(value.status());

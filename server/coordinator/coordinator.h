@@ -53,6 +53,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "compiler/nvrtc/compile_cache.h"
 #include "compiler/planning/Calibration.h"
@@ -366,6 +367,8 @@ class Coordinator {
   std::atomic<int> trials_since_fit_{0};
   std::atomic<bool> refit_due_{false};
   std::thread reaper_;
+  // Notified once Start() has resumed the stored jobs and their operations.
+  absl::Notification resumed_;
   // Last: they stop (running what they hold) before the state above goes.
   WorkPool planner_;
   StoreWriter writer_;
