@@ -23,12 +23,33 @@ bool KernelEmitter::ReadsTail(mlir::AffineMap m, int r, int c, int b) {
   return true;
 }
 
-// Prologue ops of a matmul kernel (maps that read K), in graph order.
+// Whether `op` (not the matmul) computes values indexed by K: it runs where
+// the operands are staged, not in the epilogue.
+bool KernelEmitter::ReadsReduced(mlir::Operation *op) {
+  auto m = maps_.results.find(op);
+  return m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<MatmulOp>(op);
+}
+
+// Prologue ops of a matmul kernel: those that read K, and every op whose
+// value one of them reads (a `rsqrt` of a per-row factor the staged operand
+// is scaled by), in graph order. An op of the second kind is also in the
+// epilogue when the epilogue reads it (MatmulEpilogue).
 std::set<mlir::Operation *> KernelEmitter::MatmulPrologue() {
   std::set<mlir::Operation *> prologue;
+  std::vector<mlir::Operation *> ops;
   for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
-    auto m = maps_.results.find(&op);
-    if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<MatmulOp>(op)) prologue.insert(&op);
+    ops.push_back(&op);
+    if (ReadsReduced(&op)) prologue.insert(&op);
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    mlir::Operation *op = *it;
+    if (prologue.count(op) || llvm::isa<MatmulOp>(op)) continue;
+    for (mlir::Operation *user : op->getUsers()) {
+      if (prologue.count(user)) {
+        prologue.insert(op);
+        break;
+      }
+    }
   }
   return prologue;
 }
@@ -225,7 +246,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulEpilogue(MatmulOp mm, const std
                   Sub(ct.round, "(" + ct.compute + ")(accv + (" + acct + ")(" + init + "))"), ";\n");
   values_[mm.getC().getAsOpaquePointer()] = var;
   for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
-    if (prologue.count(&op) || &op == mm.getOperation()) continue;
+    if ((prologue.count(&op) && ReadsReduced(&op)) || &op == mm.getOperation()) continue;
     TIR_RETURN_IF_ERROR(EmitOp(&op, inner, "      "));
   }
   TIR_RETURN_IF_ERROR(StoreOutputs(inner, "      ", -1));

@@ -122,6 +122,7 @@ class KernelEmitter {
   static bool ReadsTail(mlir::AffineMap m, int r, int c, int b);
   // Prologue ops of a matmul kernel (maps that read K), in graph order.
   std::set<mlir::Operation *> MatmulPrologue();
+  bool ReadsReduced(mlir::Operation *op);
   // The tensor-core form for bf16/f16 operands. Each K step stages a
   // block_m x block_k tile of A and a block_k x block_n tile of B in shared
   // memory (prologue ops applied, out-of-range elements zero), then:

@@ -136,6 +136,14 @@ class Partitioner {
     const int k = *std::max_element(users.begin(), users.end());  // runs first among users
     std::string why;
     if (std::optional<Domain> d = Fits(op, k, why)) {
+      // A staged matmul operand (a prologue value) is computed per K tile
+      // and never stored: a value another kernel (or the graph) also reads
+      // is written out by a kernel of its own.
+      if ((*d == Domain::kA || *d == Domain::kB) && (users.size() > 1 || returned)) {
+        NewKernel(op, "it is a staged operand of a matmul and is also read by another kernel; a staged operand "
+                      "is not stored, so it is written out first");
+        return absl::OkStatus();
+      }
       Join(op, k, *d);
       return absl::OkStatus();
     }

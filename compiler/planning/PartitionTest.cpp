@@ -73,6 +73,38 @@ tir.graph @pw(%x: tensor<32x64xf32>, %xt: tensor<64x32xf32>, %b: tensor<1x64xf32
   EXPECT_EQ(p.kernels[0].inputs.size(), 3u);
 }
 
+TEST_F(PartitionTest, AStagedOperandReadByTwoMatmulsIsWrittenOutFirst) {
+  // RMS norm feeding a gated MLP: the normalized rows %y (computed from the
+  // reduction's kernel output, so no leaf) are the A operand of two
+  // matmuls. A staged operand is never stored, so %y gets a kernel of its
+  // own instead of riding in one matmul's prologue and being read by the
+  // other.
+  Partition p = Check(R"mlir(
+tir.graph @g(%x: tensor<6x16xf32>, %g: tensor<1x16xf32>, %wg: tensor<16x12xf32>, %wu: tensor<16x12xf32>) -> tensor<6x12xf32> {
+  %sq = mul %x, %x : tensor<6x16xf32>
+  %s = reduce(%sq)<dimensions = [1], reduction_mode = <add>> : tensor<6x16xf32> -> tensor<6x1xf32>
+  %e = constant dense<1.0e-06> : tensor<1x1xf32>
+  %v = add %s, %e : (tensor<6x1xf32>, tensor<1x1xf32>) -> tensor<6x1xf32>
+  %r = rsqrt %v : tensor<6x1xf32>
+  %n = mul %x, %r : (tensor<6x16xf32>, tensor<6x1xf32>) -> tensor<6x16xf32>
+  %y = mul %n, %g : (tensor<6x16xf32>, tensor<1x16xf32>) -> tensor<6x16xf32>
+  %a = matmul(%y, %wg) : (tensor<6x16xf32>, tensor<16x12xf32>) -> tensor<6x12xf32>
+  %u = matmul(%y, %wu) : (tensor<6x16xf32>, tensor<16x12xf32>) -> tensor<6x12xf32>
+  %h = mul %a, %u : tensor<6x12xf32>
+  results %h : tensor<6x12xf32>
+}
+)mlir", 3, Arch());
+  // %y's kernel (the norm's reduction joins it, row-resident) writes %y out;
+  // each matmul reads it as a kernel input.
+  int staged = 0;
+  for (const auto &k : p.kernels) {
+    if (k.reason.find("staged operand") != std::string::npos) ++staged;
+  }
+  EXPECT_EQ(staged, 1);
+  EXPECT_EQ(p.kernels[1].space.kind, KernelKind::kMatmul);
+  EXPECT_EQ(p.kernels[2].space.kind, KernelKind::kMatmul);
+}
+
 TEST_F(PartitionTest, MatmulBiasGeluResidualIsOneKernel) {
   Partition p = Check(R"mlir(
 tir.graph @mlp(%x: tensor<64x128xbf16>, %w: tensor<128x96xbf16>, %b: tensor<1x96xf32>, %r: tensor<64x96xf32>) -> tensor<64x96xf32> {

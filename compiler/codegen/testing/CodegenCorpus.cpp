@@ -287,6 +287,37 @@ tir.graph @g(%a: tensor<8x6xf32>, %b: tensor<6x10xf32>, %c: tensor<10x4xf32>) ->
   %abc = matmul(%ab, %c) : (tensor<8x10xf32>, tensor<10x4xf32>) -> tensor<8x4xf32>
   results %abc : tensor<8x4xf32>
 })mlir"},
+      // The staged operand is scaled by a per-row factor computed in the
+      // kernel (the factor's op reads no K: it runs with the prologue).
+      {"matmul_prologue_with_row_factor", R"mlir(
+tir.graph @g(%x: tensor<6x12xf32>, %r: tensor<6x1xf32>, %w: tensor<12x10xf32>) -> tensor<6x10xf32> {
+  %rr = rsqrt %r : tensor<6x1xf32>
+  %x1 = mul %x, %rr : (tensor<6x12xf32>, tensor<6x1xf32>) -> tensor<6x12xf32>
+  %m = matmul(%x1, %w) : (tensor<6x12xf32>, tensor<12x10xf32>) -> tensor<6x10xf32>
+  %o = add %m, %rr : (tensor<6x10xf32>, tensor<6x1xf32>) -> tensor<6x10xf32>
+  results %o : tensor<6x10xf32>
+})mlir"},
+      // RMS norm feeding a SiLU-gated MLP: the normalized rows are an operand
+      // of two matmuls (written out once, not stored from a prologue).
+      {"rms_norm_gated_mlp", R"mlir(
+tir.graph @g(%x: tensor<6x16xf32>, %g: tensor<1x16xf32>, %wg: tensor<16x12xf32>, %wu: tensor<16x12xf32>, %wd: tensor<12x16xf32>) -> tensor<6x16xf32> {
+  %sq = mul %x, %x : tensor<6x16xf32>
+  %s = reduce(%sq)<dimensions = [1], reduction_mode = <add>> : tensor<6x16xf32> -> tensor<6x1xf32>
+  %c = constant dense<6.25e-02> : tensor<1x1xf32>
+  %ms = mul %s, %c : (tensor<6x1xf32>, tensor<1x1xf32>) -> tensor<6x1xf32>
+  %e = constant dense<1.0e-06> : tensor<1x1xf32>
+  %v = add %ms, %e : (tensor<6x1xf32>, tensor<1x1xf32>) -> tensor<6x1xf32>
+  %r = rsqrt %v : tensor<6x1xf32>
+  %n = mul %x, %r : (tensor<6x16xf32>, tensor<6x1xf32>) -> tensor<6x16xf32>
+  %y = mul %n, %g : (tensor<6x16xf32>, tensor<1x16xf32>) -> tensor<6x16xf32>
+  %a = matmul(%y, %wg) : (tensor<6x16xf32>, tensor<16x12xf32>) -> tensor<6x12xf32>
+  %sa = swish_fwd<beta = 1.0 : f32> %a : tensor<6x12xf32>
+  %u = matmul(%y, %wu) : (tensor<6x16xf32>, tensor<16x12xf32>) -> tensor<6x12xf32>
+  %h = mul %sa, %u : tensor<6x12xf32>
+  %d = matmul(%h, %wd) : (tensor<6x12xf32>, tensor<12x16xf32>) -> tensor<6x16xf32>
+  %o = add %x, %d : tensor<6x16xf32>
+  results %o : tensor<6x16xf32>
+})mlir"},
   };
   return *cases;
 }
