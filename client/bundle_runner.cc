@@ -31,6 +31,83 @@ struct Buffer {
 
 }  // namespace
 
+absl::StatusOr<std::vector<LaunchField>> KernelFields(const tir::v1::KernelEntry &k, const LaunchTensors &tensors) {
+  const std::vector<int64_t> domain(k.iteration_domain().begin(), k.iteration_domain().end());
+  auto valueOf = [&](const tir::v1::KernelArgument &a) -> absl::StatusOr<int64_t> {
+    if (a.tensor().kind() == tir::v1::TensorRef::ITERATION_DOMAIN) {
+      if (a.dim() >= domain.size()) return Precondition("argument reads a missing domain dim");
+      return domain[a.dim()];
+    }
+    auto it = tensors.find({a.tensor().kind(), a.tensor().index()});
+    if (it == tensors.end()) return Precondition("argument names a tensor the bundle lacks");
+    const std::vector<int64_t> &v = a.kind() == tir::v1::KernelArgument::SIZE ? it->second.shape : it->second.strides;
+    return a.dim() < v.size() ? v[a.dim()] : 1;
+  };
+  std::vector<LaunchField> fields;
+  for (int i = 0; i < k.arguments_size(); ++i) {
+    const tir::v1::KernelArgument &a = k.arguments(i);
+    LaunchField f;
+    f.tensor_kind = a.tensor().kind();
+    f.tensor_index = a.tensor().index();
+    const bool named = tensors.count({a.tensor().kind(), a.tensor().index()}) > 0;
+    switch (a.kind()) {
+      case tir::v1::KernelArgument::POINTER:
+        if (!named) return Precondition("argument names a tensor the bundle lacks");
+        f.kind = LaunchField::kPointer;
+        break;
+      case tir::v1::KernelArgument::WORKSPACE:
+        f.kind = LaunchField::kWorkspace;
+        break;
+      case tir::v1::KernelArgument::TENSOR_MAP:
+        if (!named) return Precondition("argument names a tensor the bundle lacks");
+        f.kind = LaunchField::kTensorMap;
+        f.bytes = 128;
+        f.box.assign(a.box().begin(), a.box().end());
+        break;
+      case tir::v1::KernelArgument::SCALAR:
+        if (!named) return Precondition("argument names a tensor the bundle lacks");
+        f.kind = LaunchField::kScalar;
+        f.bytes = std::max(1, reference::StorageBytes(tensors.at({a.tensor().kind(), a.tensor().index()}).dtype));
+        break;
+      case tir::v1::KernelArgument::SIZE:
+      case tir::v1::KernelArgument::STRIDE:
+        f.kind = LaunchField::kArray;
+        for (; i < k.arguments_size(); ++i) {
+          const tir::v1::KernelArgument &b = k.arguments(i);
+          if (b.kind() != a.kind() || b.tensor().kind() != a.tensor().kind() || b.tensor().index() != a.tensor().index() ||
+              b.dim() != f.values.size()) {
+            break;
+          }
+          TIR_ASSIGN_OR_RETURN(int64_t v, valueOf(b));
+          f.values.push_back(v);
+        }
+        --i;
+        f.bytes = 8 * f.values.size();
+        break;
+      default:
+        return Precondition(absl::StrCat("argument ", i, " has an unknown kind"));
+    }
+    fields.push_back(std::move(f));
+  }
+  return fields;
+}
+
+ParamLayout CudaParamLayout(const std::vector<LaunchField> &fields) {
+  ParamLayout layout;
+  size_t at = 0;
+  for (const LaunchField &f : fields) {
+    const size_t align = f.kind == LaunchField::kTensorMap ? 64
+                         : f.kind == LaunchField::kScalar  ? std::min<size_t>(8, f.bytes)
+                                                           : 8;
+    layout.align = std::max(layout.align, align);
+    at = (at + align - 1) / align * align;
+    layout.offsets.push_back(at);
+    at += f.bytes;
+  }
+  layout.bytes = (at + layout.align - 1) / layout.align * layout.align;
+  return layout;
+}
+
 absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::KernelBundle &bundle,
                                                              const std::vector<reference::Tensor> &inputs,
                                                              const std::string &work_dir,
@@ -76,7 +153,11 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     }
     reference::ToBuffer(inputs[i], b.scalar ? std::vector<int64_t>{} : b.strides, b.bytes.data());
   }
-  for (auto &[ref, b] : tensors) b.pointer = b.bytes.data();
+  LaunchTensors layouts;
+  for (auto &[ref, b] : tensors) {
+    b.pointer = b.bytes.data();
+    layouts[ref] = LaunchTensor{b.dtype, b.shape, b.strides};
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(work_dir, ec);
@@ -96,60 +177,41 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     for (int64_t d : domain) {
       if (d < 0) return Precondition("the bundle has dynamic extents; give concrete sizes");
     }
-    // The struct's fields: runs of SIZE / STRIDE records of one tensor form
-    // one array field; every other record is a field of its own.
+    absl::StatusOr<std::vector<LaunchField>> launchFields = KernelFields(k, layouts);
+    if (!launchFields.ok()) {
+      dlclose(handle);
+      return launchFields.status();
+    }
+    // tir_host_call takes a pointer to each field's storage.
     std::vector<std::vector<int64_t>> arrays;
     std::vector<std::array<uint8_t, 8>> scalars;
-    arrays.reserve(k.arguments_size());
-    scalars.reserve(k.arguments_size());
-    std::vector<void *> fields;
     std::vector<std::vector<uint8_t>> workspaces;
-    workspaces.reserve(k.arguments_size());
     std::vector<void *> workspacePointers;
-    workspacePointers.reserve(k.arguments_size());
-    auto valueOf = [&](const tir::v1::KernelArgument &a) -> absl::StatusOr<int64_t> {
-      if (a.tensor().kind() == tir::v1::TensorRef::ITERATION_DOMAIN) {
-        if (a.dim() >= domain.size()) return Precondition("argument reads a missing domain dim");
-        return domain[a.dim()];
-      }
-      auto it = tensors.find({a.tensor().kind(), a.tensor().index()});
-      if (it == tensors.end()) return Precondition("argument names a tensor the bundle lacks");
-      const std::vector<int64_t> &v = a.kind() == tir::v1::KernelArgument::SIZE ? it->second.shape : it->second.strides;
-      return a.dim() < v.size() ? v[a.dim()] : 1;
-    };
-    for (int i = 0; i < k.arguments_size(); ++i) {
-      const tir::v1::KernelArgument &a = k.arguments(i);
-      auto it = tensors.find({a.tensor().kind(), a.tensor().index()});
-      if (a.kind() == tir::v1::KernelArgument::TENSOR_MAP) {
+    arrays.reserve(launchFields->size());
+    scalars.reserve(launchFields->size());
+    workspaces.reserve(launchFields->size());
+    workspacePointers.reserve(launchFields->size());
+    std::vector<void *> fields;
+    for (const LaunchField &f : *launchFields) {
+      if (f.kind == LaunchField::kTensorMap) {
         dlclose(handle);
         return Precondition("the kernel takes a TMA tensor map: it runs on an sm_90 GPU, not on the host");
-      } else if (a.kind() == tir::v1::KernelArgument::WORKSPACE) {
+      }
+      if (f.kind == LaunchField::kWorkspace) {
         absl::StatusOr<int64_t> bytes = codegen::LaunchWorkspaceBytes(k.launch(), domain);
         if (!bytes.ok()) return Precondition(std::string(bytes.status().message()));
         workspaces.emplace_back(std::max<int64_t>(8, *bytes), 0);
         workspacePointers.push_back(workspaces.back().data());
         fields.push_back(&workspacePointers.back());
-      } else if (a.kind() == tir::v1::KernelArgument::POINTER) {
-        if (it == tensors.end()) return Precondition("argument names a tensor the bundle lacks");
-        fields.push_back(&it->second.pointer);
-      } else if (a.kind() == tir::v1::KernelArgument::SCALAR) {
-        if (it == tensors.end()) return Precondition("argument names a tensor the bundle lacks");
+      } else if (f.kind == LaunchField::kPointer) {
+        fields.push_back(&tensors[{f.tensor_kind, f.tensor_index}].pointer);
+      } else if (f.kind == LaunchField::kScalar) {
         std::array<uint8_t, 8> v{};
-        std::memcpy(v.data(), it->second.bytes.data(), 8);
+        std::memcpy(v.data(), tensors[{f.tensor_kind, f.tensor_index}].bytes.data(), 8);
         scalars.push_back(v);
         fields.push_back(scalars.back().data());
       } else {
-        arrays.emplace_back();
-        for (; i < k.arguments_size(); ++i) {
-          const tir::v1::KernelArgument &b = k.arguments(i);
-          if (b.kind() != a.kind() || b.tensor().kind() != a.tensor().kind() || b.tensor().index() != a.tensor().index() ||
-              b.dim() != arrays.back().size()) {
-            break;
-          }
-          TIR_ASSIGN_OR_RETURN(int64_t v, valueOf(b));
-          arrays.back().push_back(v);
-        }
-        --i;
+        arrays.push_back(f.values);
         fields.push_back(arrays.back().data());
       }
     }

@@ -7,7 +7,10 @@
 #ifndef TIR_CLIENT_BUNDLE_RUNNER_H_
 #define TIR_CLIENT_BUNDLE_RUNNER_H_
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -15,6 +18,41 @@
 #include "tir/v1/kernel.pb.h"
 
 namespace tir::client {
+
+// One field of a kernel's parameter struct, from its KernelArgument records:
+// a run of SIZE or STRIDE records of one tensor is one int64 array field.
+struct LaunchField {
+  enum Kind { kPointer, kArray, kScalar, kWorkspace, kTensorMap };
+  Kind kind = kPointer;
+  tir::v1::TensorRef::Kind tensor_kind = tir::v1::TensorRef::KIND_UNSPECIFIED;
+  uint32_t tensor_index = 0;
+  std::vector<int64_t> values;  // kArray
+  size_t bytes = 8;             // pointer 8, array 8 per value, scalar its dtype's, tensor map 128
+  std::vector<uint32_t> box;    // kTensorMap (inner first)
+};
+
+// Shape and strides (elements) of a bundle tensor at one launch.
+struct LaunchTensor {
+  tir::v1::DType dtype = tir::v1::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape, strides;
+};
+using LaunchTensors = std::map<std::pair<int, uint32_t>, LaunchTensor>;
+
+// The fields of `kernel` with sizes and strides read from `tensors` (keyed
+// by TensorRef kind and index) and the kernel's iteration domain.
+// Errors: FAILED_PRECONDITION for records naming what the bundle lacks.
+absl::StatusOr<std::vector<LaunchField>> KernelFields(const tir::v1::KernelEntry &kernel, const LaunchTensors &tensors);
+
+// Where each field sits in the CUDA parameter struct (every field at its
+// natural alignment: pointers, sizes and strides 8 bytes, a scalar its own
+// size, a tensor map 128 bytes at 64) and the struct's size, rounded to its
+// alignment. The Python runner lays the struct out the same way.
+struct ParamLayout {
+  std::vector<size_t> offsets;
+  size_t bytes = 0;
+  size_t align = 8;
+};
+ParamLayout CudaParamLayout(const std::vector<LaunchField> &fields);
 
 // Runs every kernel of `bundle` in order on `inputs` (dense, one per graph
 // input) and returns the graph outputs. Outputs and intermediates are

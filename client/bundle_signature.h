@@ -2,7 +2,7 @@
 // bundle it serves (HMAC-SHA256 over the bundle's deterministic serialization
 // with `signature` cleared); a client given the same key checks the signature
 // before it hands out or loads a binary. The Python client computes the same
-// MAC (client/python/tir_client.py).
+// MAC (client/python/tir/client.py).
 
 #ifndef TIR_CLIENT_BUNDLE_SIGNATURE_H_
 #define TIR_CLIENT_BUNDLE_SIGNATURE_H_

@@ -2,7 +2,7 @@
 import sys
 import time
 
-from tir_client import Client, TirError, check_bundle
+from tir import Client, TirError, check_bundle
 
 address = sys.argv[1]
 KEY = "bundle-key-1"

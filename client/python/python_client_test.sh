@@ -1,7 +1,9 @@
 #!/bin/bash
-# The Python client (Debian's python3 with python3-grpcio) against a live
-# coordinator and a host worker.
+# A Python test (Debian's python3 with python3-grpcio, python3-torch) against a
+# live coordinator and a host worker. Usage: python_client_test.sh [SCRIPT]
+# (relative to the runfiles root; default the client test).
 set -u
+script=${1:-client/python/python_client_test.py}
 root=$PWD
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
@@ -22,5 +24,6 @@ pids=($!)
   --runner="$root/worker/runner/tir-worker-runner" 2>worker.log &
 pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
-# Runfiles hold the generated modules beside tir_client.py (client/python/tir/v1/).
-PYTHONPATH="$root/client/python" $py "$root/client/python/python_client_test.py" 127.0.0.1:$port
+# Runfiles hold the generated modules inside the package (client/python/tir/v1/);
+# the embedded default finds the service's binaries under TIR_BIN_DIR.
+PYTHONPATH="$root/client/python" TIR_BIN_DIR="$root" $py "$root/$script" 127.0.0.1:$port

@@ -8,12 +8,13 @@ Given the coordinator's bundle key, every bundle answered is checked against
 its HMAC-SHA256 signature before it is returned (BUNDLE_UNSIGNED,
 BUNDLE_KEY_MISMATCH, BUNDLE_SIGNATURE_INVALID), as the C++ client does.
 
-    client = Client("tir.internal:7070")
+    client = Client("tir.internal:7070", token=..., tls_root_certs=open("ca.pem").read())
     op = client.compile(open("mlp.mlir").read(), arch="sm_90a")
     op = client.wait(op.name, timeout=1200)
     bundle = op.response          # tir.v1.KernelBundle: cubins and launch rules
 
-Needs the generated modules of this directory on sys.path (Bazel:
+The same verbs and errors as the C++ client (client/client.h). Needs the
+generated modules (tir.v1, built by setup.py or Bazel's
 //client/python:python), python3-grpcio and python3-protobuf.
 """
 
@@ -91,13 +92,25 @@ def _set_shapes(options, shapes):
 
 class Client:
     def __init__(self, address, token=None, timeout=30.0, max_attempts=4, initial_backoff=0.1,
-                 max_message_bytes=64 << 20, bundle_key=None, client_name=None):
+                 max_message_bytes=64 << 20, bundle_key=None, client_name=None, tls_root_certs=None,
+                 tls_server_name=None):
         """`token`: the client (or read) token; `bundle_key`: the coordinator's
         bundle key (str or bytes), checked on every bundle answered;
-        `client_name`: whom the coordinator counts this client's jobs against."""
+        `client_name`: whom the coordinator counts this client's jobs against;
+        `tls_root_certs`: PEM root certificates (str or bytes) for a TLS
+        channel (None: plaintext), `tls_server_name` the name the
+        certificate must carry when it is not the address's host."""
         options = [("grpc.max_receive_message_length", max_message_bytes),
                    ("grpc.max_send_message_length", max_message_bytes)]
-        self._channel = grpc.insecure_channel(address, options=options)
+        self.address = address
+        if tls_root_certs:
+            roots = tls_root_certs.encode() if isinstance(tls_root_certs, str) else bytes(tls_root_certs)
+            if tls_server_name:
+                options.append(("grpc.ssl_target_name_override", tls_server_name))
+            self._channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=roots),
+                                                options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
         self._stub = pb_grpc.CompilerServiceStub(self._channel)
         metadata = [("authorization", "Bearer " + token)] if token else []
         if client_name:
@@ -113,6 +126,12 @@ class Client:
 
     def close(self):
         self._channel.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _call(self, method, request, retry, timeout=None):
         backoff = self._backoff

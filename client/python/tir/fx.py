@@ -1,0 +1,799 @@
+"""PyTorch models as tir graphs, through torch.fx.
+
+    exported = tir.fx.export(model, (x,))        # .text: the tir graph, .inputs: its input order
+    fast = tir.fx.compile(model, (x,))           # callable like model(x), runs the tuned bundle
+    y = fast(x)
+
+`export` traces the module (torch.fx.symbolic_trace; a GraphModule is taken as
+is), runs it once on the example inputs to learn every value's shape and
+dtype, and writes one `tir.graph`: the user's inputs first, then the
+module's parameters and buffers it reads, lifted to graph inputs
+(`Exported.inputs` names them). Input strides come from the example inputs.
+Dims named in `dynamic` ({input index: [dims]}) are `?` in the graph, and so is
+every dim of every value that follows them (found by running the module at a
+second size). A node the exporter cannot write raises TirError UNSUPPORTED_OP
+naming the node and its target.
+
+What is written: linear / addmm / matmul / bmm; add, sub, mul, div, pow (also
+with numbers); relu, gelu (erf and tanh), silu, sigmoid, tanh, softplus,
+exp, log, sqrt, rsqrt, abs, neg, erf, sin, cos, reciprocal; softmax and
+log_softmax; layer_norm; RMS norm as models write it (pow, mean, rsqrt, mul);
+sum / mean / amax over dims (keepdim or not); view / reshape / flatten /
+unsqueeze / squeeze / permute / transpose / t / expand / cat / slicing;
+type conversions (to, float, half, bfloat16, type); contiguous, clone,
+dropout in eval, identity. The modules nn.Linear, nn.LayerNorm, nn.Softmax,
+nn.LogSoftmax, the activation modules, nn.Dropout and nn.Identity.
+"""
+
+import inspect
+import math
+import operator
+import threading
+
+import grpc
+
+from tir.client import TirError
+
+try:
+    import torch
+    import torch.fx
+    import torch.nn.functional as F
+except ImportError as e:  # pragma: no cover - torch is what this module is for
+    raise ImportError("tir.fx needs PyTorch (python3-torch): %s" % e)
+
+_INVALID = grpc.StatusCode.INVALID_ARGUMENT
+
+_DTYPE = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+          torch.int32: "si32", torch.int64: "si64", torch.int16: "si16", torch.int8: "si8", torch.uint8: "ui8",
+          torch.bool: "i1"}
+_FLOAT = {"f32", "f16", "bf16", "f64"}
+
+
+def unsupported(node, why):
+    target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", repr(node.target))
+    return TirError(_INVALID, "UNSUPPORTED_OP", "node %s (%s %s): %s" % (node.name, node.op, target, why))
+
+
+class Exported:
+    """The tir graph of a module: `text`, and `inputs`: what each graph input
+    is, in order ("input", i) for the i-th argument of the call or
+    ("param", qualified name) for a parameter or buffer. `outputs`: how the
+    graph's results make the module's return value (see `unflatten`)."""
+
+    def __init__(self, text, inputs, output_tree, dynamic, input_specs):
+        self.text, self.inputs, self.output_tree = text, inputs, output_tree
+        self.dynamic = dynamic            # {graph input index: [dims]}
+        self.input_specs = input_specs    # [(shape, dtype, strides or None)]
+
+    def unflatten(self, results):
+        def build(t):
+            if isinstance(t, int):
+                return results[t]
+            return type(t)(build(x) for x in t)
+        return build(self.output_tree)
+
+    def __repr__(self):
+        return self.text
+
+
+class _Val:
+    """A tensor value of the graph being written."""
+
+    __slots__ = ("name", "shape", "dtype")
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, list(shape), dtype
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    @property
+    def type(self):
+        return _type(self.shape, self.dtype)
+
+
+def _type(shape, dtype):
+    dims = "x".join("?" if d is None else str(d) for d in shape)
+    return "tensor<%s%s%s>" % (dims, "x" if dims else "", dtype)
+
+
+def _float_literal(v, dtype):
+    if dtype in _FLOAT:
+        if math.isinf(v):
+            return "0x7F800000" if v > 0 else "0xFF800000"
+        return "%.17e" % float(v)  # MLIR wants a '.' in a float literal
+    if dtype == "i1":
+        return "true" if v else "false"
+    return str(int(v))
+
+
+class _Recorder(torch.fx.Interpreter):
+    """Runs the graph and keeps every node's value."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.values = {}
+
+    def run_node(self, n):
+        v = super().run_node(n)
+        self.values[n] = v
+        return v
+
+
+def _trace(module):
+    if isinstance(module, torch.fx.GraphModule):
+        return module
+    if not isinstance(module, torch.nn.Module):
+        raise TirError(_INVALID, "INVALID_ARGUMENT", "tir.fx takes a torch.nn.Module or a torch.fx.GraphModule, got %s"
+                       % type(module).__name__)
+    try:
+        return torch.fx.symbolic_trace(module)
+    except Exception as e:  # torch.fx's own errors (data-dependent control flow, ...)
+        raise TirError(_INVALID, "UNSUPPORTED_OP", "torch.fx cannot trace %s: %s" % (type(module).__name__, e))
+
+
+def _record(gm, inputs):
+    rec = _Recorder(gm)
+    with torch.no_grad():
+        rec.run(*inputs)
+    return rec.values
+
+
+def _resized(inputs, dynamic):
+    """The example inputs with every dynamic dim doubled (to tell which dims
+    of each value follow them)."""
+    out = []
+    for i, t in enumerate(inputs):
+        dims = dynamic.get(i, ())
+        if not dims or not isinstance(t, torch.Tensor):
+            out.append(t)
+            continue
+        shape = list(t.shape)
+        for d in dims:
+            shape[d] = max(2, 2 * shape[d])
+        if t.dtype.is_floating_point:
+            out.append(torch.randn(shape, dtype=t.dtype))
+        else:
+            out.append(torch.zeros(shape, dtype=t.dtype))
+    return out
+
+
+class _Writer:
+    def __init__(self, gm, values, other):
+        self.gm, self.values, self.other = gm, values, other
+        self.lines, self.args, self.env = [], [], {}
+        self.inputs, self.params = [], {}
+        self.count = 0
+        self.modules = dict(gm.named_modules())
+
+    # -- values ---------------------------------------------------------------
+
+    def fresh(self, hint="v"):
+        self.count += 1
+        return "%%%s%d" % (hint, self.count)
+
+    def shape_of(self, node):
+        v = self.values[node]
+        o = self.other.get(node) if self.other is not None else None
+        if o is None or not isinstance(o, torch.Tensor):
+            return list(v.shape)
+        return [a if a == b else None for a, b in zip(v.shape, o.shape)]
+
+    def emit(self, text, shape, dtype, hint="v"):
+        name = self.fresh(hint)
+        self.lines.append("  %s = %s" % (name, text.replace("$T", _type(shape, dtype))))
+        return _Val(name, shape, dtype)
+
+    def lift(self, qualname, tensor, node):
+        """A parameter or buffer as a graph input (once)."""
+        if qualname in self.params:
+            return self.params[qualname]
+        if not isinstance(tensor, torch.Tensor):
+            raise unsupported(node, "attribute %s is not a tensor" % qualname)
+        dtype = _DTYPE.get(tensor.dtype)
+        if dtype is None:
+            raise unsupported(node, "parameter %s has dtype %s" % (qualname, tensor.dtype))
+        name = "%%p%d" % len(self.params)
+        v = _Val(name, list(tensor.shape), dtype)
+        self.args.append((name, v, _strides_attr(tensor)))
+        self.inputs.append(("param", qualname))
+        self.params[qualname] = v
+        return v
+
+    def const(self, value, rank, dtype):
+        return self.emit("constant dense<%s> : $T" % _float_literal(value, dtype), [1] * rank, dtype, "c")
+
+    def convert(self, v, dtype):
+        if v.dtype == dtype:
+            return v
+        return self.emit("convert %s : %s -> $T" % (v.name, v.type), v.shape, dtype)
+
+    def reshape(self, v, shape):
+        if list(shape) == v.shape:
+            return v
+        if any(d is None for d in shape) or any(d is None for d in v.shape):
+            if [d for d in shape if d != 1] != [d for d in v.shape if d != 1]:
+                raise TirError(_INVALID, "UNSUPPORTED_OP", "a reshape that moves a dynamic dim (%s -> %s)"
+                               % (_type(v.shape, v.dtype), _type(shape, v.dtype)))
+        return self.emit("reshape %s : %s -> $T" % (v.name, v.type), shape, v.dtype)
+
+    def to_rank(self, v, rank):
+        return v if v.rank >= rank else self.reshape(v, [1] * (rank - v.rank) + v.shape)
+
+    def operand(self, a, like, dtype, node):
+        """An argument of a pointwise op as a value of `dtype`."""
+        if isinstance(a, torch.fx.Node):
+            return self.convert(self.value(a, node), dtype)
+        if isinstance(a, (int, float, bool)):
+            return self.const(a, like, dtype)
+        raise unsupported(node, "an operand of type %s" % type(a).__name__)
+
+    def value(self, a, node):
+        if a not in self.env:
+            raise unsupported(node, "reads %s, which is not a tensor value" % a)
+        v = self.env[a]
+        if not isinstance(v, _Val):
+            raise unsupported(node, "reads %s, which is not a tensor value" % a)
+        return v
+
+    def binary(self, op, a, b, node, out_dtype=None):
+        shape, dtype = self.shape_of(node), self.dtype_of(node)
+        compute = out_dtype or dtype
+        x = self.to_rank(self.operand(a, len(shape), compute, node), len(shape))
+        y = self.to_rank(self.operand(b, len(shape), compute, node), len(shape))
+        types = x.type if x.shape == y.shape == shape else "(%s, %s) -> %s" % (x.type, y.type, _type(shape, compute))
+        return self.emit("%s %s, %s : %s" % (op, x.name, y.name, types), shape, compute)
+
+    def unary(self, op, v, node, attrs=""):
+        return self.emit("%s%s %s : $T" % (op, attrs, v.name), v.shape, v.dtype)
+
+    def reduce(self, v, dims, mode):
+        """Reduced over `dims`, kept as extent 1."""
+        dims = sorted(set(d % v.rank for d in dims))
+        shape = [1 if i in dims else d for i, d in enumerate(v.shape)]
+        return self.emit("reduce(%s)<dimensions = [%s], reduction_mode = <%s>> : %s -> $T"
+                         % (v.name, ", ".join(map(str, dims)), mode, v.type), shape, v.dtype)
+
+    def dtype_of(self, node):
+        v = self.values[node]
+        if not isinstance(v, torch.Tensor):
+            raise unsupported(node, "its result is not a tensor")
+        d = _DTYPE.get(v.dtype)
+        if d is None:
+            raise unsupported(node, "dtype %s" % v.dtype)
+        return d
+
+    def matmul(self, a, b, node):
+        """torch.matmul: batch dims broadcast, vectors are not written."""
+        if a.rank < 2 or b.rank < 2:
+            raise unsupported(node, "matmul of a vector (rank 1)")
+        rank = max(a.rank, b.rank)
+        a, b = self.to_rank(a, rank), self.to_rank(b, rank)
+        shape = self.shape_of(node)
+        acc = "f32" if a.dtype in ("f16", "bf16", "f32") else a.dtype
+        out = self.emit("matmul(%s, %s) : (%s, %s) -> $T" % (a.name, b.name, a.type, b.type), shape, acc)
+        return self.convert(out, self.dtype_of(node))
+
+    def transpose(self, v, perm):
+        if list(perm) == list(range(v.rank)):
+            return v
+        shape = [v.shape[p] for p in perm]
+        return self.emit("transpose %s permutation = [%s] : %s -> $T" % (v.name, ", ".join(map(str, perm)), v.type),
+                         shape, v.dtype)
+
+    def linear(self, x, w, b, node):
+        x = self.convert(x, w.dtype) if x.dtype != w.dtype else x
+        wt = self.transpose(w, [1, 0])
+        y = self.matmul(x, wt, node)
+        if b is not None:
+            shape = self.shape_of(node)
+            bb = self.to_rank(self.convert(b, y.dtype), len(shape))
+            y = self.emit("add %s, %s : (%s, %s) -> $T" % (y.name, bb.name, y.type, bb.type), shape, y.dtype)
+        return y
+
+    def softmax(self, x, dim, node, log=False):
+        dtype = self.dtype_of(node)
+        x = self.convert(x, dtype)
+        dim = dim % x.rank
+        m = self.reduce(x, [dim], "max")
+        s = self.emit("sub %s, %s : (%s, %s) -> $T" % (x.name, m.name, x.type, m.type), x.shape, dtype)
+        e = self.unary("exp", s, node)
+        z = self.reduce(e, [dim], "add")
+        if log:
+            lz = self.unary("log", z, node)
+            return self.emit("sub %s, %s : (%s, %s) -> $T" % (s.name, lz.name, s.type, lz.type), x.shape, dtype)
+        return self.emit("div %s, %s : (%s, %s) -> $T" % (e.name, z.name, e.type, z.type), x.shape, dtype)
+
+    def mean(self, v, dims, node):
+        n = 1
+        for d in dims:
+            if v.shape[d % v.rank] is None:
+                raise unsupported(node, "a mean over a dynamic dim")
+            n *= v.shape[d % v.rank]
+        s = self.reduce(v, dims, "add")
+        c = self.const(1.0 / n, s.rank, s.dtype)
+        return self.emit("mul %s, %s : (%s, %s) -> $T" % (s.name, c.name, s.type, c.type), s.shape, s.dtype)
+
+    def layer_norm(self, x, normalized, w, b, eps, node):
+        dtype = self.dtype_of(node)
+        x = self.convert(x, "f32" if dtype in ("f16", "bf16") else dtype)
+        dims = list(range(x.rank - len(normalized), x.rank))
+        mu = self.mean(x, dims, node)
+        d = self.emit("sub %s, %s : (%s, %s) -> $T" % (x.name, mu.name, x.type, mu.type), x.shape, x.dtype)
+        sq = self.emit("mul %s, %s : $T" % (d.name, d.name), d.shape, d.dtype)
+        var = self.mean(sq, dims, node)
+        c = self.const(eps, var.rank, var.dtype)
+        ve = self.emit("add %s, %s : (%s, %s) -> $T" % (var.name, c.name, var.type, c.type), var.shape, var.dtype)
+        r = self.unary("rsqrt", ve, node)
+        y = self.emit("mul %s, %s : (%s, %s) -> $T" % (d.name, r.name, d.type, r.type), d.shape, d.dtype)
+        for p, op in ((w, "mul"), (b, "add")):
+            if p is not None:
+                pp = self.to_rank(self.convert(p, y.dtype), y.rank)
+                y = self.emit("%s %s, %s : (%s, %s) -> $T" % (op, y.name, pp.name, y.type, pp.type), y.shape, y.dtype)
+        return self.convert(y, dtype)
+
+    def keep_or_drop(self, r, dims, keepdim, node):
+        if keepdim:
+            return r
+        dims = set(d % r.rank for d in dims)
+        return self.reshape(r, [d for i, d in enumerate(r.shape) if i not in dims])
+
+    # -- nodes ----------------------------------------------------------------
+
+    def write(self, inputs):
+        gm = self.gm
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise TirError(_INVALID, "INVALID_ARGUMENT", "the module takes %d inputs, %d examples given"
+                           % (len(placeholders), len(inputs)))
+        for i, n in enumerate(placeholders):
+            t = inputs[i]
+            if not isinstance(t, torch.Tensor):
+                raise unsupported(n, "input %d is a %s; tir.fx exports tensor inputs" % (i, type(t).__name__))
+            dtype = _DTYPE.get(t.dtype)
+            if dtype is None:
+                raise unsupported(n, "input %d has dtype %s" % (i, t.dtype))
+            v = _Val("%%in%d" % i, self.shape_of(n), dtype)
+            self.args.append((v.name, v, _strides_attr(t)))
+            self.inputs.append(("input", i))
+            self.env[n] = v
+        for n in gm.graph.nodes:
+            if n.op == "placeholder":
+                continue
+            if n.op == "output":
+                return self.finish(n)
+            self.env[n] = self.node(n)
+        raise TirError(_INVALID, "INVALID_GRAPH", "the traced graph has no output")
+
+    def finish(self, n):
+        flat = []
+
+        def tree(a):
+            if isinstance(a, (tuple, list)):
+                return type(a)(tree(x) for x in a)
+            if not isinstance(a, torch.fx.Node) or not isinstance(self.env.get(a), _Val):
+                raise unsupported(n, "the module returns %r, not tensors" % (a,))
+            flat.append(self.env[a])
+            return len(flat) - 1
+
+        output_tree = tree(n.args[0])
+        sig = []
+        for name, v, strides in self.args:
+            attr = ' {tir.stride = "(%s)"}' % ",".join(map(str, strides)) if strides else ""
+            sig.append("%s: %s%s" % (name, v.type, attr))
+        results = ", ".join(v.type for v in flat)
+        text = "tir.graph @%s(%s) -> %s {\n%s\n  results %s : %s\n}\n" % (
+            _graph_name(self.gm), ", ".join(sig), results if len(flat) == 1 else "(%s)" % results,
+            "\n".join(self.lines), ", ".join(v.name for v in flat), results)
+        return text, output_tree
+
+    def node(self, n):
+        if n.op == "get_attr":
+            return self.lift(n.target, _attr(self.gm, n.target), n)
+        v = self.values.get(n)
+        if not isinstance(v, torch.Tensor):
+            return None  # a Python value (a size, a dim): read where it is used
+        if n.op == "call_module":
+            return self.module(n, self.modules[n.target])
+        if n.op == "call_method":
+            return self.method(n)
+        if n.op == "call_function":
+            return self.function(n)
+        raise unsupported(n, "unknown node kind")
+
+    def arg(self, n, i, name, default=None):
+        if len(n.args) > i:
+            return n.args[i]
+        return n.kwargs.get(name, default)
+
+    def concrete(self, a, node):
+        """A Python argument (a size read from a tensor becomes its example
+        value, unless the dim is dynamic)."""
+        if isinstance(a, torch.fx.Node):
+            if isinstance(self.env.get(a), _Val):
+                raise unsupported(node, "a tensor where a number is needed")
+            if self.other is not None and self.other.get(a) != self.values.get(a):
+                raise unsupported(node, "uses %s, a size that follows a dynamic dim" % a.name)
+            return self.values[a]
+        if isinstance(a, (tuple, list)):
+            return type(a)(self.concrete(x, node) for x in a)
+        return a
+
+    def module(self, n, m):
+        x = self.value(n.args[0], n) if n.args else None
+        prefix = n.target + "."
+        if isinstance(m, torch.nn.Linear):
+            w = self.lift(prefix + "weight", m.weight, n)
+            b = self.lift(prefix + "bias", m.bias, n) if m.bias is not None else None
+            return self.linear(x, w, b, n)
+        if isinstance(m, torch.nn.LayerNorm):
+            w = self.lift(prefix + "weight", m.weight, n) if m.weight is not None else None
+            b = self.lift(prefix + "bias", m.bias, n) if m.bias is not None else None
+            return self.layer_norm(x, m.normalized_shape, w, b, m.eps, n)
+        if isinstance(m, (torch.nn.Softmax, torch.nn.LogSoftmax)):
+            if m.dim is None:
+                raise unsupported(n, "softmax without dim")
+            return self.softmax(x, m.dim, n, log=isinstance(m, torch.nn.LogSoftmax))
+        if isinstance(m, torch.nn.GELU):
+            return self.activation("gelu", x, n, approximate=m.approximate)
+        if isinstance(m, torch.nn.Softplus):
+            return self.activation("softplus", x, n, beta=m.beta, threshold=m.threshold)
+        simple = {torch.nn.ReLU: "relu", torch.nn.SiLU: "silu", torch.nn.Sigmoid: "sigmoid", torch.nn.Tanh: "tanh"}
+        for cls, name in simple.items():
+            if isinstance(m, cls):
+                return self.activation(name, x, n)
+        if isinstance(m, (torch.nn.Dropout, torch.nn.Identity)):
+            if isinstance(m, torch.nn.Dropout) and m.training and m.p > 0:
+                raise unsupported(n, "dropout in training mode (call model.eval())")
+            return x
+        raise unsupported(n, "module %s is not written to tir" % type(m).__name__)
+
+    def activation(self, name, x, n, approximate="none", beta=1.0, threshold=20.0):
+        x = self.convert(x, self.dtype_of(n))
+        if name == "relu":
+            return self.unary("relu_fwd", x, n)
+        if name == "gelu":
+            if approximate not in ("none", "tanh"):
+                raise unsupported(n, "gelu approximate=%r" % approximate)
+            return self.unary("gelu_fwd" if approximate == "none" else "gelu_approx_tanh_fwd", x, n)
+        if name == "silu":
+            return self.unary("swish_fwd", x, n, "<beta = 1.0 : f32>")
+        if name == "sigmoid":
+            return self.unary("sigmoid_fwd", x, n)
+        if name == "tanh":
+            return self.unary("tanh_fwd", x, n)
+        if name == "softplus":
+            return self.unary("softplus_fwd", x, n, "<beta = %r : f32>" % float(beta))
+        raise unsupported(n, "activation %s" % name)
+
+    _UNARY = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "abs": "abs", "neg": "neg",
+              "erf": "erf", "sin": "sin", "cos": "cos", "reciprocal": "reciprocal", "tan": "tan",
+              "floor": "floor", "ceil": "ceil"}
+    _ACT = {"relu": "relu", "gelu": "gelu", "silu": "silu", "sigmoid": "sigmoid", "tanh": "tanh",
+            "softplus": "softplus"}
+    _BINARY = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "true_divide": "div", "pow": "pow",
+               "maximum": "max", "minimum": "min"}
+
+    def common(self, name, n, args, kwargs):
+        """A call by its name (torch.X, F.X, Tensor.X share one meaning)."""
+        a0 = args[0] if args else None
+        if name in self._BINARY:
+            a, b = args[0], args[1] if len(args) > 1 else kwargs.get("other", kwargs.get("exponent"))
+            alpha = kwargs.get("alpha", 1)
+            if name in ("add", "sub") and alpha != 1:
+                if isinstance(b, torch.fx.Node):
+                    raise unsupported(n, "%s with alpha and a tensor" % name)
+                b = b * alpha
+            if name == "div" and kwargs.get("rounding_mode") is not None:
+                raise unsupported(n, "div rounding_mode=%r" % kwargs["rounding_mode"])
+            if name == "pow" and not isinstance(a, torch.fx.Node):
+                return self.binary("pow", a, b, n)
+            if name == "pow" and isinstance(b, (int, float)) and b == 2:
+                return self.binary("mul", a, a, n)
+            if name == "pow" and isinstance(b, (int, float)) and b == 0.5:
+                return self.unary("sqrt", self.convert(self.value(a, n), self.dtype_of(n)), n)
+            return self.binary(self._BINARY[name], a, b, n)
+        if name in self._UNARY:
+            return self.unary(self._UNARY[name], self.convert(self.value(a0, n), self.dtype_of(n)), n)
+        if name in self._ACT:
+            extra = {}
+            if name == "gelu":
+                extra["approximate"] = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
+            if name == "softplus":
+                extra["beta"] = kwargs.get("beta", args[1] if len(args) > 1 else 1.0)
+            return self.activation(name, self.value(a0, n), n, **extra)
+        if name in ("softmax", "log_softmax"):
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            if dim is None:
+                raise unsupported(n, "softmax without dim")
+            return self.softmax(self.value(a0, n), self.concrete(dim, n), n, log=name == "log_softmax")
+        if name in ("matmul", "bmm", "mm"):
+            return self.matmul(self.value(a0, n), self.value(args[1], n), n)
+        if name == "linear":
+            b = args[2] if len(args) > 2 else kwargs.get("bias")
+            return self.linear(self.value(a0, n), self.value(args[1], n), self.value(b, n) if b is not None else None, n)
+        if name == "addmm":
+            beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+            if beta != 1 or alpha != 1:
+                raise unsupported(n, "addmm with beta/alpha")
+            m = self.matmul(self.value(args[1], n), self.value(args[2], n), n)
+            bias = self.to_rank(self.convert(self.value(a0, n), m.dtype), m.rank)
+            return self.emit("add %s, %s : (%s, %s) -> $T" % (m.name, bias.name, m.type, bias.type), m.shape, m.dtype)
+        if name == "layer_norm":
+            shape = self.concrete(args[1] if len(args) > 1 else kwargs["normalized_shape"], n)
+            w = args[2] if len(args) > 2 else kwargs.get("weight")
+            b = args[3] if len(args) > 3 else kwargs.get("bias")
+            eps = args[4] if len(args) > 4 else kwargs.get("eps", 1e-5)
+            return self.layer_norm(self.value(a0, n), list(shape), self.value(w, n) if w is not None else None,
+                                   self.value(b, n) if b is not None else None, eps, n)
+        if name in ("sum", "mean", "amax", "max"):
+            v = self.value(a0, n)
+            dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+            keepdim = kwargs.get("keepdim", args[2] if len(args) > 2 else False)
+            if name == "max" and (dim is None or isinstance(dim, torch.fx.Node)):
+                raise unsupported(n, "max: use amax (max over a dim returns indices too)")
+            dim = self.concrete(dim, n)
+            dims = list(range(v.rank)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+            if kwargs.get("dtype") is not None:
+                v = self.convert(v, _DTYPE[kwargs["dtype"]])
+            if name == "mean":
+                r = self.mean(v, dims, n)
+            else:
+                r = self.reduce(v, dims, "add" if name == "sum" else "max")
+            return self.keep_or_drop(r, dims, keepdim, n)
+        if name in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as", "view_as",
+                    "reshape_as"):
+            v = self.value(a0, n)
+            shape = self.shape_of(n)
+            if name in ("expand", "expand_as"):
+                v = self.to_rank(v, len(shape))
+                if v.shape == shape:
+                    return v
+                return self.emit("broadcast %s : %s -> $T" % (v.name, v.type), shape, v.dtype)
+            return self.reshape(v, shape)
+        if name in ("permute", "transpose", "t", "swapaxes"):
+            v = self.value(a0, n)
+            if name == "permute":
+                dims = args[1:] if len(args) > 2 or not isinstance(args[1], (list, tuple)) else args[1]
+                perm = [d % v.rank for d in self.concrete(list(dims), n)]
+            elif name == "t":
+                perm = [1, 0] if v.rank == 2 else list(range(v.rank))
+            else:
+                d0, d1 = [self.concrete(d, n) % v.rank for d in args[1:3]]
+                perm = list(range(v.rank))
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+            return self.transpose(v, perm)
+        if name in ("cat", "concat", "concatenate"):
+            parts = [self.convert(self.value(p, n), self.dtype_of(n)) for p in a0]
+            dim = self.concrete(kwargs.get("dim", args[1] if len(args) > 1 else 0), n) % parts[0].rank
+            if len(parts) == 1:
+                return parts[0]
+            types = ", ".join(p.type for p in parts)
+            return self.emit("concatenate %s dimension = %d : (%s) -> $T" % (", ".join(p.name for p in parts), dim, types),
+                             self.shape_of(n), parts[0].dtype)
+        if name in ("to", "type", "float", "half", "bfloat16", "double", "int", "long", "bool", "type_as"):
+            return self.convert(self.value(a0, n), self.dtype_of(n))
+        if name in ("contiguous", "clone", "detach", "dropout", "identity"):
+            if name == "dropout" and (kwargs.get("training", args[2] if len(args) > 2 else True)
+                                      and kwargs.get("p", args[1] if len(args) > 1 else 0.5) > 0):
+                raise unsupported(n, "dropout in training mode")
+            return self.value(a0, n)
+        if name == "getitem":
+            return self.getitem(self.value(a0, n), args[1], n)
+        raise unsupported(n, "%s is not written to tir" % name)
+
+    def getitem(self, v, index, n):
+        index = self.concrete(index, n)
+        if not isinstance(index, tuple):
+            index = (index,)
+        starts, limits, steps, out_shape = [], [], [], []
+        dim = 0
+        expanded = []
+        for i, ix in enumerate(index):
+            if ix is Ellipsis:
+                rest = sum(1 for x in index[i + 1:] if x is not None)
+                expanded += [slice(None)] * (v.rank - dim - rest)
+                dim = v.rank - rest
+                continue
+            expanded.append(ix)
+            if ix is not None:
+                dim += 1
+        expanded += [slice(None)] * (v.rank - sum(1 for x in expanded if x is not None))
+        d = 0
+        for ix in expanded:
+            if ix is None:
+                out_shape.append(1)
+                continue
+            extent = v.shape[d]
+            if isinstance(ix, int):
+                if extent is None:
+                    raise unsupported(n, "indexing a dynamic dim")
+                i0 = ix % extent
+                starts.append(i0), limits.append(i0 + 1), steps.append(1)
+            elif isinstance(ix, slice):
+                if extent is None:
+                    if ix != slice(None):
+                        raise unsupported(n, "slicing a dynamic dim")
+                    raise unsupported(n, "slicing a tensor with dynamic dims")
+                s0, s1, st = ix.indices(extent)
+                if st <= 0:
+                    raise unsupported(n, "a negative slice step")
+                starts.append(s0), limits.append(max(s0, s1)), steps.append(st)
+                out_shape.append(max(0, (max(s0, s1) - s0 + st - 1) // st))
+            else:
+                raise unsupported(n, "indexing with %s" % type(ix).__name__)
+            d += 1
+        sliced_shape = [(lim - s + st - 1) // st for s, lim, st in zip(starts, limits, steps)]
+        r = v
+        if sliced_shape != v.shape:
+            r = self.emit("slice %s starts = [%s] limits = [%s] strides = [%s] : %s -> $T"
+                          % (v.name, ", ".join(map(str, starts)), ", ".join(map(str, limits)),
+                             ", ".join(map(str, steps)), v.type), sliced_shape, v.dtype)
+        return self.reshape(r, self.shape_of(n))
+
+    def function(self, n):
+        t = n.target
+        args, kwargs = list(n.args), dict(n.kwargs)
+        ops = {operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
+               operator.pow: "pow", operator.matmul: "matmul", operator.neg: "neg", operator.getitem: "getitem"}
+        if t in ops:
+            name = ops[t]
+            if name in ("add", "sub", "mul", "div", "pow") and not isinstance(args[0], torch.fx.Node):
+                # 2 - x, 1 / x: the number on the left
+                return self.binary(self._BINARY[name], self.concrete(args[0], n), args[1], n)
+            if name in ("add", "sub", "mul", "div", "pow"):
+                args[1] = args[1] if isinstance(args[1], torch.fx.Node) and isinstance(self.env.get(args[1]), _Val) \
+                    else self.concrete(args[1], n)
+            return self.common(name, n, args, kwargs)
+        name = getattr(t, "__name__", None)
+        module = getattr(t, "__module__", "") or ""
+        if name is None or not (module.startswith("torch") or t in (getattr(torch, name, None), getattr(F, name, None))):
+            raise unsupported(n, "function %s.%s is not written to tir" % (module, name))
+        for i, a in enumerate(args[1:], 1):
+            if isinstance(a, torch.fx.Node) and not isinstance(self.env.get(a), _Val):
+                args[i] = self.concrete(a, n)
+        return self.common(name, n, args, kwargs)
+
+    def method(self, n):
+        args = list(n.args)
+        for i, a in enumerate(args[1:], 1):
+            if isinstance(a, torch.fx.Node) and not isinstance(self.env.get(a), _Val):
+                args[i] = self.concrete(a, n)
+        return self.common(n.target, n, args, dict(n.kwargs))
+
+
+def _attr(gm, target):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _strides_attr(t):
+    if t.dim() == 0 or t.is_contiguous():
+        return None
+    return list(t.stride())
+
+
+def _graph_name(gm):
+    name = type(gm).__name__
+    if name == "GraphModule" and hasattr(gm, "_tir_name"):
+        name = gm._tir_name
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "module"
+
+
+def export(module, example_inputs, dynamic=None):
+    """The tir graph of `module` at `example_inputs` (a tuple of tensors).
+    `dynamic`: {input index: [dims]} written as `?`. Returns Exported."""
+    gm = _trace(module)
+    if isinstance(module, torch.nn.Module) and not isinstance(module, torch.fx.GraphModule):
+        gm._tir_name = type(module).__name__
+    inputs = tuple(example_inputs)
+    dynamic = {int(k): [int(d) for d in (v if isinstance(v, (list, tuple)) else [v])]
+               for k, v in (dynamic or {}).items()}
+    for i, dims in dynamic.items():
+        if i >= len(inputs) or not isinstance(inputs[i], torch.Tensor):
+            raise TirError(_INVALID, "INVALID_ARGUMENT", "dynamic names input %d, which is not a tensor input" % i)
+        for d in dims:
+            if not -inputs[i].dim() <= d < inputs[i].dim():
+                raise TirError(_INVALID, "INVALID_ARGUMENT", "dynamic: input %d has no dim %d" % (i, d))
+        dynamic[i] = sorted(d % inputs[i].dim() for d in dims)
+    values = _record(gm, inputs)
+    other = None
+    if dynamic:
+        try:
+            other = _record(gm, _resized(inputs, dynamic))
+        except Exception as e:
+            raise TirError(_INVALID, "INVALID_ARGUMENT", "the module does not run with the dynamic dims resized: %s" % e)
+    writer = _Writer(gm, values, other)
+    text, tree = writer.write(inputs)
+    specs = [(tuple(v.shape), v.dtype, s) for _, v, s in writer.args]
+    return Exported(text, writer.inputs, tree, dynamic, specs)
+
+
+class Compiled:
+    """A compiled module: call it like the module. Each new shape of the
+    dynamic dims compiles (once) through the service; bundles are kept per
+    shape. Runs under torch.no_grad (inference)."""
+
+    def __init__(self, module, exported, arch, client, timeout):
+        self.module, self.exported, self.arch, self.timeout = module, exported, arch, timeout
+        self._client = client
+        self._bundles = {}
+        self._lock = threading.Lock()
+        self._params = None
+        forward = module.forward if isinstance(module, torch.nn.Module) else module
+        try:
+            self._signature = inspect.signature(forward)
+        except (TypeError, ValueError):
+            self._signature = None
+
+    @property
+    def bundle(self):
+        """The bundle of the example shape (the first one compiled)."""
+        return next(iter(self._bundles.values()), None)
+
+    def bundle_for(self, args):
+        import tir
+        shapes = {}
+        key = []
+        for g, (kind, which) in enumerate(self.exported.inputs):
+            if kind == "input" and self.exported.dynamic.get(which):
+                shapes[g] = list(args[which].shape)
+                key.append(tuple(args[which].shape))
+        key = tuple(key)
+        with self._lock:
+            b = self._bundles.get(key)
+            if b is None:
+                b = tir.compile(self.exported.text, arch=self.arch, shapes=shapes or None, client=self._client,
+                                timeout=self.timeout)
+                self._bundles[key] = b
+        return b
+
+    def _named_tensors(self):
+        if self._params is None and isinstance(self.module, torch.nn.Module):
+            self._params = dict(self.module.named_parameters())
+            self._params.update(dict(self.module.named_buffers()))
+        return self._params or {}
+
+    def __call__(self, *args, **kwargs):
+        if kwargs and self._signature is not None:
+            bound = self._signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        bundle = self.bundle_for(args)
+        named = self._named_tensors()
+        tensors = []
+        for g, (kind, which) in enumerate(self.exported.inputs):
+            if kind == "input":
+                t = args[which]
+            else:
+                t = named[which] if which in named else _attr(self.module, which)
+            t = t.detach()
+            shape, dtype, strides = self.exported.input_specs[g]
+            if strides is None and not t.is_contiguous():
+                t = t.contiguous()
+            tensors.append(t)
+        with torch.no_grad():
+            results = bundle.run(*tensors)
+        return self.exported.unflatten(list(results))
+
+
+def compile(module, example_inputs, arch=None, server=None, client=None, dynamic=None, token=None, bundle_key=None,
+            timeout=1200.0):
+    """`module` compiled through tir: a callable with its call signature.
+
+    `server` ("host:port") or `client` (tir.Client); neither: the embedded
+    default (its worker's arch when `arch` is None). The example shape is
+    compiled now, so errors (UNSUPPORTED_OP, INVALID_GRAPH, ...) raise here."""
+    import tir
+    exported = export(module, example_inputs, dynamic=dynamic)
+    if client is None:
+        client = tir.connect(server, token=token, bundle_key=bundle_key)
+    arch = arch or getattr(client, "default_arch", None)
+    if not arch:
+        raise TirError(_INVALID, "INVALID_ARGUMENT", "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
+    compiled = Compiled(module, exported, arch, client, timeout)
+    compiled.bundle_for(tuple(example_inputs))
+    return compiled
