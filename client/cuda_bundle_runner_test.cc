@@ -1,7 +1,7 @@
 // The CUDA runner's launch records on the CPU: the fields a kernel's
 // parameter struct is packed from, their offsets, and the checks made before
 // any module is loaded. On a machine without a GPU, Load reports the driver
-// missing; the launch itself runs on a GPU (bench/gpu).
+// missing; the launch itself needs a GPU.
 
 #include "client/cuda_bundle_runner.h"
 
@@ -105,7 +105,7 @@ TEST(CudaBundleRunner, WithoutAGpuTheDriverIsReportedMissing) {
   auto runner = CudaBundleRunner::Load(CubinBundle());
   ASSERT_FALSE(runner.ok());  // no driver, or (on a GPU) a binary that is no cubin
   if (ReasonOf(runner.status()) == "CUDA_DRIVER_UNAVAILABLE") {
-    std::printf("no GPU here (%s): the launch is checked on a GPU by bench/gpu\n",
+    std::printf("skipped: launching a cubin needs a GPU; this machine has none (%s)\n",
                 std::string(runner.status().message()).c_str());
   } else {
     EXPECT_NE(std::string(runner.status().message()).find("cuModuleLoadData"), std::string::npos) << runner.status();

@@ -7,6 +7,7 @@ unsupported op; the service down; the torch.compile backend's partitioning
 Usage: tir_torch_test.py ADDRESS   (token "client-token", bundle key "bundle-key-1")
 """
 import math
+import struct
 import sys
 import time
 import warnings
@@ -237,6 +238,34 @@ if not torch.cuda.is_available():
         check("no GPU here: the CUDA driver is reported unavailable (%s)" % e.reason,
               e.reason in ("CUDA_DRIVER_UNAVAILABLE",), str(e))
     print("skipped: the CUDA run of Bundle.run needs a GPU (torch.cuda.is_available() is False)")
+
+# The CUDA launch of the same records, packed without a GPU: every record of
+# this bundle is an 8-byte field (pointers, sizes, strides, the domain), so
+# the struct is those values in record order; the launch's own strides are
+# used (input 0 here laid out with padded rows).
+class FakeView:
+    def __init__(self, pointer, shape, strides):
+        self.pointer, self.shape, self.strides = pointer, tuple(shape), tuple(strides)
+
+
+views = {(tir_bundle.INPUT, 0): FakeView(0x1000, (8, 16), (24, 1)),
+         (tir_bundle.INPUT, 1): FakeView(0x2000, (1, 16), (16, 1)),
+         (tir_bundle.OUTPUT, 0): FakeView(0x3000, (8, 16), (16, 1))}
+proto = bundle.proto
+launches = list(tir_bundle.cuda_launches(proto, tir.Bundle(proto)._specs(), views, None, None))
+want_ok = len(launches) == len(proto.kernels)
+for k, (grid, block, smem, params) in zip(proto.kernels, launches):
+    values = []
+    for a in k.arguments:
+        ref = (a.tensor.kind, a.tensor.index)
+        if a.kind == 1:  # POINTER
+            values.append(views[ref].pointer)
+        elif a.tensor.kind == tir_bundle.DOMAIN:
+            values.append(k.iteration_domain[a.dim])
+        else:  # SIZE, STRIDE
+            values.append((views[ref].shape if a.kind == 2 else views[ref].strides)[a.dim])
+    want_ok = want_ok and params == struct.pack("<%dq" % len(values), *values) and block[0] == k.launch.block[0]
+check("a cubin launch packs the argument records into the struct (offsets, order, the launch's strides)", want_ok)
 
 # The CUDA parameter struct: natural alignment, a tensor map at 64 bytes.
 F_ = tir_bundle.Field

@@ -40,6 +40,7 @@ def tensor_map_encodable(pointer, shape, strides, elem_bytes):
 class Driver:
     def __init__(self, lib):
         self._lib = lib
+        self._contexts = {}
         self._check(lib.cuInit(0), "cuInit")
 
     def _name(self, rc):
@@ -51,6 +52,18 @@ class Driver:
     def _check(self, rc, what):
         if rc != 0:
             raise TirError(grpc.StatusCode.INTERNAL, "CUDA_ERROR", "%s: %s" % (what, self._name(rc)))
+
+    def use_device(self, index):
+        """Makes the primary context of device `index` (the one torch's
+        runtime uses) current on this thread."""
+        ctx = self._contexts.get(index)
+        if ctx is None:
+            dev = ctypes.c_int()
+            self._check(self._lib.cuDeviceGet(ctypes.byref(dev), index), "cuDeviceGet")
+            ctx = ctypes.c_void_p()
+            self._check(self._lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev), "cuDevicePrimaryCtxRetain")
+            self._contexts[index] = ctx
+        self._check(self._lib.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
     def load(self, cubin, entry, dynamic_smem):
         """(module, function) of `entry` in `cubin`, in the current context."""

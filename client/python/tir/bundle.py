@@ -82,17 +82,20 @@ class TensorSpec:
         self.declared = tuple(t.strides) if len(t.strides) else None
         self.divisors = tuple(t.stride_divisors) if len(t.stride_divisors) else ()
         self.alignment = t.alignment
+        self._row_major = None
 
     @property
     def dynamic(self):
         return any(d < 0 for d in self.shape)
 
     def row_major(self):
-        strides, s = [], 1
-        for d in reversed(self.shape):
-            strides.append(s)
-            s *= max(1, d)
-        return tuple(reversed(strides))
+        if self._row_major is None:
+            strides, s = [], 1
+            for d in reversed(self.shape):
+                strides.append(s)
+                s *= max(1, d)
+            self._row_major = tuple(reversed(strides))
+        return self._row_major
 
     def layout(self):
         """Strides a runner allocates this tensor with: the declared static
@@ -173,18 +176,23 @@ def _numpy():
         return None
 
 
+_TORCH_DTYPES = None
+_NUMPY_DTYPES = None
+
+
 def _dtype_of_torch(torch, dt):
-    for k, v in _DTYPES.items():
-        if v[3] and getattr(torch, v[3]) == dt and k != graph_pb2.DTYPE_INDEX:
-            return k
-    return None
+    global _TORCH_DTYPES
+    if _TORCH_DTYPES is None:
+        _TORCH_DTYPES = {getattr(torch, v[3]): k for k, v in _DTYPES.items()
+                         if v[3] and k != graph_pb2.DTYPE_INDEX and hasattr(torch, v[3])}
+    return _TORCH_DTYPES.get(dt)
 
 
 def _dtype_of_numpy(np, dt):
-    for k, v in _DTYPES.items():
-        if v[2] and np.dtype(v[2]) == dt and k != graph_pb2.DTYPE_INDEX:
-            return k
-    return None
+    global _NUMPY_DTYPES
+    if _NUMPY_DTYPES is None:
+        _NUMPY_DTYPES = {np.dtype(v[2]): k for k, v in _DTYPES.items() if v[2] and k != graph_pb2.DTYPE_INDEX}
+    return _NUMPY_DTYPES.get(dt)
 
 
 def _view(obj, what):
@@ -335,6 +343,37 @@ def workspace_bytes(launch, domain):
 
 # ---------------------------------------------------------------------------
 
+def cuda_launches(proto, specs, tensors, workspace, tensor_map):
+    """Yields (grid, block, dynamic shared memory, parameter struct bytes)
+    for each kernel of a cubin bundle, in order. `tensors[(kind, index)]`:
+    each tensor's pointer, shape and strides at this launch; `workspace(kernel,
+    bytes)` the device address of a zeroed workspace; `tensor_map(tensor,
+    spec, box)` the 128 bytes of its TMA descriptor, or None when its layout
+    allows none (the field stays zero and the kernel loads without TMA)."""
+    shapes = {r: v.shape for r, v in tensors.items()}
+    strides = {r: v.strides for r, v in tensors.items()}
+    for k in proto.kernels:
+        fields = kernel_fields(k, specs, shapes, strides)
+        offsets, size, _ = struct_layout(fields)
+        params = bytearray(size)
+        for f, at in zip(fields, offsets):
+            if f.kind == "pointer":
+                struct.pack_into("<Q", params, at, tensors[f.ref].pointer)
+            elif f.kind == "scalar":
+                params[at:at + f.size] = _scalar_bytes(specs[f.ref], tensors[f.ref], "input %d" % f.ref[1])[:f.size]
+            elif f.kind == "array":
+                struct.pack_into("<%dq" % len(f.values), params, at, *f.values)
+            elif f.kind == "workspace":
+                struct.pack_into("<Q", params, at, workspace(k, max(8, workspace_bytes(k.launch, list(k.iteration_domain)))))
+            elif f.kind == "map":
+                encoded = tensor_map(tensors[f.ref], specs[f.ref], f.box)
+                if encoded is not None:
+                    params[at:at + 128] = encoded
+        grid = launch_grid(k.launch, list(k.iteration_domain))
+        block = ([max(1, b) for b in list(k.launch.block)[:3]] + [1, 1, 1])[:3]
+        yield grid, block, k.launch.dynamic_shared_memory_bytes, bytes(params)
+
+
 class Bundle:
     """A compiled graph: `run` it on tensors. `proto` is the
     tir.v1.KernelBundle; with `bundle_key` its signature is checked before
@@ -351,8 +390,11 @@ class Bundle:
         self._work_dir = work_dir
         self._lock = threading.Lock()
         self._host = None      # loaded tir_host_call per kernel
-        self._cuda = None      # _cuda.Module per kernel
+        self._cuda = None      # device index -> loaded (module, function) per kernel
         self._scratch = {}     # (device, kind, index) -> allocation reused across runs
+        self._plans = {}       # launch layout -> host kernels' prepared fields
+        self._runnable = False
+        self._spec_map = None
 
     def __repr__(self):
         return "tir.Bundle(%s, %s, %d kernels: (%s) -> (%s))" % (
@@ -420,7 +462,9 @@ class Bundle:
         the inputs are torch tensors, numpy otherwise)."""
         if self._bundle_key:
             self.check_signature()
-        self._check_runnable()
+        if not self._runnable:
+            self._check_runnable()
+            self._runnable = True
         views, device = self._check_inputs(tensors)
         gpu = not self.is_host
         if gpu and not device.startswith("cuda"):
@@ -446,10 +490,13 @@ class Bundle:
         return tuple(v.obj for v in outs)
 
     def _specs(self):
+        if self._spec_map is not None:
+            return self._spec_map
         specs = {}
         for kind, lst in ((INPUT, self.inputs), (OUTPUT, self.outputs), (INTERMEDIATE, self.intermediates)):
             for i, s in enumerate(lst):
                 specs[(kind, i)] = s
+        self._spec_map = specs
         return specs
 
     def _allocate(self, spec, kind, device, fill=None):
@@ -533,7 +580,14 @@ class Bundle:
         self._host = calls
         return calls
 
-    def _run_host(self, tensors):
+    def _host_plan(self, tensors):
+        """Per kernel: the call, each field's storage, the array of their
+        addresses and the grid, for the strides of this launch (kept: a
+        later run with the same layout only writes its pointers and scalars)."""
+        key = tuple(v.strides for _, v in sorted(tensors.items()))
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
         specs = self._specs()
         for k in self.proto.kernels:
             for a in k.arguments:
@@ -543,22 +597,34 @@ class Bundle:
         calls = self._load_host()
         shapes = {r: v.shape for r, v in tensors.items()}
         strides = {r: v.strides for r, v in tensors.items()}
+        plan = []
         for k, (_, call) in zip(self.proto.kernels, calls):
-            fields = kernel_fields(k, specs, shapes, strides)
-            keep = []  # each field's storage; the call takes a pointer to each
-            for f in fields:
+            storages, pointers, scalars = [], [], []
+            for f in kernel_fields(k, specs, shapes, strides):
                 if f.kind == "pointer":
-                    storage = ctypes.c_void_p(tensors[f.ref].pointer)
+                    storage = ctypes.c_void_p(0)
+                    pointers.append((storage, f.ref))
                 elif f.kind == "scalar":
-                    storage = ctypes.create_string_buffer(
-                        _scalar_bytes(specs[f.ref], tensors[f.ref], "input %d" % f.ref[1]), 8)
+                    storage = ctypes.create_string_buffer(8)
+                    scalars.append((storage, f.ref))
                 elif f.kind == "array":
                     storage = (ctypes.c_int64 * max(1, len(f.values)))(*f.values)
                 else:  # workspace
                     storage = ctypes.c_void_p(ctypes.addressof(self._workspace_host(k)))
-                keep.append(storage)
+                storages.append(storage)
             grid = launch_grid(k.launch, list(k.iteration_domain))
-            array = (ctypes.c_void_p * max(1, len(keep)))(*[ctypes.addressof(f) for f in keep])
+            array = (ctypes.c_void_p * max(1, len(storages)))(*[ctypes.addressof(f) for f in storages])
+            plan.append((call, storages, pointers, scalars, array, grid))
+        self._plans[key] = plan
+        return plan
+
+    def _run_host(self, tensors):
+        specs = self._specs()
+        for call, _, pointers, scalars, array, grid in self._host_plan(tensors):
+            for storage, ref in pointers:
+                storage.value = tensors[ref].pointer
+            for storage, ref in scalars:
+                ctypes.memmove(storage, _scalar_bytes(specs[ref], tensors[ref], "input %d" % ref[1]), 8)
             call(array, grid[0], grid[1], grid[2])
 
     def _workspace_host(self, kernel):
@@ -579,38 +645,26 @@ class Bundle:
         index = int(device.split(":")[1])
         with torch.cuda.device(index):
             torch.cuda.init()
+            driver.use_device(index)
             if self._cuda is None:
-                self._cuda = [driver.load(k.binary, k.entry_symbol or "tir_kernel", k.launch.dynamic_shared_memory_bytes)
-                              for k in self.proto.kernels]
+                self._cuda = {}
+            if index not in self._cuda:  # modules load per device (context)
+                self._cuda[index] = [driver.load(k.binary, k.entry_symbol or "tir_kernel",
+                                                 k.launch.dynamic_shared_memory_bytes) for k in self.proto.kernels]
             raw_stream = stream if isinstance(stream, int) else (stream or torch.cuda.current_stream(index)).cuda_stream
-            specs = self._specs()
-            shapes = {r: v.shape for r, v in tensors.items()}
-            strides = {r: v.strides for r, v in tensors.items()}
-            for k, fn in zip(self.proto.kernels, self._cuda):
-                fields = kernel_fields(k, specs, shapes, strides)
-                offsets, size, _ = struct_layout(fields)
-                params = bytearray(size)
-                for f, at in zip(fields, offsets):
-                    if f.kind == "pointer":
-                        struct.pack_into("<Q", params, at, tensors[f.ref].pointer)
-                    elif f.kind == "scalar":
-                        params[at:at + f.size] = _scalar_bytes(specs[f.ref], tensors[f.ref], "input %d" % f.ref[1])[:f.size]
-                    elif f.kind == "array":
-                        struct.pack_into("<%dq" % len(f.values), params, at, *f.values)
-                    elif f.kind == "workspace":
-                        need = max(8, workspace_bytes(k.launch, list(k.iteration_domain)))
-                        key = (device, "workspace", k.partition)
-                        ws = self._scratch.get(key)
-                        if ws is None or ws.numel() < need:
-                            ws = torch.zeros(need, dtype=torch.uint8, device=device)
-                            self._scratch[key] = ws
-                        struct.pack_into("<Q", params, at, ws.data_ptr())
-                    elif f.kind == "map":
-                        t, spec = tensors[f.ref], specs[f.ref]
-                        encoded = driver.tensor_map(t.pointer, t.shape, t.strides, dtype_bytes(spec.dtype),
-                                                    spec.dtype == graph_pb2.DTYPE_BF16, f.box)
-                        if encoded is not None:
-                            params[at:at + 128] = encoded
-                grid = launch_grid(k.launch, list(k.iteration_domain))
-                block = [max(1, b) for b in list(k.launch.block)[:3]] + [1] * (3 - min(3, len(k.launch.block)))
-                driver.launch(fn, grid, block, k.launch.dynamic_shared_memory_bytes, raw_stream, bytes(params))
+
+            def workspace(kernel, need):
+                key = (device, "workspace", kernel.partition)
+                ws = self._scratch.get(key)
+                if ws is None or ws.numel() < need:
+                    ws = torch.zeros(need, dtype=torch.uint8, device=device)  # the kernel leaves it zeroed
+                    self._scratch[key] = ws
+                return ws.data_ptr()
+
+            def tensor_map(view, spec, box):
+                return driver.tensor_map(view.pointer, view.shape, view.strides, dtype_bytes(spec.dtype),
+                                         spec.dtype == graph_pb2.DTYPE_BF16, box)
+
+            launches = cuda_launches(self.proto, self._specs(), tensors, workspace, tensor_map)
+            for fn, (grid, block, smem, params) in zip(self._cuda[index], launches):
+                driver.launch(fn, grid, block, smem, raw_stream, params)
