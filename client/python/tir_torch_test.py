@@ -182,6 +182,33 @@ check("each shape has its own sized bundle", len(dyn._bundles) == 3 and
       all(not s.dynamic for b in dyn._bundles.values() for s in b.inputs))
 
 
+# A dynamic sequence length through view/transpose: multi-head attention
+# scores; the view's `?` takes its size from the input's dim.
+class HeadScores(torch.nn.Module):
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.heads, self.q, self.k = heads, torch.nn.Linear(d, d), torch.nn.Linear(d, d)
+
+    def forward(self, x):
+        b, s, d = x.size(0), x.size(1), x.size(2)
+        q = self.q(x).view(b, s, self.heads, d // self.heads).transpose(1, 2)
+        k = self.k(x).view(b, s, self.heads, d // self.heads).transpose(1, 2)
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // self.heads), dim=-1)
+
+
+heads = HeadScores().eval()
+seq = tir.fx.compile(heads, (torch.randn(2, 8, 32),), arch="host", client=client, dynamic={0: [1]})
+check("a view of a dynamic dim is sized by a dim of the input",
+      "dynamic_dims(" in seq.exported.text and "= dim %in0 dimension = 1" in seq.exported.text)
+all_ok = True
+for s_len in (8, 5, 13):
+    xs = torch.randn(2, s_len, 32)
+    with torch.no_grad():
+        ok, detail = close(seq(xs), heads(xs))
+    all_ok = all_ok and ok
+check("multi-head scores with a dynamic sequence length run at 8, 5 and 13", all_ok, detail)
+
+
 # -- Bundle.run: numpy, out=, errors ----------------------------------------
 
 graph = """tir.graph @scale(%x: tensor<8x16xf32>, %b: tensor<1x16xf32>) -> tensor<8x16xf32> {

@@ -37,7 +37,11 @@ std::string Fmt(const std::vector<int64_t> &shape) {
 
 bool IsReduction(mlir::Operation *op) { return llvm::isa<ReduceOp, ReduceUdOp>(op); }
 bool IsMatmul(mlir::Operation *op) { return llvm::isa<MatmulOp>(op); }
-bool ShapeIsStatic(mlir::Type t) { return t.cast<mlir::ShapedType>().hasStaticShape(); }
+// Scalars (an index from `dim`, a scalar input) count as static.
+bool ShapeIsStatic(mlir::Type t) {
+  auto shaped = t.dyn_cast<mlir::ShapedType>();
+  return !shaped || shaped.hasStaticShape();
+}
 
 bool IsPointwiseLike(mlir::Operation *op) { return !IsReduction(op) && !IsMatmul(op) && !llvm::isa<LaunchOp>(op); }
 
@@ -279,6 +283,9 @@ class Partitioner {
         if (!draft.ops.count(user)) continue;
         if (llvm::isa<TransposeOp, SliceOp, ReduceOp, ReduceUdOp, MatmulOp>(user)) continue;
         if (llvm::isa<ReshapeOp>(user)) {
+          // A size the reshape takes (a `dim` of another value) is read as a
+          // scalar, not through the reshape's index relation.
+          if (user->getOperand(0).getDefiningOp() != op) continue;
           if (tiled) {
             why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
             return std::nullopt;

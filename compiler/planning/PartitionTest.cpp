@@ -105,6 +105,21 @@ tir.graph @g(%x: tensor<6x16xf32>, %g: tensor<1x16xf32>, %wg: tensor<16x12xf32>,
   EXPECT_EQ(p.kernels[2].space.kind, KernelKind::kMatmul);
 }
 
+TEST_F(PartitionTest, ADimThatSizesAReshapeIsReadAsAScalar) {
+  // `dim` gives the reshape its run-time extent (what tir.fx writes for a
+  // view of a dynamic dim); its index result is no tensor (this crashed).
+  Partition p = Check(R"mlir(
+tir.graph @g(%x: tensor<2x?x8xf32>) -> tensor<2x?x2x4xf32> {
+  %e = exp %x : tensor<2x?x8xf32>
+  %d = dim %x dimension = 1 : tensor<2x?x8xf32>
+  %r = reshape %e dynamic_dims(%d) : tensor<2x?x8xf32> -> tensor<2x?x2x4xf32>
+  %t = neg %r : tensor<2x?x2x4xf32>
+  results %t : tensor<2x?x2x4xf32>
+}
+)mlir", 2, Arch(), /*run=*/false);  // dynamic: run at a shape by the e2e and Python tests
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("reshape with run-time extents"));
+}
+
 TEST_F(PartitionTest, MatmulBiasGeluResidualIsOneKernel) {
   Partition p = Check(R"mlir(
 tir.graph @mlp(%x: tensor<64x128xbf16>, %w: tensor<128x96xbf16>, %b: tensor<1x96xf32>, %r: tensor<64x96xf32>) -> tensor<64x96xf32> {

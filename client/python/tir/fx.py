@@ -166,6 +166,8 @@ class _Writer:
         self.inputs, self.params = [], {}
         self.count = 0
         self.modules = dict(gm.named_modules())
+        self.dims = {}           # (value name, dim) -> index value
+        self.placeholders = []   # (node, _Val) of the user's inputs
 
     # -- values ---------------------------------------------------------------
 
@@ -209,14 +211,52 @@ class _Writer:
             return v
         return self.emit("convert %s : %s -> $T" % (v.name, v.type), v.shape, dtype)
 
-    def reshape(self, v, shape):
-        if list(shape) == v.shape:
+    def reshape(self, v, shape, node=None):
+        """`v` reshaped to `shape`. A `?` dim of the result takes its size
+        from a `dim` of `v` (when the reshape only adds or drops unit dims)
+        or of a graph input whose dim has the same sizes in both runs."""
+        shape = list(shape)
+        if shape == v.shape:
             return v
-        if any(d is None for d in shape) or any(d is None for d in v.shape):
-            if [d for d in shape if d != 1] != [d for d in v.shape if d != 1]:
-                raise TirError(_INVALID, "UNSUPPORTED_OP", "a reshape that moves a dynamic dim (%s -> %s)"
-                               % (_type(v.shape, v.dtype), _type(shape, v.dtype)))
-        return self.emit("reshape %s : %s -> $T" % (v.name, v.type), shape, v.dtype)
+        dynamic = [i for i, d in enumerate(shape) if d is None]
+        if not dynamic:
+            if any(d is None for d in v.shape):
+                raise unsupported(node, "a reshape of a dynamic dim to a static size") if node is not None else \
+                    TirError(_INVALID, "UNSUPPORTED_OP", "a reshape of a dynamic dim to a static size")
+            return self.emit("reshape %s : %s -> $T" % (v.name, v.type), shape, v.dtype)
+        sizes = []
+        if [d for d in shape if d != 1] == [d for d in v.shape if d != 1]:
+            sizes = [self.dim_of(v, j) for j, d in enumerate(v.shape) if d is None]
+        elif node is not None and self.other is not None and node in self.other:
+            a, b = self.values[node].shape, self.other[node].shape
+            for i in dynamic:
+                found = self.input_dim(a[i], b[i])
+                if found is None:
+                    raise unsupported(node, "a reshape whose dynamic dim %d (%d, then %d) is no input's dim (a product "
+                                            "of dynamic dims is not written)" % (i, a[i], b[i]))
+                sizes.append(found)
+        else:
+            raise TirError(_INVALID, "UNSUPPORTED_OP", "a reshape that moves a dynamic dim (%s -> %s)"
+                           % (_type(v.shape, v.dtype), _type(shape, v.dtype)))
+        return self.emit("reshape %s dynamic_dims(%s) : %s -> $T" % (v.name, ", ".join(sizes), v.type), shape, v.dtype)
+
+    def dim_of(self, v, j):
+        """The index value of `v`'s dim `j` (a `dim` op, once)."""
+        key = (v.name, j)
+        if key not in self.dims:
+            name = self.fresh("d")
+            self.lines.append("  %s = dim %s dimension = %d : %s" % (name, v.name, j, v.type))
+            self.dims[key] = name
+        return self.dims[key]
+
+    def input_dim(self, a, b):
+        """A graph input's dynamic dim that is `a` in the example run and `b`
+        in the resized one, as an index value; None when there is none."""
+        for node, val in self.placeholders:
+            for j, d in enumerate(val.shape):
+                if d is None and self.values[node].shape[j] == a and self.other[node].shape[j] == b:
+                    return self.dim_of(val, j)
+        return None
 
     def to_rank(self, v, rank):
         return v if v.rank >= rank else self.reshape(v, [1] * (rank - v.rank) + v.shape)
@@ -358,6 +398,7 @@ class _Writer:
             self.args.append((v.name, v, _strides_attr(t)))
             self.inputs.append(("input", i))
             self.env[n] = v
+            self.placeholders.append((n, v))
         for n in gm.graph.nodes:
             if n.op == "placeholder":
                 continue
@@ -551,7 +592,7 @@ class _Writer:
                 if v.shape == shape:
                     return v
                 return self.emit("broadcast %s : %s -> $T" % (v.name, v.type), shape, v.dtype)
-            return self.reshape(v, shape)
+            return self.reshape(v, shape, n)
         if name in ("permute", "transpose", "t", "swapaxes"):
             v = self.value(a0, n)
             if name == "permute":
@@ -630,7 +671,7 @@ class _Writer:
             r = self.emit("slice %s starts = [%s] limits = [%s] strides = [%s] : %s -> $T"
                           % (v.name, ", ".join(map(str, starts)), ", ".join(map(str, limits)),
                              ", ".join(map(str, steps)), v.type), sliced_shape, v.dtype)
-        return self.reshape(r, self.shape_of(n))
+        return self.reshape(r, self.shape_of(n), n)
 
     def function(self, n):
         t = n.target
@@ -650,13 +691,20 @@ class _Writer:
         module = getattr(t, "__module__", "") or ""
         if name is None or not (module.startswith("torch") or t in (getattr(torch, name, None), getattr(F, name, None))):
             raise unsupported(n, "function %s.%s is not written to tir" % (module, name))
-        for i, a in enumerate(args[1:], 1):
-            if isinstance(a, torch.fx.Node) and not isinstance(self.env.get(a), _Val):
-                args[i] = self.concrete(a, n)
+        if name not in self._SHAPED:
+            for i, a in enumerate(args[1:], 1):
+                if isinstance(a, torch.fx.Node) and not isinstance(self.env.get(a), _Val):
+                    args[i] = self.concrete(a, n)
         return self.common(name, n, args, kwargs)
+
+    # Ops whose result's shape is read from the recorded runs: their size
+    # arguments (x.size(0), -1, ...) are not needed, dynamic or not.
+    _SHAPED = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as", "view_as", "reshape_as"}
 
     def method(self, n):
         args = list(n.args)
+        if n.target in self._SHAPED:
+            return self.common(n.target, n, args, dict(n.kwargs))
         for i, a in enumerate(args[1:], 1):
             if isinstance(a, torch.fx.Node) and not isinstance(self.env.get(a), _Val):
                 args[i] = self.concrete(a, n)
