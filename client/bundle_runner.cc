@@ -35,6 +35,7 @@ absl::StatusOr<std::vector<LaunchField>> KernelFields(const tir::v1::KernelEntry
   const std::vector<int64_t> domain(k.iteration_domain().begin(), k.iteration_domain().end());
   auto valueOf = [&](const tir::v1::KernelArgument &a) -> absl::StatusOr<int64_t> {
     if (a.tensor().kind() == tir::v1::TensorRef::ITERATION_DOMAIN) {
+      if (domain.empty() && a.dim() == 0) return int64_t{1};  // a rank-0 domain's one entry
       if (a.dim() >= domain.size()) return Precondition("argument reads a missing domain dim");
       return domain[a.dim()];
     }

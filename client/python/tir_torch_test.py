@@ -209,6 +209,75 @@ for s_len in (8, 5, 13):
 check("multi-head scores with a dynamic sequence length run at 8, 5 and 13", all_ok, detail)
 
 
+# What users' modules return and take, beyond one tensor in, one out.
+class Returns(torch.nn.Module):
+    def forward(self, x):
+        y = torch.tanh(x)
+        return y, y, x, (x * x).sum(), x.mean()
+
+
+xr = torch.randn(4, 8)
+ret = tir.fx.compile(Returns(), (xr,), arch="host", client=client)
+got, want = ret(xr), Returns()(xr)
+ok = all(g.shape == w.shape and torch.allclose(g, w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
+check("a result twice, an input returned, rank-0 sums: all as eager", ok,
+      str([(tuple(g.shape), tuple(w.shape)) for g, w in zip(got, want)]))
+check("... the repeated result is one graph result", ret.exported.text.count("results") == 1 and
+      len(ret.bundle.outputs) == 3, str(len(ret.bundle.outputs)))
+
+
+class Identity(torch.nn.Module):
+    def forward(self, x):
+        return F.dropout(x, p=0.1, training=False)
+
+
+ident = tir.fx.compile(Identity(), (xr,), arch="host", client=client)
+check("a module that computes nothing returns its input (no bundle)", ident(xr) is xr and ident.bundle is None)
+
+
+class Pieces(torch.nn.Module):
+    def forward(self, x, scale=0.5):
+        a, b = x.split([3, 5], dim=1)[0], x.split([3, 5], dim=1)[1]
+        return a.sum(-1, keepdim=True) * scale + b[:, :x.shape[1] // 4].amax(-1, keepdim=True)
+
+
+pieces = tir.fx.compile(Pieces(), (xr,), arch="host", client=client)
+ok, detail = close(pieces(xr), Pieces()(xr))
+check("split pieces, a slice sized from the shape, a defaulted number", ok, detail)
+ok, detail = raises(lambda: pieces(xr, 0.25), "INVALID_ARGUMENT")
+check("a number other than the one compiled for is refused", ok and "0.5" in detail, detail)
+ok, detail = raises(lambda: pieces(), "INVALID_ARGUMENT")
+check("a missing argument is INVALID_ARGUMENT", ok, detail)
+
+
+class Bitcast(torch.nn.Module):
+    def forward(self, x):
+        return x.view(torch.int32) + 1
+
+
+ok, detail = raises(lambda: tir.fx.export(Bitcast(), (xr,)), "UNSUPPORTED_OP")
+check("view as another dtype is refused, not reshaped", ok, detail)
+
+
+class EmptySlice(torch.nn.Module):
+    def forward(self, x):
+        return x[:, 5:5] * 2
+
+
+ok, detail = raises(lambda: tir.fx.export(EmptySlice(), (xr,)), "UNSUPPORTED_OP")
+check("a zero-size slice is refused", ok and "zero-size" in detail, detail)
+
+# A replaced Parameter (not only an in-place update) is what the next call reads.
+lin = torch.nn.Sequential(torch.nn.Linear(8, 6)).eval()
+flin = tir.fx.compile(lin, (xr,), arch="host", client=client)
+lin[0].weight = torch.nn.Parameter(torch.randn(6, 8))
+with torch.no_grad():
+    ok, detail = close(flin(xr), lin(xr))
+check("a replaced Parameter is read by the next call", ok, detail)
+
+ro = np.frombuffer(bytes(8 * 16 * 4), np.float32).reshape(8, 16)
+
+
 # -- Bundle.run: numpy, out=, errors ----------------------------------------
 
 graph = """tir.graph @scale(%x: tensor<8x16xf32>, %b: tensor<1x16xf32>) -> tensor<8x16xf32> {
@@ -240,6 +309,15 @@ ok, detail = raises(lambda: bundle.run(xs, bs, out=np.empty((8, 16), np.float64)
 check("a wrong out= is INPUT_MISMATCH", ok, detail)
 ok, detail = raises(lambda: bundle.run("not a tensor", bs), "INPUT_MISMATCH")
 check("a string is not a tensor", ok, detail)
+ok, detail = raises(lambda: bundle.run(xs, bs, out=ro), "INPUT_MISMATCH")
+check("a read-only out= is refused", ok and "read-only" in detail and not ro.any(), detail)
+rank0 = tir.compile("""tir.graph @rank0(%x: tensor<f32>) -> tensor<f32> {
+  %e = exp %x : tensor<f32>
+  results %e : tensor<f32>
+}
+""", arch="host", client=client)
+(e0,) = rank0.run(np.array(1.0, np.float32))
+check("a rank-0 graph runs (its one-entry domain)", e0.shape == () and abs(float(e0) - math.e) < 1e-5, str(e0))
 
 # The signature is checked before any binary is loaded.
 tampered = tir.Bundle(bundle.proto.__class__.FromString(bundle.proto.SerializeToString()), bundle_key=KEY)
@@ -367,6 +445,17 @@ check("two regions compiled, none fell back", backend.regions_compiled == 2 and 
       "%d compiled, %d eager: %s" % (backend.regions_compiled, backend.regions_eager, backend.warnings))
 check("the tir regions ran", backend.regions_run == 2, str(backend.regions_run))
 check("no warning when all is well", not caught, str([str(w.message) for w in caught]))
+
+check("the backend leaves the caller's GraphModule as it is",
+      not any(n.startswith("fused_") for n, _ in gm.named_children()))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    bigger = torch.randn(3, 16)  # another shape than the regions were compiled for
+    ok, detail = close(run(bigger), mixed(bigger))
+    ok2, detail2 = close(run(xm), want)
+check("a call at another shape runs eagerly and matches", ok, detail)
+check("... and the tir regions run again at the compiled shape", ok2 and backend.regions_run == 4,
+      "%s, %d runs" % (detail2, backend.regions_run))
 
 backend = tir.torch_backend(server=down, arch="host", timeout=10)
 with warnings.catch_warnings(record=True) as caught:

@@ -76,7 +76,10 @@ absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector
   const int64_t domainRank = kernelGraph->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").size();
   for (const std::string &f : fields) {
     if (f == "dim") {
-      for (int64_t d = 0; d < domainRank; ++d) add(tir::v1::KernelArgument::SIZE, Ref(tir::v1::TensorRef::ITERATION_DOMAIN, 0), d);
+      // A rank-0 domain still has one entry (1), as a rank-0 tensor does.
+      for (int64_t d = 0; d < std::max<int64_t>(1, domainRank); ++d) {
+        add(tir::v1::KernelArgument::SIZE, Ref(tir::v1::TensorRef::ITERATION_DOMAIN, 0), d);
+      }
       continue;
     }
     if (f == "workspace") {

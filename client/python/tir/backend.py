@@ -16,6 +16,7 @@ inputs), so it also runs on torch 1.13 (without torch.compile) on a
 symbolically traced module.
 """
 
+import copy
 import operator
 import threading
 import warnings
@@ -99,8 +100,14 @@ class _Region(torch.nn.Module):
                 self.owner.regions_run += 1
                 return out
             except TirError as e:
-                self.owner.warn("a tir region failed at run time (%s); it runs eagerly from now on" % e)
-                self.compiled = None
+                if e.reason in ("INPUT_MISMATCH", "LAYOUT_CONTRACT_VIOLATED"):
+                    # Arguments other than the region was compiled for (a new
+                    # shape, a layout): eager for this call only.
+                    self.owner.warn("a tir region was called with other arguments than it was compiled for (%s); "
+                                    "that call runs eagerly" % e)
+                else:
+                    self.owner.warn("a tir region failed at run time (%s); it runs eagerly from now on" % e)
+                    self.compiled = None
         return self.eager(*args)
 
 
@@ -141,6 +148,9 @@ class TirBackend:
     def _compile(self, gm, example_inputs):
         if any(not isinstance(t, torch.Tensor) for t in example_inputs):
             raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_OP", "the graph takes non-tensor inputs (symbolic sizes)")
+        # The caller's GraphModule stays as it is: the regions are fused into
+        # a copy that shares its submodules and parameters.
+        gm = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
         values = tir_fx._record(gm, example_inputs)
         partitioner = CapabilityBasedPartitioner(gm, _Support(gm, values), allows_single_node_partition=True)
         partitions = [p for p in partitioner.propose_partitions() if len(p.nodes) >= self.min_nodes]

@@ -224,6 +224,21 @@ def _view(obj, what):
     raise _error(_INVALID, "INPUT_MISMATCH", "%s: numpy is needed to run a %s" % (what, type(obj).__name__))
 
 
+def _read_only(obj):
+    """Whether an out= object refuses writes (a numpy array over bytes, a
+    read-only buffer)."""
+    flags = getattr(obj, "flags", None)
+    if flags is not None and hasattr(flags, "writeable"):
+        return not flags.writeable
+    torch = _torch()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        return False
+    try:
+        return memoryview(obj).readonly
+    except TypeError:
+        return False
+
+
 def _scalar_bytes(spec, v, what):
     fmt = _DTYPES.get(spec.dtype, (None,) * 5)[4]
     if fmt is None:
@@ -281,7 +296,9 @@ def kernel_fields(kernel, specs, shapes, strides):
             while (i < len(args) and args[i].kind == a.kind and args[i].tensor.kind == a.tensor.kind and
                    args[i].tensor.index == a.tensor.index and args[i].dim == len(values)):
                 b = args[i]
-                if b.tensor.kind == DOMAIN:
+                if b.tensor.kind == DOMAIN and not domain and b.dim == 0:
+                    values.append(1)  # a rank-0 domain's one entry
+                elif b.tensor.kind == DOMAIN:
                     if b.dim >= len(domain):
                         raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "an argument reads a missing domain dim")
                     values.append(domain[b.dim])
@@ -542,6 +559,8 @@ class Bundle:
         for i, (t, spec) in enumerate(zip(out, self.outputs)):
             what = "out[%d]" % i
             v = _view(t, what)
+            if _read_only(t):
+                raise _error(_INVALID, "INPUT_MISMATCH", "%s is read-only; outputs are written into it" % what)
             if v.shape != spec.shape or v.dtype != spec.dtype:
                 raise _error(_INVALID, "INPUT_MISMATCH", "%s: the bundle writes %r, got shape %s dtype %s"
                              % (what, spec, list(v.shape), getattr(t, "dtype", "?")))

@@ -9,8 +9,10 @@ installed from. RUNNER_NOT_FOUND when none is found.
 """
 
 import atexit
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -62,6 +64,14 @@ def find_binary(what):
                    % name)
 
 
+def _die_with_parent():
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -80,28 +90,33 @@ class EmbeddedService:
         self.address, self.arch = None, None
         coordinator, worker, runner = find_binary("coordinator"), find_binary("worker"), find_binary("runner")
         db = os.path.join(self.dir, "db")
+        client = None
         for attempt in range(2):
             port = _free_port()
             self.address = "127.0.0.1:%d" % port
-            log = open(os.path.join(self.dir, "coordinator.log"), "ab")
-            proc = subprocess.Popen([coordinator, "--listen=" + self.address, "--db=" + db, "--metrics_port=0",
-                                     "--dashboard_port=0"], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-            time.sleep(0.2)
+            proc = self._spawn([coordinator, "--listen=" + self.address, "--db=" + db, "--metrics_port=0",
+                                "--dashboard_port=0"], "coordinator.log")
+            # Serving, or gone: the store held by another process (another
+            # embedded service) makes it exit, and this one keeps its own.
+            client = Client(self.address, timeout=2.0, max_attempts=1)
+            end = time.monotonic() + start_timeout
+            while proc.poll() is None and time.monotonic() < end:
+                try:
+                    client.workers()
+                    break
+                except TirError:
+                    time.sleep(0.05)
             if proc.poll() is None:
                 break
-            # The store is held by another process (another embedded service):
-            # this one keeps its own for the process's lifetime.
+            client.close()
+            self._procs.remove(proc)
             db = tempfile.mkdtemp(prefix="db-", dir=self.dir)
         else:
             raise TirError(grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE",
                            "the embedded coordinator did not start; see %s/coordinator.log" % self.dir)
-        self._procs.append(proc)
-        log = open(os.path.join(self.dir, "worker.log"), "ab")
-        self._procs.append(subprocess.Popen([worker, "--coordinator=" + self.address, "--backend=" + backend,
-                                             "--work_dir=" + os.path.join(self.dir, "worker"), "--runner=" + runner],
-                                            stdout=log, stderr=log, stdin=subprocess.DEVNULL))
+        self._spawn([worker, "--coordinator=" + self.address, "--backend=" + backend,
+                     "--work_dir=" + os.path.join(self.dir, "worker"), "--runner=" + runner], "worker.log")
         atexit.register(self.stop)
-        client = Client(self.address, timeout=5.0)
         end = time.monotonic() + start_timeout
         try:
             while time.monotonic() < end:
@@ -122,6 +137,14 @@ class EmbeddedService:
         self.stop()
         raise TirError(grpc.StatusCode.DEADLINE_EXCEEDED, "UNAVAILABLE",
                        "the embedded worker did not register within %.0f s; see %s/worker.log" % (start_timeout, self.dir))
+
+    def _spawn(self, argv, log_name):
+        """A child that dies with this process (PR_SET_PDEATHSIG), even when
+        it ends without running atexit (a crash, SIGKILL)."""
+        with open(os.path.join(self.dir, log_name), "ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self._procs.append(proc)
+        return proc
 
     def stop(self):
         for p in reversed(self._procs):

@@ -65,10 +65,15 @@ class Exported:
         self.dynamic = dynamic            # {graph input index: [dims]}
         self.input_specs = input_specs    # [(shape, dtype, strides or None)]
 
-    def unflatten(self, results):
+    def unflatten(self, results, graph_inputs=()):
+        """The module's return value from the bundle's `results` and the
+        graph's input tensors (for results that are inputs)."""
         def build(t):
-            if isinstance(t, int):
-                return results[t]
+            if isinstance(t, tuple) and t and t[0] in ("result", "input") and not isinstance(t[0], tuple):
+                if t[0] == "input":
+                    return graph_inputs[t[1]]
+                r = results[t[1]]
+                return r.reshape(()) if t[2] == 0 else r
             return type(t)(build(x) for x in t)
         return build(self.output_tree)
 
@@ -108,6 +113,31 @@ def _float_literal(v, dtype):
     return str(int(v))
 
 
+class _Parts:
+    """The pieces of a split along `dim`: piece i starts at starts[i] and
+    spans sizes[i] (unbind: the dim is dropped)."""
+
+    def __init__(self, v, dim, starts, sizes, drop):
+        self.v, self.dim, self.starts, self.sizes, self.drop = v, dim, starts, sizes, drop
+
+    def part(self, w, i, node):
+        if not isinstance(i, int) or not -len(self.starts) <= i < len(self.starts):
+            raise unsupported(node, "piece %r of %d" % (i, len(self.starts)))
+        v, d = self.v, self.dim
+        lo, size = self.starts[i], self.sizes[i]
+        starts = [0] * v.rank
+        limits = list(v.shape)
+        starts[d], limits[d] = lo, lo + size
+        shape = list(v.shape)
+        shape[d] = size
+        if any(x is None for x in limits):
+            raise unsupported(node, "a split of a tensor with dynamic dims")
+        r = w.emit("slice %s starts = [%s] limits = [%s] strides = [%s] : %s -> $T"
+                   % (v.name, ", ".join(map(str, starts)), ", ".join(map(str, limits)), ", ".join(["1"] * v.rank),
+                      v.type), shape, v.dtype)
+        return w.reshape(r, w.shape_of(node), node)
+
+
 class _Recorder(torch.fx.Interpreter):
     """Runs the graph and keeps every node's value."""
 
@@ -121,14 +151,14 @@ class _Recorder(torch.fx.Interpreter):
         return v
 
 
-def _trace(module):
+def _trace(module, concrete_args=None):
     if isinstance(module, torch.fx.GraphModule):
         return module
     if not isinstance(module, torch.nn.Module):
         raise TirError(_INVALID, "INVALID_ARGUMENT", "tir.fx takes a torch.nn.Module or a torch.fx.GraphModule, got %s"
                        % type(module).__name__)
     try:
-        return torch.fx.symbolic_trace(module)
+        return torch.fx.symbolic_trace(module, concrete_args=concrete_args or None)
     except Exception as e:  # torch.fx's own errors (data-dependent control flow, ...)
         raise TirError(_INVALID, "UNSUPPORTED_OP", "torch.fx cannot trace %s: %s" % (type(module).__name__, e))
 
@@ -168,6 +198,7 @@ class _Writer:
         self.modules = dict(gm.named_modules())
         self.dims = {}           # (value name, dim) -> index value
         self.placeholders = []   # (node, _Val) of the user's inputs
+        self.fixed = {}          # argument index -> the constant it was traced with
 
     # -- values ---------------------------------------------------------------
 
@@ -176,11 +207,18 @@ class _Writer:
         return "%%%s%d" % (hint, self.count)
 
     def shape_of(self, node):
+        """The node's shape in the graph: a `?` where the resized run differs;
+        a rank-0 value is written with shape [1] (Exported.unflatten gives
+        it back its rank)."""
         v = self.values[node]
+        if any(d == 0 for d in v.shape):
+            raise unsupported(node, "its result has a zero-size dim %s" % list(v.shape))
         o = self.other.get(node) if self.other is not None else None
         if o is None or not isinstance(o, torch.Tensor):
-            return list(v.shape)
-        return [a if a == b else None for a, b in zip(v.shape, o.shape)]
+            shape = list(v.shape)
+        else:
+            shape = [a if a == b else None for a, b in zip(v.shape, o.shape)]
+        return shape or [1]
 
     def emit(self, text, shape, dtype, hint="v"):
         name = self.fresh(hint)
@@ -197,7 +235,7 @@ class _Writer:
         if dtype is None:
             raise unsupported(node, "parameter %s has dtype %s" % (qualname, tensor.dtype))
         name = "%%p%d" % len(self.params)
-        v = _Val(name, list(tensor.shape), dtype)
+        v = _Val(name, list(tensor.shape) or [1], dtype)
         self.args.append((name, v, _strides_attr(tensor)))
         self.inputs.append(("param", qualname))
         self.params[qualname] = v
@@ -215,7 +253,7 @@ class _Writer:
         """`v` reshaped to `shape`. A `?` dim of the result takes its size
         from a `dim` of `v` (when the reshape only adds or drops unit dims)
         or of a graph input whose dim has the same sizes in both runs."""
-        shape = list(shape)
+        shape = list(shape) or [1]
         if shape == v.shape:
             return v
         dynamic = [i for i, d in enumerate(shape) if d is None]
@@ -390,6 +428,9 @@ class _Writer:
         for i, n in enumerate(placeholders):
             t = inputs[i]
             if not isinstance(t, torch.Tensor):
+                if t is None or isinstance(t, (bool, int, float, str)):
+                    self.fixed[i] = t  # traced as a constant (concrete_args); calls must pass the same
+                    continue
                 raise unsupported(n, "input %d is a %s; tir.fx exports tensor inputs" % (i, type(t).__name__))
             dtype = _DTYPE.get(t.dtype)
             if dtype is None:
@@ -408,17 +449,28 @@ class _Writer:
         raise TirError(_INVALID, "INVALID_GRAPH", "the traced graph has no output")
 
     def finish(self, n):
-        flat = []
+        """(graph text or None when every result is an input, output tree).
+        Tree leaves: ("result", i, rank) for the graph's i-th result (each
+        value once), ("input", j) for a graph input returned as it is."""
+        flat, index = [], {}
+        inputs = {v.name: j for j, (_, v, _) in enumerate(self.args)}
 
         def tree(a):
             if isinstance(a, (tuple, list)):
                 return type(a)(tree(x) for x in a)
             if not isinstance(a, torch.fx.Node) or not isinstance(self.env.get(a), _Val):
                 raise unsupported(n, "the module returns %r, not tensors" % (a,))
-            flat.append(self.env[a])
-            return len(flat) - 1
+            v = self.env[a]
+            if v.name in inputs:
+                return ("input", inputs[v.name])
+            if v.name not in index:
+                index[v.name] = len(flat)
+                flat.append(v)
+            return ("result", index[v.name], self.values[a].dim())
 
         output_tree = tree(n.args[0])
+        if not flat:
+            return None, output_tree
         sig = []
         for name, v, strides in self.args:
             attr = ' {tir.stride = "(%s)"}' % ",".join(map(str, strides)) if strides else ""
@@ -433,6 +485,8 @@ class _Writer:
         if n.op == "get_attr":
             return self.lift(n.target, _attr(self.gm, n.target), n)
         v = self.values.get(n)
+        if isinstance(v, (tuple, list)) and v and all(isinstance(t, torch.Tensor) for t in v):
+            return self.parts(n, v)
         if not isinstance(v, torch.Tensor):
             return None  # a Python value (a size, a dim): read where it is used
         if n.op == "call_module":
@@ -442,6 +496,27 @@ class _Writer:
         if n.op == "call_function":
             return self.function(n)
         raise unsupported(n, "unknown node kind")
+
+    def parts(self, n, pieces):
+        """split / chunk / tensor_split / unbind: the pieces, sliced when a
+        getitem reads one."""
+        name = n.target if n.op == "call_method" else getattr(n.target, "__name__", "")
+        if n.op not in ("call_method", "call_function") or name not in ("split", "chunk", "tensor_split", "unbind"):
+            raise unsupported(n, "it returns several tensors")
+        v = self.value(n.args[0], n)
+        dim = n.kwargs.get("dim", 0)
+        if name == "unbind":
+            dim = n.args[1] if len(n.args) > 1 else dim
+        elif len(n.args) > 2:
+            dim = n.args[2]
+        dim = self.concrete(dim, n) % v.rank
+        if v.shape[dim] is None:
+            raise unsupported(n, "%s along a dynamic dim" % name)
+        starts, at = [], 0
+        for t in pieces:
+            starts.append(at)
+            at += 1 if name == "unbind" else t.shape[dim]
+        return _Parts(v, dim, starts, [1 if name == "unbind" else t.shape[dim] for t in pieces], name == "unbind")
 
     def arg(self, n, i, name, default=None):
         if len(n.args) > i:
@@ -459,6 +534,8 @@ class _Writer:
             return self.values[a]
         if isinstance(a, (tuple, list)):
             return type(a)(self.concrete(x, node) for x in a)
+        if isinstance(a, slice):
+            return slice(self.concrete(a.start, node), self.concrete(a.stop, node), self.concrete(a.step, node))
         return a
 
     def module(self, n, m):
@@ -586,6 +663,8 @@ class _Writer:
         if name in ("view", "reshape", "flatten", "unsqueeze", "squeeze", "expand", "expand_as", "view_as",
                     "reshape_as"):
             v = self.value(a0, n)
+            if name == "view" and any(isinstance(a, torch.dtype) for a in list(args[1:]) + list(kwargs.values())):
+                raise unsupported(n, "view as another dtype (a bitcast) is not written")
             shape = self.shape_of(n)
             if name in ("expand", "expand_as"):
                 v = self.to_rank(v, len(shape))
@@ -621,6 +700,8 @@ class _Writer:
                 raise unsupported(n, "dropout in training mode")
             return self.value(a0, n)
         if name == "getitem":
+            if isinstance(self.env.get(a0), _Parts):
+                return self.env[a0].part(self, self.concrete(args[1], n), n)
             return self.getitem(self.value(a0, n), args[1], n)
         raise unsupported(n, "%s is not written to tir" % name)
 
@@ -734,10 +815,24 @@ def _graph_name(gm):
 def export(module, example_inputs, dynamic=None):
     """The tir graph of `module` at `example_inputs` (a tuple of tensors).
     `dynamic`: {input index: [dims]} written as `?`. Returns Exported."""
-    gm = _trace(module)
+    inputs = tuple(example_inputs)
+    concrete = {}
+    if isinstance(module, torch.nn.Module) and not isinstance(module, torch.fx.GraphModule):
+        # Arguments left to their defaults, and numbers, flags or None given
+        # as examples, are traced as constants (calls must pass the same).
+        try:
+            params = [p for p in inspect.signature(module.forward).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            params = []
+        if len(inputs) < len(params) and all(p.default is not p.empty for p in params[len(inputs):]):
+            inputs = inputs + tuple(p.default for p in params[len(inputs):])
+        for p, v in zip(params, inputs):
+            if v is None or isinstance(v, (bool, int, float, str)):
+                concrete[p.name] = v
+    gm = _trace(module, concrete)
     if isinstance(module, torch.nn.Module) and not isinstance(module, torch.fx.GraphModule):
         gm._tir_name = type(module).__name__
-    inputs = tuple(example_inputs)
     dynamic = {int(k): [int(d) for d in (v if isinstance(v, (list, tuple)) else [v])]
                for k, v in (dynamic or {}).items()}
     for i, dims in dynamic.items():
@@ -747,7 +842,15 @@ def export(module, example_inputs, dynamic=None):
             if not -inputs[i].dim() <= d < inputs[i].dim():
                 raise TirError(_INVALID, "INVALID_ARGUMENT", "dynamic: input %d has no dim %d" % (i, d))
         dynamic[i] = sorted(d % inputs[i].dim() for d in dims)
-    values = _record(gm, inputs)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(inputs):
+        raise TirError(_INVALID, "INVALID_ARGUMENT", "the module takes %d inputs (%s), %d examples given"
+                       % (len(placeholders), ", ".join(n.name for n in placeholders), len(inputs)))
+    try:
+        values = _record(gm, inputs)
+    except Exception as e:  # the model itself fails on its examples
+        raise TirError(_INVALID, "INVALID_ARGUMENT", "the module does not run on the example inputs: %s: %s"
+                       % (type(e).__name__, e))
     other = None
     if dynamic:
         try:
@@ -757,7 +860,10 @@ def export(module, example_inputs, dynamic=None):
     writer = _Writer(gm, values, other)
     text, tree = writer.write(inputs)
     specs = [(tuple(v.shape), v.dtype, s) for _, v, s in writer.args]
-    return Exported(text, writer.inputs, tree, dynamic, specs)
+    exported = Exported(text, writer.inputs, tree, dynamic, specs)
+    exported.fixed = writer.fixed
+    exported.arguments = len(placeholders)
+    return exported
 
 
 class Compiled:
@@ -770,7 +876,6 @@ class Compiled:
         self._client = client
         self._bundles = {}
         self._lock = threading.Lock()
-        self._params = None
         forward = module.forward if isinstance(module, torch.nn.Module) else module
         try:
             self._signature = inspect.signature(forward)
@@ -783,7 +888,11 @@ class Compiled:
         return next(iter(self._bundles.values()), None)
 
     def bundle_for(self, args):
+        """The bundle for these arguments' shapes (None when the module
+        computes nothing: every result is an input)."""
         import tir
+        if self.exported.text is None:
+            return None
         shapes = {}
         key = []
         for g, (kind, which) in enumerate(self.exported.inputs):
@@ -799,33 +908,44 @@ class Compiled:
                 self._bundles[key] = b
         return b
 
-    def _named_tensors(self):
-        if self._params is None and isinstance(self.module, torch.nn.Module):
-            self._params = dict(self.module.named_parameters())
-            self._params.update(dict(self.module.named_buffers()))
-        return self._params or {}
-
     def __call__(self, *args, **kwargs):
-        if kwargs and self._signature is not None:
-            bound = self._signature.bind(*args, **kwargs)
+        if self._signature is not None:
+            try:
+                bound = self._signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TirError(_INVALID, "INVALID_ARGUMENT", "the compiled module is called as the module is: %s" % e)
             bound.apply_defaults()
             args = tuple(bound.arguments.values())
-        bundle = self.bundle_for(args)
-        named = self._named_tensors()
-        tensors = []
+        if len(args) != self.exported.arguments:
+            raise TirError(_INVALID, "INVALID_ARGUMENT", "the module was compiled for %d arguments, got %d"
+                           % (self.exported.arguments, len(args)))
+        for i, t in enumerate(args):
+            if i in self.exported.fixed:
+                want = self.exported.fixed[i]
+                if not (t is want or (want is not None and type(t) == type(want) and t == want)):
+                    raise TirError(_INVALID, "INVALID_ARGUMENT", "argument %d was %r when the module was compiled, "
+                                   "now %r: compile it again for that value" % (i, want, t))
+            elif not isinstance(t, torch.Tensor):
+                raise TirError(_INVALID, "INVALID_ARGUMENT", "argument %d is a %s, not a tensor" % (i, type(t).__name__))
+        tensors, originals = [], []
         for g, (kind, which) in enumerate(self.exported.inputs):
-            if kind == "input":
-                t = args[which]
-            else:
-                t = named[which] if which in named else _attr(self.module, which)
+            # Parameters and buffers are read at each call: an update, or a
+            # replaced Parameter or submodule, is what runs.
+            t = args[which] if kind == "input" else _attr(self.module, which)
+            originals.append(t)
             t = t.detach()
             shape, dtype, strides = self.exported.input_specs[g]
+            if t.dim() == 0:
+                t = t.reshape(1)  # a rank-0 tensor is written as shape [1]
             if strides is None and not t.is_contiguous():
                 t = t.contiguous()
             tensors.append(t)
-        with torch.no_grad():
-            results = bundle.run(*tensors)
-        return self.exported.unflatten(list(results))
+        bundle = self.bundle_for(args)
+        results = ()
+        if bundle is not None:
+            with torch.no_grad():
+                results = bundle.run(*tensors)
+        return self.exported.unflatten(list(results), originals)
 
 
 def compile(module, example_inputs, arch=None, server=None, client=None, dynamic=None, token=None, bundle_key=None,
