@@ -148,6 +148,18 @@ class Partitioner {
                       "is not stored, so it is written out first");
         return absl::OkStatus();
       }
+      // A value this kernel would store for another kernel (or the graph)
+      // must be covered by the kernel's iteration: one read through a slice
+      // or view of a different shape is larger than what the kernel visits.
+      if (*d == Domain::kMain && drafts_[k].space.kind == KernelKind::kPointwise && (users.size() > 1 || returned)) {
+        const std::vector<int64_t> shape = ShapeOf(op->getResult(0).getType());
+        const std::vector<int64_t> &space = drafts_[k].space.shape;
+        if (!shape.empty() && shape != space && !BroadcastsInto(shape, space)) {
+          NewKernel(op, absl::StrCat("its value ", Fmt(shape), " is also read by another kernel and does not map onto "
+                                     "this kernel's ", Fmt(space), " iteration space, so it is written out first"));
+          return absl::OkStatus();
+        }
+      }
       Join(op, k, *d);
       return absl::OkStatus();
     }
@@ -535,7 +547,36 @@ std::string IterationSpace::ToString() const {
   return "";
 }
 
+namespace {
+
+// Every tensor result is computed by an op of its own: a result that is a
+// graph input, or that repeats an earlier result, becomes a same-type
+// reshape (a copy) of it. A kernel writes each result it computes; without
+// this, nothing would write the second of two equal results or an input
+// returned as it is.
+void CopyAliasedResults(GraphOp graph) {
+  mlir::Operation *terminator = graph.getBodyBlock().getTerminator();
+  std::set<void *> seen;
+  mlir::OpBuilder b(terminator);
+  for (mlir::OpOperand &use : terminator->getOpOperands()) {
+    mlir::Value v = use.get();
+    auto type = v.getType().dyn_cast<mlir::RankedTensorType>();
+    const bool aliased = v.isa<mlir::BlockArgument>() || !seen.insert(v.getAsOpaquePointer()).second;
+    if (!type || !aliased) continue;
+    llvm::SmallVector<mlir::Value> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (type.isDynamicDim(d)) {
+        dims.push_back(b.create<DimOp>(graph.getLoc(), b.getIndexType(), v, b.getI64IntegerAttr(d)));
+      }
+    }
+    use.set(b.create<ReshapeOp>(graph.getLoc(), type, v, dims));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch) {
+  CopyAliasedResults(graph);
   // Partition, then check that every kernel's values can be indexed; a
   // non-pointwise value needed under two maps (a reduction or matmul result
   // read directly and transposed) is materialized and the graph partitioned

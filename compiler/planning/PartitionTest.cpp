@@ -120,6 +120,48 @@ tir.graph @g(%x: tensor<2x?x8xf32>) -> tensor<2x?x2x4xf32> {
   EXPECT_THAT(p.kernels[0].reason, HasSubstr("reshape with run-time extents"));
 }
 
+TEST_F(PartitionTest, AResultTwiceOrAnInputReturnedIsCopied) {
+  // Each result is written by a kernel: the repeat of %y and the input %x
+  // returned as it is become copies (same-type reshapes), and the
+  // partitioned module computes all three.
+  Partition p = Check(R"mlir(
+tir.graph @g(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %y = exp %x : tensor<4x8xf32>
+  results %y, %y, %x : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+)mlir", 2, Arch());
+  size_t outputs = 0;
+  for (const auto &k : p.kernels) outputs += k.outputs.size();
+  EXPECT_EQ(outputs, 3u);
+}
+
+TEST_F(PartitionTest, AViewSlicedByTwoKernelsIsWrittenOutByItsOwn) {
+  // The transposed heads %p are sliced into q (one kernel) and k (another):
+  // a kernel iterating q's [2, 2, 4, 8] cannot store all of %p for k's.
+  Partition p = Check(R"mlir(
+tir.graph @g(%x: tensor<2x4x16xf32>, %w: tensor<1x16x48xf32>) -> tensor<2x2x4x4xf32> {
+  %qkv = matmul(%x, %w) : (tensor<2x4x16xf32>, tensor<1x16x48xf32>) -> tensor<2x4x48xf32>
+  %h = reshape %qkv : tensor<2x4x48xf32> -> tensor<2x4x3x2x8xf32>
+  %p = transpose %h permutation = [2, 0, 3, 1, 4] : tensor<2x4x3x2x8xf32> -> tensor<3x2x2x4x8xf32>
+  %q1 = slice %p starts = [0, 0, 0, 0, 0] limits = [1, 2, 2, 4, 8] strides = [1, 1, 1, 1, 1] : tensor<3x2x2x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %q = reshape %q1 : tensor<1x2x2x4x8xf32> -> tensor<2x2x4x8xf32>
+  %k1 = slice %p starts = [1, 0, 0, 0, 0] limits = [2, 2, 2, 4, 8] strides = [1, 1, 1, 1, 1] : tensor<3x2x2x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %k = reshape %k1 : tensor<1x2x2x4x8xf32> -> tensor<2x2x4x8xf32>
+  %kt = transpose %k permutation = [0, 1, 3, 2] : tensor<2x2x4x8xf32> -> tensor<2x2x8x4xf32>
+  %s = matmul(%q, %kt) : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  results %s : tensor<2x2x4x4xf32>
+}
+)mlir", 5, Arch());
+  int own = 0;
+  for (const auto &k : p.kernels) {
+    if (k.reason.find("does not map onto this kernel") != std::string::npos) {
+      ++own;
+      EXPECT_EQ(k.space.ToString(), "pointwise [3, 2, 2, 4, 8]");
+    }
+  }
+  EXPECT_EQ(own, 1);
+}
+
 TEST_F(PartitionTest, MatmulBiasGeluResidualIsOneKernel) {
   Partition p = Check(R"mlir(
 tir.graph @mlp(%x: tensor<64x128xbf16>, %w: tensor<128x96xbf16>, %b: tensor<1x96xf32>, %r: tensor<64x96xf32>) -> tensor<64x96xf32> {

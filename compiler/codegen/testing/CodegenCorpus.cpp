@@ -297,6 +297,22 @@ tir.graph @g(%x: tensor<6x12xf32>, %r: tensor<6x1xf32>, %w: tensor<12x10xf32>) -
   %o = add %m, %rr : (tensor<6x10xf32>, tensor<6x1xf32>) -> tensor<6x10xf32>
   results %o : tensor<6x10xf32>
 })mlir"},
+      // Fused q/k/v: one projection viewed as heads, transposed and sliced
+      // into q and k (the transposed view is larger than either slice's
+      // kernel, so it is written out by a kernel of its own).
+      {"fused_qkv_attention_scores", R"mlir(
+tir.graph @g(%x: tensor<2x4x16xf32>, %w: tensor<1x16x48xf32>) -> tensor<2x2x4x4xf32> {
+  %qkv = matmul(%x, %w) : (tensor<2x4x16xf32>, tensor<1x16x48xf32>) -> tensor<2x4x48xf32>
+  %h = reshape %qkv : tensor<2x4x48xf32> -> tensor<2x4x3x2x8xf32>
+  %p = transpose %h permutation = [2, 0, 3, 1, 4] : tensor<2x4x3x2x8xf32> -> tensor<3x2x2x4x8xf32>
+  %q1 = slice %p starts = [0, 0, 0, 0, 0] limits = [1, 2, 2, 4, 8] strides = [1, 1, 1, 1, 1] : tensor<3x2x2x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %q = reshape %q1 : tensor<1x2x2x4x8xf32> -> tensor<2x2x4x8xf32>
+  %k1 = slice %p starts = [1, 0, 0, 0, 0] limits = [2, 2, 2, 4, 8] strides = [1, 1, 1, 1, 1] : tensor<3x2x2x4x8xf32> -> tensor<1x2x2x4x8xf32>
+  %k = reshape %k1 : tensor<1x2x2x4x8xf32> -> tensor<2x2x4x8xf32>
+  %kt = transpose %k permutation = [0, 1, 3, 2] : tensor<2x2x4x8xf32> -> tensor<2x2x8x4xf32>
+  %s = matmul(%q, %kt) : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  results %s : tensor<2x2x4x4xf32>
+})mlir"},
       // RMS norm feeding a SiLU-gated MLP: the normalized rows are an operand
       // of two matmuls (written out once, not stored from a prologue).
       {"rms_norm_gated_mlp", R"mlir(
