@@ -297,6 +297,21 @@ check("out= is written in place", y2 is out and np.allclose(out, np.tanh(xs + bs
 tx, tb = torch.from_numpy(xs), torch.from_numpy(bs)
 (yt,) = bundle.run(tx, tb)
 check("torch CPU tensors in, a torch tensor out", isinstance(yt, torch.Tensor) and torch.allclose(yt, torch.tanh(tx + tb), atol=1e-6))
+class Capsule:
+    """Another framework's tensor: only the DLPack protocol."""
+
+    def __init__(self, array):
+        self._array = array
+
+    def __dlpack__(self, stream=None):
+        return self._array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
+
+(yd,) = bundle.run(Capsule(xs), memoryview(bs))
+check("DLPack and buffer-protocol inputs", np.allclose(yd, np.tanh(xs + bs), atol=1e-6))
 ok, detail = raises(lambda: bundle.run(xs), "INPUT_MISMATCH")
 check("a missing input is INPUT_MISMATCH", ok and "takes 2 inputs" in detail, detail)
 ok, detail = raises(lambda: bundle.run(xs[:4], bs), "INPUT_MISMATCH")
