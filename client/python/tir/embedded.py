@@ -91,24 +91,24 @@ class EmbeddedService:
         coordinator, worker, runner = find_binary("coordinator"), find_binary("worker"), find_binary("runner")
         db = os.path.join(self.dir, "db")
         client = None
-        for attempt in range(2):
+        for _ in range(2):
             port = _free_port()
             self.address = "127.0.0.1:%d" % port
             proc = self._spawn([coordinator, "--listen=" + self.address, "--db=" + db, "--metrics_port=0",
                                 "--dashboard_port=0"], "coordinator.log")
-            # Serving, or gone: the store held by another process (another
+            # Listening, or gone: the store held by another process (another
             # embedded service) makes it exit, and this one keeps its own.
-            client = Client(self.address, timeout=2.0, max_attempts=1)
+            # (A plain connect: a gRPC channel that failed once backs off.)
             end = time.monotonic() + start_timeout
             while proc.poll() is None and time.monotonic() < end:
                 try:
-                    client.workers()
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                     break
-                except TirError:
-                    time.sleep(0.05)
+                except OSError:
+                    time.sleep(0.02)
             if proc.poll() is None:
+                client = Client(self.address, timeout=5.0)
                 break
-            client.close()
             self._procs.remove(proc)
             db = tempfile.mkdtemp(prefix="db-", dir=self.dir)
         else:
