@@ -19,7 +19,8 @@ with numbers); relu, gelu (erf and tanh), silu, sigmoid, tanh, softplus,
 exp, log, sqrt, rsqrt, abs, neg, erf, sin, cos, reciprocal; softmax and
 log_softmax; layer_norm; RMS norm as models write it (pow, mean, rsqrt, mul);
 sum / mean / amax over dims (keepdim or not); view / reshape / flatten /
-unsqueeze / squeeze / permute / transpose / t / expand / cat / slicing;
+unsqueeze / squeeze / permute / transpose / t / expand / cat / slicing /
+the pieces of split, chunk and unbind;
 type conversions (to, float, half, bfloat16, type); contiguous, clone,
 dropout in eval, identity. The modules nn.Linear, nn.LayerNorm, nn.Softmax,
 nn.LogSoftmax, the activation modules, nn.Dropout and nn.Identity.
