@@ -477,9 +477,11 @@ class Bundle:
         `stream` (default: torch's current stream of the tensors' device).
         `out`: tensors to write the outputs into (else allocated: torch when
         the inputs are torch tensors, numpy otherwise)."""
-        if self._bundle_key:
-            self.check_signature()
         if not self._runnable:
+            # Once, before anything is loaded: the signature (HMAC over the
+            # whole bundle, binaries included) and what can run here.
+            if self._bundle_key:
+                self.check_signature()
             self._check_runnable()
             self._runnable = True
         views, device = self._check_inputs(tensors)
