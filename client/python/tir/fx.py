@@ -519,11 +519,6 @@ class _Writer:
             at += 1 if name == "unbind" else t.shape[dim]
         return _Parts(v, dim, starts, [1 if name == "unbind" else t.shape[dim] for t in pieces], name == "unbind")
 
-    def arg(self, n, i, name, default=None):
-        if len(n.args) > i:
-            return n.args[i]
-        return n.kwargs.get(name, default)
-
     def concrete(self, a, node):
         """A Python argument (a size read from a tensor becomes its example
         value, unless the dim is dynamic)."""
