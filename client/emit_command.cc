@@ -18,6 +18,7 @@
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/compile_cache.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
+#include "compiler/perf/Report.h"
 #include "compiler/planning/Plan.h"
 #include "compiler/reference/Interpreter.h"
 #include "compiler/support/status.h"
@@ -156,7 +157,7 @@ namespace {
 
 // Emits (and verifies) one graph; `allPassed` is cleared when a kernel is wrong.
 absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arch, const EmitOptions &options,
-                                      bool &allPassed) {
+                                      bool &allPassed, llvm::json::Array &reports) {
   planning::AnalyticCostModel model;
   TIR_ASSIGN_OR_RETURN(planning::PlannedGraph planned,
                        planning::PlanGraph(graph, arch, model, 5, planning::PlanOptions{options.precision}));
@@ -235,6 +236,8 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     absl::StrAppendFormat(&report, "kernel %d: %s, candidate #%d%s (%s)\n", k, planned.partition.kernels[k].space.ToString(),
                           pick, space[pick].is_default ? " (default)" : "", params);
     absl::StrAppend(&report, "  ", LaunchLine(emitted.launch, std::vector<int64_t>(domain.begin(), domain.end())), "\n");
+    perf::Artifact artifact;
+    bool haveArtifact = false;
     if (arch.is_gpu) {
       nvrtc::CompileOptions copts;
       copts.arch = arch.name;
@@ -245,6 +248,8 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
       absl::StrAppendFormat(&report, "  %s.%s.cubin: %d bytes, %d registers, %d spill bytes, %s\n", stem, arch.name,
                             cubin.cubin.size(), cubin.registers, cubin.spill_bytes,
                             hit ? "from the compile cache" : absl::StrFormat("compiled in %.0f ms", cubin.seconds * 1e3));
+      artifact = perf::Artifact{cubin.registers, cubin.spill_bytes, cubin.shared_bytes, cubin.ptx};
+      haveArtifact = true;
       // The PTX beside it, for the engineers who read it (the cache keeps it
       // from the compile that filled it).
       if (!cubin.ptx.empty()) {
@@ -252,6 +257,15 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
         absl::StrAppendFormat(&report, "  %s.%s.ptx: %d lines\n", stem, arch.name,
                               std::count(cubin.ptx.begin(), cubin.ptx.end(), '\n'));
       }
+    }
+    if (options.report) {
+      const planning::KernelFacts facts = planning::ComputeFacts(planned.partition.kernels[k]);
+      const perf::KernelReport r = perf::BuildReport(facts, space[pick], arch, planned.predictions[k][pick],
+                                                     haveArtifact ? &artifact : nullptr);
+      report += perf::ReportText(r);
+      reports.push_back(llvm::json::Object{{"graph", name}, {"kernel", static_cast<int64_t>(k)},
+                                           {"rank", static_cast<int64_t>(pick)}, {"default", space[pick].is_default},
+                                           {"report", perf::ReportJson(r)}});
     }
     codegen::HostBuildOptions build;
     build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;
@@ -273,11 +287,12 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
 }  // namespace
 
 absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options) {
-  TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(options.arch));
+  TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupDevice(options.arch, options.device));
   auto context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(LoadedGraphs loaded, LoadGraphsText(text, context.get()));
   std::string report;
   bool allPassed = true;
+  llvm::json::Array reports;
   for (GraphOp graph : loaded.graphs) {
     if (graph.getNumResults() == 0) {
       if (loaded.graphs.size() == 1) {
@@ -296,11 +311,19 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
                       "), emitted on their own\n");
       continue;
     }
-    TIR_ASSIGN_OR_RETURN(std::string one, EmitGraph(graph, arch, options, allPassed));
+    TIR_ASSIGN_OR_RETURN(std::string one, EmitGraph(graph, arch, options, allPassed, reports));
     report += one;
   }
   if (!allPassed) {
     return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", report + "verification failed");
+  }
+  if (options.report && options.report_json) {
+    std::string json;
+    llvm::raw_string_ostream os(json);
+    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                     {"arch", arch.name}, {"device", arch.device}, {"part", arch.part},
+                                     {"kernels", std::move(reports)}}));
+    return os.str() + "\n";
   }
   return report;
 }

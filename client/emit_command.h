@@ -26,6 +26,13 @@ struct EmitOptions {
   std::string compile_cache_dir;
   // CompileOptions.precision: "" / "ieee", or "tf32".
   std::string precision;
+  // --report: each kernel's performance report (compiler/perf/Report.h) for
+  // `device` (a device key or driver name; "" the arch's representative
+  // part), as text after the kernel's lines or, with report_json, the whole
+  // answer as JSON.
+  bool report = false;
+  bool report_json = false;
+  std::string device;
 };
 
 // Returns the report printed on stdout; errors carry a reason

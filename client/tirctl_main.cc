@@ -46,12 +46,18 @@ verbs:
                            candidates (default arch sm_90a); --explain fits the cost
                            model's corrections to the trials in the local store, shows
                            the fit and its error on held-out trials, and ranks with it
-  emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify]
+  emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify] [--report [--device D]]
                            write each kernel's CUDA C++, kernel graph, launch rule and binary
                            (cubin, or a host shared object for --arch host); --verify checks
                            every kernel against the reference interpreter: for a GPU arch the
                            GPU kernel runs lane by lane on the CPU (block size, warps, shared
-                           memory race check), for host the plain host form runs
+                           memory race check), for host the plain host form runs; --report
+                           prints each kernel's performance report from the compiled artifacts
+                           (registers, occupancy, CTAs and waves, bytes and bytes in flight,
+                           instructions per element by class, tensor time, the bound and the
+                           predicted time against its roofline) for --device (h100-sxm, h200,
+                           h100-pcie, a100-sxm, ...: the arch's part by default); -o json
+                           (or --output=json) prints it as JSON
   verify DIR [--arch A]    re-run the kernels `emit -o DIR` wrote, from the files as they are
                            now (edit a .cu or the runtime headers there and check it); the
                            arch defaults to the one each kernel was emitted for
@@ -130,8 +136,9 @@ int Print(const absl::StatusOr<std::string> &out) {
 
 int main(int argc, char **argv) {
   static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--bundle-key-file", "--tls-ca", "--backend", "--budget",
-                                                    "--timeout", "--candidate", "--output", "--precision", "--shape"};
-  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain"};
+                                                    "--timeout", "--candidate", "--output", "--precision", "--shape",
+                                                    "--device"};
+  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain", "--report"};
   std::vector<std::string> positional;
   std::map<std::string, std::string> flags;
   std::vector<std::string> shapeFlags;  // --shape may repeat
@@ -196,9 +203,17 @@ int main(int argc, char **argv) {
     if (positional.size() != 2) return Usage("emit takes one FILE");
     std::string text;
     if (!ReadInput(positional[1], text)) return 1;
-    tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"), Resolve(dashO),
-                                     flags.count("--verify") > 0, tir::client::DefaultCacheDir() + "/nvrtc"};
+    // With --report, -o text|json is the report's format (the files go to
+    // the default directory); any other -o value is the directory.
+    const bool report = flags.count("--report") > 0;
+    const bool oIsFormat = report && (dashO == "json" || dashO == "text");
+    tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"),
+                                     oIsFormat ? "" : Resolve(dashO), flags.count("--verify") > 0,
+                                     tir::client::DefaultCacheDir() + "/nvrtc"};
     options.precision = flag("--precision");
+    options.report = report;
+    options.report_json = report && (dashO == "json" || flag("--output") == "json");
+    options.device = flag("--device");
     return Print(tir::client::EmitCommand(text, options));
   }
   if (verb == "verify") {

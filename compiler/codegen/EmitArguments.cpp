@@ -48,8 +48,10 @@ absl::Status KernelEmitter::DeclareArgs() {
     TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(v.getType()));
     Field(absl::StrCat(t.storage, " *out", i), absl::StrCat("out", i));
   }
-  // Two-phase reductions keep partials and tickets in a workspace.
-  if (kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue() == "reduction") {
+  // Two-phase reductions and split-K matmuls keep partials and tickets in a
+  // workspace.
+  const llvm::StringRef kind = kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue();
+  if (kind == "reduction" || (kind == "matmul" && Param("split_k", 1) > 1)) {
     Field("tir_u8 *workspace", "workspace");
   }
   // (One entry at least: a rank-0 domain still passes an array.)

@@ -8,6 +8,12 @@
 #include "compiler/support/status.h"
 
 namespace tir::codegen::detail {
+namespace {
+
+// A persistent grid's blocks: one per SM of an H100 or H200 SXM.
+constexpr int64_t kPersistentBlocks = 132;
+
+}  // namespace
 
 KernelEmitter::HopperOperands KernelEmitter::HopperPlan(MatmulOp mm) {
   HopperOperands h;
@@ -95,12 +101,15 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   const int b = rank_ - 3;
   const int64_t bm = Param("block_m", 128), bn = Param("block_n", 128), stages = Param("stages", 4);
   const int64_t consumers = Param("consumers", 2), persistent = Param("persistent", 1), group = Param("group_m", 8);
+  const int64_t split = std::max<int64_t>(1, Param("split_k", 1));
   const int64_t rowsPerConsumer = bm / std::max<int64_t>(1, consumers), msub = rowsPerConsumer / 64;
-  if (consumers < 1 || bm % (64 * consumers) != 0 || bn % 64 != 0 || bn > 256 || stages < 2 || msub * bn / 2 > 128) {
+  if (consumers < 1 || bm % (64 * consumers) != 0 || bn % 64 != 0 || bn > 256 || stages < 2 || msub * bn / 2 > 128 ||
+      split > 64) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
                      absl::StrCat("a ", bm, "x", bn, " tile over ", consumers, " consumer warpgroups with ", stages,
-                                  " stages is not a wgmma tile (64-row tiles per warpgroup, N a multiple of 64 up to 256, "
-                                  "at most 128 accumulators a thread, 2 stages or more)"));
+                                  " stages and split-K ", split,
+                                  " is not a wgmma tile (64-row tiles per warpgroup, N a multiple of 64 up to 256, "
+                                  "at most 128 accumulators a thread, 2 stages or more, split-K at most 64)"));
   }
   const HopperOperands h = HopperPlan(mm);
   const int64_t aBytes = bm * 128, bBytes = bn * 128, stageBytes = aBytes + bBytes;
@@ -117,6 +126,8 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   absl::StrAppend(
       &code, "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
       "  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n",
+      // Work units: a tile, or with split-K one of `split` K ranges of it.
+      "  const tir_i64 units = tiles * ", split, ";\n",
       "  TIR_DYNAMIC_SHARED(tir_smem, ", smem, ");\n",
       // Stage s: A at s * stage, B after it; tiles 1024-byte aligned (the
       // 128-byte swizzle repeats every 8 rows of 128 bytes).
@@ -140,7 +151,11 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                   "  const tir_i64 first_tile = ((tir_i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n",
                   "  const tir_i64 tile_step = (tir_i64)gridDim.x * gridDim.y * gridDim.z;\n");
   // Tile `tile` -> (batch, tm, tn), group_m tile rows at a time.
-  std::string coords = absl::StrCat("      const tir_i64 batch = tile / (tiles_m * tiles_n), pid = tile % (tiles_m * tiles_n);\n");
+  std::string coords =
+      split > 1 ? absl::StrCat("      const tir_i64 tile = unit / ", split, ", part_k = unit % ", split, ";\n",
+                               "      const tir_i64 kt0 = part_k * KT / ", split, ", kt1 = (part_k + 1) * KT / ", split, ";\n")
+                : std::string("      const tir_i64 tile = unit, kt0 = 0, kt1 = KT;\n");
+  absl::StrAppend(&coords, "      const tir_i64 batch = tile / (tiles_m * tiles_n), pid = tile % (tiles_m * tiles_n);\n");
   if (group <= 1) {
     absl::StrAppend(&coords, "      const tir_i64 tm = pid / tiles_n, tn = pid % tiles_n;\n");
   } else {
@@ -208,6 +223,50 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     }
     absl::StrAppend(&tmaLoads, "          }\n");
   }
+  // Split-K: each unit's partial goes to the workspace, one slot per
+  // consumer thread (its fragment of the tile, coalesced across the
+  // warpgroup); a ticket per slot tells the thread that stores last. That
+  // thread sums the `split` partials in K order (its own from registers,
+  // bit-identical to what it stored), so the result does not depend on
+  // which block finishes last, then runs the epilogue and resets the
+  // ticket. Workspace: tickets (tiles x consumers x 128 x 4 bytes) first,
+  // then the partials (tiles x split x block_m x block_n x 4 bytes).
+  std::string splitDevice, splitHost;
+  if (split > 1) {
+    const int64_t perThread = msub * bn / 2;
+    auto at = [&](const std::string &pk) {
+      return absl::StrCat("part[((tile * ", split, " + ", pk, ") * ", consumers, " + cw) * ", perThread * 128,
+                          " + (ms * ", bn / 2, " + i) * 128 + t]");
+    };
+    splitDevice = absl::StrCat(
+        "      {\n", "        unsigned *tickets = (unsigned *)a.workspace;\n",
+        "        float *part = (float *)(a.workspace + tiles * ", consumers * 128 * 4, ");\n",
+        "        const tir_i64 slot = (tile * ", consumers, " + cw) * 128 + t;\n",
+        "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms)\n",
+        "#pragma unroll\n          for (int i = 0; i < ", bn / 2, "; ++i) ", at("part_k"), " = acc[ms].get(i);\n",
+        "        tir_fence();\n",
+        "        if (tir_ticket(&tickets[slot]) != ", split - 1, "u) continue;\n",
+        "        tir_fence();\n",
+        "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms)\n",
+        "#pragma unroll\n          for (int i = 0; i < ", bn / 2, "; ++i) {\n",
+        "            float sum = 0.f;\n",
+        "            for (int pk = 0; pk < ", split, "; ++pk) sum += pk == part_k ? acc[ms].get(i) : tir_volatile_load(&",
+        at("pk"), ");\n",
+        "            acc[ms].set(i, sum);\n", "          }\n",
+        "        tickets[slot] = 0u;\n", "      }\n");
+    auto hat = [&](const std::string &pk) {
+      return absl::StrCat("part[(tile * ", split, " + ", pk, ") * ", bm * bn, " + e]");
+    };
+    splitHost = absl::StrCat(
+        "      {\n", "        unsigned *tickets = (unsigned *)a.workspace;\n",
+        "        float *part = (float *)(a.workspace + tiles * ", consumers * 128 * 4, ");\n",
+        "        const tir_i64 slot = tile * ", consumers * 128, ";\n",
+        "        for (int e = 0; e < ", bm * bn, "; ++e) ", hat("part_k"), " = acc_h[e];\n",
+        "        if (tir_ticket(&tickets[slot]) != ", split - 1, "u) continue;\n",
+        "        for (int e = 0; e < ", bm * bn, "; ++e) {\n", "          float sum = 0.f;\n",
+        "          for (int pk = 0; pk < ", split, "; ++pk) sum += ", hat("pk"), ";\n", "          acc_h[e] = sum;\n",
+        "        }\n", "        tickets[slot] = 0u;\n", "      }\n");
+  }
   // The producer.
   // setmaxnreg with two consumers (384 threads: 168 registers each at
   // entry; 40 for the producer, 232 for the consumers); one consumer has
@@ -216,8 +275,8 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", moveRegisters ? "    tir_setmaxnreg_dec<40>();\n" : "",
                   "    const int p = threadIdx.x;\n", "    tir_i64 it = 0;\n",
                   // With TMA one thread issues everything; the rest of the warpgroup idles.
-                  "    for (tir_i64 tile = first_tile; tile < tiles && (!tma || p == 0); tile += tile_step) {\n", coords,
-                  "      for (tir_i64 kt = 0; kt < KT; ++kt, ++it) {\n",
+                  "    for (tir_i64 unit = first_tile; unit < units && (!tma || p == 0); unit += tile_step) {\n", coords,
+                  "      for (tir_i64 kt = kt0; kt < kt1; ++kt, ++it) {\n",
                   "        const int s = (int)(it % ", stages, ");\n",
                   "        tir_mbar_wait(empty + s, (unsigned)((it / ", stages, ") & 1) ^ 1u);\n",
                   "        tir_sptr<tir_u16> As = tir_sptr_cast<tir_u16>(base + s * ", stageBytes, ");\n",
@@ -232,11 +291,11 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   absl::StrAppend(
       &code, moveRegisters ? "    tir_setmaxnreg_inc<232>();\n" : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
-      "    tir_i64 it = 0;\n", "    for (tir_i64 tile = first_tile; tile < tiles; tile += tile_step) {\n", coords,
+      "    tir_i64 it = 0;\n", "    for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
       "      tir_wg_acc<", bn, "> acc[", msub, "];\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
       "#pragma unroll\n        for (int i = 0; i < ", bn / 2, "; ++i) acc[ms].set(i, 0.f);\n",
-      "      for (tir_i64 kt = 0; kt < KT; ++kt, ++it) {\n",
+      "      for (tir_i64 kt = kt0; kt < kt1; ++kt, ++it) {\n",
       "        const int s = (int)(it % ", stages, ");\n",
       "        tir_mbar_wait(full + s, (unsigned)((it / ", stages, ") & 1));\n",
       "        const tir_u32 sa = tir_smem_u32(base + s * ", stageBytes, ") + cw * ", msub * 8192, ";\n",
@@ -252,10 +311,11 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       // One group in flight: the previous K step's is done, its stage free.
       "        tir_wgmma_wait<1>();\n",
-      "        if (kt > 0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n", "      }\n",
+      "        if (kt > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n", "      }\n",
       "      tir_wgmma_wait<0>();\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
-      "      if (KT > 0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
+      "      if (kt1 > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
+      splitDevice,
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
       "#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; ++i) {\n",
       "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
@@ -269,9 +329,9 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   absl::StrAppend(&code, "  (void)tma; (void)full; (void)empty;\n", "  const int p = 0;\n",
                   "  TIR_SHARED float acc_h[", bm * bn, "];\n",
                   "  tir_sptr<tir_u16> As = tir_sptr_cast<tir_u16>(base), Bs = tir_sptr_cast<tir_u16>(base + ", aBytes, ");\n",
-                  "  for (tir_i64 tile = first_tile; tile < tiles; tile += tile_step) {\n", coords,
+                  "  for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
                   "      for (int e = 0; e < ", bm * bn, "; ++e) acc_h[e] = 0.f;\n",
-                  "      for (tir_i64 kt = 0; kt < KT; ++kt) {\n", "        {\n", "          const tir_i64 k0 = kt * 64;\n",
+                  "      for (tir_i64 kt = kt0; kt < kt1; ++kt) {\n", "        {\n", "          const tir_i64 k0 = kt * 64;\n",
                   hostA, hostB, "        }\n",
                   "        for (int r = 0; r < ", bm, "; ++r)\n", "          for (int kk = 0; kk < 64; ++kk) {\n",
                   "            ", storage, " av; av.bits = ", aAt("r", "kk"), ";\n",
@@ -279,32 +339,38 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                   "            for (int c = 0; c < ", bn, "; ++c) {\n",
                   "              ", storage, " bv; bv.bits = ", bAt("kk", "c"), ";\n",
                   "              acc_h[r * ", bn, " + c] += x * ", fromBits, "(bv);\n", "            }\n          }\n",
-                  "      }\n",
+                  "      }\n", splitHost,
                   "      for (int e = 0; e < ", bm * bn, "; ++e) {\n",
                   "    const tir_i64 i", b, " = tm * ", bm, " + e / ", bn, ";\n",
                   "    const tir_i64 i", b + 1, " = tn * ", bn, " + e % ", bn, ";\n",
                   "    const float accv = acc_h[e];\n", epi, "      }\n  }\n", "#endif\n");
   // The device wgmma of this shape, before the kernel.
   absl::StrAppend(&constants_, WgmmaDeviceFunction(bn, type, !h.b_k_major));
-  // The launch: persistent, at most one block per SM (132 on an H100/H200);
-  // else one block per tile.
-  if (persistent) {
-    auto *gx = launch_.add_grid();
-    gx->set_constant(1);
-    gx->set_divisor(bm * bn);
-    gx->set_max(132);
+  // The launch: one block per work unit (tiles x split), counted in
+  // tiles: ceil(M / block_m) x ceil(N / block_n) x batches x split. A
+  // persistent grid has at most kPersistentBlocks of them (one per SM of an
+  // H100 or H200 SXM), each looping over units.
+  auto tileDims = [&](tir::v1::LaunchExtent *e) {
     for (int d = 0; d <= b + 1; ++d) {
-      auto *td = gx->add_dims();
+      auto *td = e->add_dims();
       td->mutable_tensor()->set_kind(tir::v1::TensorRef::ITERATION_DOMAIN);
       td->set_dim(d);
+      e->add_dim_divisors(d == b ? bm : d == b + 1 ? bn : 1);
     }
-    launch_.add_grid()->set_constant(1);
-    launch_.add_grid()->set_constant(1);
-    launch_.add_block(threads);
-    launch_.add_block(1);
-    launch_.add_block(1);
-  } else {
-    AddMatmulLaunch(bm, bn, threads, b);
+  };
+  auto *gx = launch_.add_grid();
+  gx->set_constant(split);
+  if (persistent) gx->set_max(kPersistentBlocks);
+  tileDims(gx);
+  launch_.add_grid()->set_constant(1);
+  launch_.add_grid()->set_constant(1);
+  launch_.add_block(threads);
+  launch_.add_block(1);
+  launch_.add_block(1);
+  if (split > 1) {
+    auto *w = launch_.mutable_workspace_bytes();
+    w->set_constant(consumers * 128 * 4 + split * bm * bn * 4);
+    tileDims(w);
   }
   return code;
 }

@@ -395,18 +395,38 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
   return launchPtr;
 }
 
+namespace {
+
+// constant * product(ceil(dims[i] / dim_divisors[i])), saturated at 2^50
+// so a hostile rule cannot overflow (every limit it is checked against is
+// far below).
+absl::StatusOr<int64_t> ExtentProduct(const tir::v1::LaunchExtent &ext, const std::vector<int64_t> &domain,
+                                      const char *what) {
+  constexpr int64_t kSaturate = int64_t{1} << 50;
+  int64_t v = ext.constant() ? ext.constant() : 1;
+  if (v < 0) return Invalid(absl::StrCat(what, " has a negative constant ", v));
+  v = std::min(v, kSaturate);
+  for (int i = 0; i < ext.dims_size(); ++i) {
+    const auto &d = ext.dims(i);
+    if (d.dim() >= domain.size()) {
+      return Invalid(absl::StrCat(what, " reads domain dim ", d.dim(), " of ", domain.size()));
+    }
+    const int64_t tile = i < ext.dim_divisors_size() && ext.dim_divisors(i) > 1 ? ext.dim_divisors(i) : 1;
+    const int64_t e = std::max<int64_t>(0, domain[d.dim()]);
+    const int64_t tiles = (e + tile - 1) / tile;
+    v = tiles != 0 && v > kSaturate / tiles ? kSaturate : v * tiles;
+  }
+  return v;
+}
+
+}  // namespace
+
 absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &launch,
                                                    const std::vector<int64_t> &domain) {
   std::array<unsigned, 3> grid = {1, 1, 1};
   for (int g = 0; g < launch.grid_size() && g < 3; ++g) {
     const auto &ext = launch.grid(g);
-    int64_t v = ext.constant() ? ext.constant() : 1;
-    for (const auto &d : ext.dims()) {
-      if (d.dim() >= domain.size()) {
-        return Invalid(absl::StrCat("launch rule reads domain dim ", d.dim(), " of ", domain.size()));
-      }
-      v *= domain[d.dim()];
-    }
+    TIR_ASSIGN_OR_RETURN(const int64_t v, ExtentProduct(ext, domain, "launch rule"));
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
     int64_t blocks = std::max<int64_t>(1, (v + div - 1) / div);
     if (ext.max() > 0) blocks = std::min(blocks, ext.max());
@@ -447,15 +467,9 @@ bool TensorMapEncodable(uint64_t base, const std::vector<int64_t> &shape, const 
 absl::StatusOr<int64_t> LaunchWorkspaceBytes(const tir::v1::LaunchRule &launch, const std::vector<int64_t> &domain) {
   if (!launch.has_workspace_bytes()) return 0;
   const auto &ext = launch.workspace_bytes();
-  int64_t v = ext.constant() ? ext.constant() : 1;
-  for (const auto &d : ext.dims()) {
-    if (d.dim() >= domain.size()) {
-      return Invalid(absl::StrCat("workspace rule reads domain dim ", d.dim(), " of ", domain.size()));
-    }
-    if (domain[d.dim()] > 0 && v > (int64_t{1} << 40) / domain[d.dim()]) {
-      return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED", "the kernel's workspace would pass 1 TiB");
-    }
-    v *= domain[d.dim()];
+  TIR_ASSIGN_OR_RETURN(const int64_t v, ExtentProduct(ext, domain, "workspace rule"));
+  if (v > (int64_t{1} << 40)) {
+    return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED", "the kernel's workspace would pass 1 TiB");
   }
   const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
   return (v + div - 1) / div;

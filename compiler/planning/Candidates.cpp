@@ -159,8 +159,8 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
 // The Hopper form (sm_90a, bf16/f16): a producer warpgroup and `consumers`
 // consumer warpgroups, 64-column K steps through `stages` TMA stages.
 Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int stages, int consumers,
-                  int persistent, int group) {
-  const int64_t m = f.space.m, n = f.space.n;
+                  int persistent, int group, int splitK) {
+  const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
   int64_t batch = 1;
   for (int64_t b : f.space.batch) batch *= b;
   Made out;
@@ -176,18 +176,57 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     reject = "tile larger than the problem";
   } else if (group > 1 && CeilDiv(m, bm) <= 1) {
     reject = "grouped rasterization of a single tile row";
+  } else if (splitK > 1 && kTiles / splitK < 2) {
+    reject = "split-K leaves less than two K tiles per split";
   }
   TileCandidate &c = out.c;
   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", 64}, {"stages", stages}, {"consumers", consumers},
-              {"persistent", persistent}, {"group_m", group}, {"wgmma", 1}};
+              {"persistent", persistent}, {"group_m", group}, {"split_k", splitK}, {"wgmma", 1}};
   c.threads = 128 * (consumers + 1);
   c.shared_bytes = 1024 + stages * (bm + bn) * 128 + stages * 16;
   // setmaxnreg moves registers from the producer (40) to the consumers
   // (232); at entry the launch bounds cap every thread at the file's share.
   c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);
-  // Work units: tiles (a persistent block loops over several).
-  c.blocks = CeilDiv(m, bm) * CeilDiv(n, bn) * batch;
+  // Work units: tiles x split; a persistent grid launches at most one
+  // block per SM, each looping over units.
+  c.work_units = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
+  c.blocks = persistent ? std::min<int64_t>(c.work_units, arch.sm_count) : c.work_units;
   return out;
+}
+
+// The Hopper default: the largest tile whose count fills the machine
+// (kFillFraction of its SMs), else 64 x 64 tiles with the smallest split-K
+// that does (each split keeping two K tiles or more). A decode GEMM (M = 1,
+// N = 4096: 64 tiles of 64 x 64) gets split-K 2; a prefill GEMM (M = 512,
+// N = 4096) 128 x 128 tiles, 128 of them.
+struct HopperDefault {
+  int bm = 64, bn = 64, consumers = 1, split = 1;
+  int64_t tiles = 1;
+};
+constexpr double kFillFraction = 0.9;
+HopperDefault DefaultHopperTile(const KernelFacts &f, const target::ArchInfo &arch) {
+  const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
+  int64_t batch = 1;
+  for (int64_t b : f.space.batch) batch *= b;
+  const double fill = kFillFraction * arch.sm_count;
+  struct Shape {
+    int bm, bn, consumers;
+  };
+  HopperDefault best;
+  bool found = false;
+  for (Shape s : {Shape{128, 256, 2}, Shape{128, 128, 2}, Shape{64, 128, 1}, Shape{64, 64, 1}}) {
+    if (s.bm > std::max<int64_t>(64, NextPow2(m)) || s.bn > std::max<int64_t>(64, NextPow2(n))) continue;
+    best = HopperDefault{s.bm, s.bn, s.consumers, 1, CeilDiv(m, s.bm) * CeilDiv(n, s.bn) * batch};
+    found = true;
+    if (best.tiles >= fill) return best;
+  }
+  if (!found) best.tiles = CeilDiv(m, 64) * CeilDiv(n, 64) * batch;
+  for (int sk : {2, 4, 8, 16}) {
+    if (kTiles / sk < 2) break;
+    best.split = sk;
+    if (best.tiles * sk >= fill) break;
+  }
+  return best;
 }
 
 int DefaultStages(const KernelFacts &f, const target::ArchInfo &arch) {
@@ -303,26 +342,31 @@ struct Builder {
   }
 
   void Hopper() {
-    const int64_t m = f.space.m, n = f.space.n;
-    const int defaultBm = m <= 64 ? 64 : 128;
-    const int defaultBn = n <= 64 || m <= 64 ? 64 : n <= 128 ? 128 : 256;
-    const int defaultConsumers = defaultBm == 64 ? 1 : 2;
+    const int64_t m = f.space.m;
+    const HopperDefault d = DefaultHopperTile(f, arch);
+    // Split-K is offered where tiles alone leave SMs idle: splits that
+    // bring the work units up to the machine and no further than twice it.
+    std::vector<int> splits = {1};
+    for (int sk : {2, 4, 8, 16}) {
+      if (d.tiles * sk / 2 < arch.sm_count) splits.push_back(sk);
+    }
     for (int bm : {64, 128, 256}) {
       for (int bn : {64, 128, 192, 256}) {
         for (int stages : {2, 3, 4, 5, 6}) {
           for (int consumers : {1, 2}) {
             for (int persistent : {0, 1}) {
               for (int group : {1, 8}) {
-                Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group);
-                made.c.is_default = bm == defaultBm && bn == defaultBn && consumers == defaultConsumers &&
-                                    stages == 4 && persistent == 1 &&
-                                    group == (CeilDiv(m, bm) > 1 ? 8 : 1);
-                if (!made.reject.empty()) {
-                  ++space.before_pruning;
-                  ++space.pruned[made.reject];
-                  continue;
+                for (int sk : splits) {
+                  Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk);
+                  made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
+                                      persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) && sk == d.split;
+                  if (!made.reject.empty()) {
+                    ++space.before_pruning;
+                    ++space.pruned[made.reject];
+                    continue;
+                  }
+                  Offer(std::move(made));
                 }
-                Offer(std::move(made));
               }
             }
           }
@@ -464,7 +508,7 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
         // (reduction_tile_size does not apply).
         const int64_t hm = std::max<int64_t>(64, CeilDiv(bm, 64) * 64), hn = std::max<int64_t>(64, CeilDiv(bn, 64) * 64);
         m = planning::HopperMatmul(f, arch, static_cast<int>(hm), static_cast<int>(hn), 4, hm >= 128 && hm % 128 == 0 ? 2 : 1,
-                                   1, CeilDiv(f.space.m, hm) > 1 ? 8 : 1);
+                                   1, CeilDiv(f.space.m, hm) > 1 ? 8 : 1, 1);
         detail = absl::StrCat("the tile is M and N a block",
                               hm != bm || hn != bn ? absl::StrCat(", rounded up to ", hm, "x", hn,
                                                                   " (the sm_90a wgmma form takes 64 x 64 units)")

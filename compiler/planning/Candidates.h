@@ -32,7 +32,11 @@ struct TileCandidate {
   int threads = 0;
   int shared_bytes = 0;
   int registers_per_thread = 0;
+  // Blocks launched; a persistent grid launches fewer than its work units
+  // (0: one unit a block) and each block loops over several.
   int64_t blocks = 0;
+  int64_t work_units = 0;
+  int64_t Units() const { return work_units > 0 ? work_units : blocks; }
 };
 
 struct CandidateSpace {

@@ -99,6 +99,11 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
           if ((bm * bn + bm * bk + bk * bn) * 4 > 32 * 1024) edge *= 1.3;
         }
       }
+      if (splitK > 1 && param("wgmma", 0) > 0) {
+        // Split-K partials: every split writes its f32 tile and the last
+        // reads them all back (L2-resident: charged at DRAM rates, a bound).
+        bytes += batch * CeilDiv(m, bm) * bm * CeilDiv(n, bn) * bn * 4.0 * 2 * splitK - cBytes * 2 * splitK;
+      }
       if (arch.is_gpu && f.tensor_core && param("wgmma", 0) > 0) {
         // wgmma from TMA-fed shared tiles: each consumer warpgroup's tile
         // (64-row wgmma tiles x block_n) sets how often B is re-read from
@@ -110,8 +115,11 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
         double eff = std::min(1.0, std::sqrt(wgTile / (128.0 * 128.0)));
         eff *= consumers >= 2 ? 0.85 : 0.7;
         eff *= stages >= 4 ? 1.0 : stages >= 3 ? 0.95 : 0.8;
-        // A persistent grid overlaps a tile's epilogue with the next loads.
-        eff *= persistent > 0 ? 1.0 : 0.93;
+        // A persistent block overlaps a tile's epilogue with the next
+        // tile's loads; one block a tile pays for it when tiles come in
+        // waves (with one wave the two grids are the same).
+        const double tiles = double(c.Units());
+        eff *= persistent > 0 || tiles <= arch.sm_count ? 1.0 : 0.93;
         rate *= std::max(0.05, eff);
       } else if (arch.is_gpu && f.tensor_core) {
         rate = (f.tf32 ? arch.mma_tf32_tflops : arch.mma_bf16_tflops) * 1e12;
@@ -126,22 +134,40 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
   }
   const int bps = BlocksPerSm(c, arch);
   const double capacity = std::max(1.0, double(arch.sm_count) * std::max(1, bps));
-  const double waves = std::max(1.0, CeilDiv(c.blocks, capacity));
-  const double quantization = waves / std::max(1e-9, c.blocks / capacity) ;
+  // Waves of work units (a persistent grid's blocks loop over them).
+  const double units = double(c.Units());
+  const double waves = std::max(1.0, CeilDiv(units, capacity));
+  const double quantization = waves / std::max(1e-9, units / capacity);
   const double residentThreads = double(std::max(1, bps)) * c.threads;
   double occupancy = arch.is_gpu ? std::min(1.0, residentThreads / (0.5 * arch.max_threads_per_sm)) : 1.0;
+  // Blocks resident at once, and the SMs they keep busy. One SM draws at
+  // most kSmShare times its share of DRAM bandwidth (a lead: memory-bound
+  // kernels on H100-class parts need most SMs to approach the peak).
+  constexpr double kSmShare = 1.5;
+  const double resident = arch.is_gpu ? std::min(double(c.blocks), capacity) : 1.0;
+  const double activeSms = arch.is_gpu ? std::min(1.0, kSmShare * std::ceil(resident / std::max(1, bps)) / arch.sm_count) : 1.0;
+  double bw = arch.dram_gbps * 1e9 * std::max(0.1, occupancy) * std::max(0.01, activeSms);
+  double inFlight = 0;
   if (arch.is_gpu && f.space.kind == KernelKind::kMatmul && param("wgmma", 0) > 0) {
-    // TMA keeps the stages ahead of the math in flight whatever the thread
-    // count: bytes in flight per SM (about 64 KiB cover the latency) count.
-    const double inFlight = (param("stages", 4) - 1) * (param("block_m", 128) + param("block_n", 128)) * 128;
-    occupancy = std::min(1.0, std::max(1, bps) * inFlight / 65536.0);
+    // Little's law: TMA keeps stages - 1 stages in flight per block whatever
+    // its thread count; only bytes of rows that exist move (a box row past
+    // M or N is zero-filled on chip). DRAM delivers at most what is in
+    // flight over its latency, and at most its peak.
+    const double bm = param("block_m", 128), bn = param("block_n", 128);
+    const double rowsA = std::min(bm, double(std::max<int64_t>(1, f.space.m)));
+    const double colsB = std::min(bn, double(std::max<int64_t>(1, f.space.n)));
+    inFlight = (param("stages", 4) - 1) * (rowsA + colsB) * 64 * f.operand_bytes;
+    const double latency = std::max(1.0, arch.dram_latency_ns) * 1e-9;
+    bw = std::min(arch.dram_gbps * 1e9 * activeSms, resident * inFlight / latency);
+    occupancy = std::min(1.0, resident * inFlight / latency / (arch.dram_gbps * 1e9));
   }
-  // Few blocks keep few SMs busy; one SM can draw about twice its share of DRAM bandwidth.
-  const double activeSms = arch.is_gpu ? std::min(1.0, 2.0 * c.blocks / arch.sm_count) : 1.0;
-  const double bw = arch.dram_gbps * 1e9 * std::max(0.1, occupancy) * std::max(0.01, activeSms);
   const double memory = bytes / bw;
   const double compute = flops * edge / rate;
-  const double core = std::max(memory, compute) * std::min(quantization, 2.0);
+  // On a GPU the math of a partial last wave (or of fewer units than the
+  // machine holds) runs on the SMs that have work: quantization scales it
+  // in full. Memory time already counts the SMs that draw bandwidth.
+  const double core = arch.is_gpu ? std::max(memory, compute * quantization)
+                                  : std::max(memory, compute) * std::min(quantization, 2.0);
   // Block scheduling: about 5 ns per block per SM, overlapped with nothing.
   // (The host runs blocks one after another: about 50 ns each.)
   const double scheduling = (arch.is_gpu ? 5e-9 : 5e-8) * c.blocks / arch.sm_count;
@@ -151,7 +177,8 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
   p.inputs = {{"bytes", bytes},        {"flops", flops},           {"blocks", double(c.blocks)},
               {"blocks_per_sm", double(bps)}, {"waves", waves},     {"quantization", quantization},
               {"edge_waste", edge},    {"occupancy", occupancy},   {"active_sm_fraction", activeSms},
-              {"scheduling_seconds", scheduling}, {"memory_seconds", memory},
+              {"scheduling_seconds", scheduling}, {"memory_seconds", memory}, {"work_units", units},
+              {"bytes_in_flight_per_block", inFlight}, {"achieved_bytes_per_second", bw},
               {"compute_seconds", compute}, {"launch_seconds", arch.launch_overhead_us * 1e-6}};
   return p;
 }

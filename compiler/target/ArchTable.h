@@ -14,9 +14,27 @@
 
 namespace tir::target {
 
+// Instruction throughput of one SM, in thread-instructions per clock (the
+// CUDA C++ Programming Guide's "Arithmetic Instructions" table for the
+// compute capability; a warp instruction counts 32).
+struct IssueRates {
+  double dispatch = 128;     // every instruction: 4 schedulers x 1 warp-instruction a clock
+  double fp32 = 128;         // FADD/FMUL/FFMA
+  double fp16x2 = 128;       // HFMA2 and friends (two lanes each)
+  double int32 = 64;         // IADD3/IMAD/LOP3/shifts/compares
+  double mufu = 16;          // MUFU: ex2, lg2, rcp, rsqrt, sqrt, sin, cos, tanh
+  double conversion = 16;    // F2F/F2I/I2F and conversions to and from 64-bit types
+  double lsu = 32;           // global, local and shared loads and stores (one warp-instruction a clock)
+  double shuffle = 32;       // SHFL
+};
+
 struct ArchInfo {
   std::string name;                 // "sm_90a", "host"
   std::string part;                 // the representative part the figures describe
+  std::string device;               // the device key ("h100-sxm", "h200", ...); LookupDevice
+  double clock_ghz = 0;             // SM boost clock
+  double dram_latency_ns = 0;       // loaded DRAM latency a load in flight waits (Little's law)
+  IssueRates issue;
   bool is_gpu = true;
   int sm_count = 0;                 // SMs (CPU cores for host)
   int max_threads_per_sm = 0;
@@ -49,6 +67,17 @@ absl::StatusOr<ArchInfo> LookupArch(absl::string_view name);
 
 // Every arch in the table.
 const std::vector<ArchInfo> &AllArchs();
+
+// The figures of one device of `arch`: `device` is a key of DeviceKeys() or
+// a device name as the CUDA driver reports it ("NVIDIA H200", "NVIDIA H100
+// 80GB HBM3", "NVIDIA A100-SXM4-80GB"); empty, the arch's representative
+// part. INVALID_ARGUMENT (UNKNOWN_DEVICE) for a key that is not in the table
+// or a device of another arch; a driver name the table does not know falls
+// back to the arch's representative part (its figures are leads anyway).
+absl::StatusOr<ArchInfo> LookupDevice(absl::string_view arch, absl::string_view device);
+
+// The device keys, for messages and `--device` help.
+std::vector<std::string> DeviceKeys();
 
 }  // namespace tir::target
 

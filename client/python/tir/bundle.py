@@ -332,10 +332,12 @@ def struct_layout(fields):
 
 def launch_extent(ext, domain, what):
     v = ext.constant if ext.constant else 1
-    for d in ext.dims:
+    for i, d in enumerate(ext.dims):
         if d.dim >= len(domain):
             raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "the %s reads domain dim %d of %d" % (what, d.dim, len(domain)))
-        v *= domain[d.dim]
+        # Each dim ceil-divided by its own tile (ceil(M / bm) * ceil(N / bn)).
+        tile = ext.dim_divisors[i] if i < len(ext.dim_divisors) and ext.dim_divisors[i] > 1 else 1
+        v *= -(-max(0, domain[d.dim]) // tile)
     div = ext.divisor if ext.divisor > 1 else 1
     return (v + div - 1) // div
 

@@ -1,0 +1,63 @@
+// The instruction mix of a kernel's PTX, by the classes a performance
+// engineer reads SASS for: FMA and other float math, MUFU (ex2, rcp, tanh,
+// ...), conversions, integer math and division, global and shared accesses
+// by width, tensor-core and shuffle instructions.
+//
+// Algorithm:
+//  1. split the PTX into instructions (guards and labels stripped) and
+//     labels; a backward branch to a label makes [label, branch] a loop;
+//  2. pick the kernel's hot region by kind: a pointwise kernel's whole body
+//     (each thread runs it once per elements_per_thread points); the
+//     innermost loops that load from global memory for a reduction (the row
+//     walk); for a matmul the epilogue: after the last loop that issues
+//     wgmma/mma, to the end of the loop around it (the tile loop);
+//  3. count the region's instructions by class, each weighted by the SASS
+//     instructions it expands to (a 64-bit division is a ~70-instruction
+//     subroutine, a mul.lo.s64 three IMADs, register moves mostly vanish);
+//  4. divide by the elements the region handles: bytes stored (pointwise,
+//     matmul) or loaded (reduction) over the bytes of one element.
+// PTX is not SASS: the counts are estimates that rank and explain, and the
+// classes (which instructions are there at all) are exact.
+
+#ifndef TIR_COMPILER_PERF_PTXMIX_H_
+#define TIR_COMPILER_PERF_PTXMIX_H_
+
+#include <map>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace tir::perf {
+
+// What a region does, by class. Widths are in bytes.
+struct InstructionMix {
+  std::map<std::string, double> classes;  // class -> SASS-weighted count
+  std::map<int, double> global_loads;     // width -> instructions
+  std::map<int, double> global_stores;
+  double global_load_bytes = 0, global_store_bytes = 0;
+  double shared_accesses = 0;
+  int region_instructions = 0;            // PTX instructions in the region
+  bool software_bf16_rounding = false;    // bf16 rounded by integer code (no cvt.rn.bf16)
+  bool int64_division = false;            // div/rem on 64-bit integers in the region
+  double Total() const;
+};
+
+enum class Region { kWholeKernel, kRowLoops, kMatmulEpilogue };
+
+// The mix of `region` of `ptx`; also the whole kernel's for reference.
+struct PtxAnalysis {
+  InstructionMix region;
+  InstructionMix whole;
+  std::string region_name;  // "kernel", "row loop", "epilogue"
+  int loops = 0;
+};
+PtxAnalysis AnalyzePtx(absl::string_view ptx, Region region);
+
+// The class an opcode belongs to ("fma", "fp", "mufu", "cvt", "int",
+// "int_div", "ld_global", "st_global", "shared", "tensor", "shuffle",
+// "barrier", "move", "control", "other"), for tests and the report.
+std::string ClassOf(absl::string_view opcode);
+
+}  // namespace tir::perf
+
+#endif  // TIR_COMPILER_PERF_PTXMIX_H_

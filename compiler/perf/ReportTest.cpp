@@ -1,0 +1,186 @@
+// Pins the performance report's facts for fixed kernels: a decode GEMM's
+// CTAs and its split-K workspace, a prefill GEMM's tile count, the bound of
+// a decode GEMM (memory), a 4096^3 bf16 GEMM (tensor) and a bf16 pointwise
+// kernel (memory), and the PTX mix's classes.
+
+#include "compiler/perf/Report.h"
+
+#include "compiler/codegen/Emitter.h"
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/nvrtc/nvrtc_compiler.h"
+#include "compiler/planning/Plan.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::perf {
+namespace {
+
+using ::testing::Contains;
+using ::testing::Gt;
+using ::testing::HasSubstr;
+using ::testing::Key;
+
+struct Planned {
+  std::unique_ptr<mlir::MLIRContext> context;
+  LoadedGraphs loaded;
+  planning::PlannedGraph plan;
+  target::ArchInfo device;
+};
+
+Planned PlanText(const std::string &text, const std::string &arch = "sm_90a", const std::string &device = "") {
+  Planned p;
+  p.context = makeTirContext();
+  auto loaded = LoadGraphsText(text, p.context.get());
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  p.loaded = std::move(*loaded);
+  p.device = *target::LookupDevice(arch, device);
+  planning::AnalyticCostModel model;
+  auto planned = planning::PlanGraph(p.loaded.graphs.front(), p.device, model, 5);
+  EXPECT_TRUE(planned.ok()) << planned.status();
+  p.plan = std::move(*planned);
+  return p;
+}
+
+size_t DefaultOf(const planning::CandidateSpace &space) {
+  for (size_t i = 0; i < space.kept.size(); ++i) {
+    if (space.kept[i].is_default) return i;
+  }
+  return 0;
+}
+
+std::string Gemm(int m, int n, int k) {
+  return absl::StrCat("tir.graph @g(%x: tensor<", m, "x", k, "xbf16>, %w: tensor<", k, "x", n,
+                      "xbf16>) -> tensor<", m, "x", n, "xf32> {\n  %m = matmul(%x, %w) : (tensor<", m, "x", k,
+                      "xbf16>, tensor<", k, "x", n, "xbf16>) -> tensor<", m, "x", n, "xf32>\n  results %m : tensor<", m,
+                      "x", n, "xf32>\n}\n");
+}
+
+KernelReport ReportOf(const Planned &p, size_t rank, const Artifact *artifact = nullptr) {
+  const planning::KernelFacts facts = planning::ComputeFacts(p.plan.partition.kernels[0]);
+  return BuildReport(facts, p.plan.spaces[0].kept[rank], p.device, p.plan.predictions[0][rank], artifact);
+}
+
+// Tests that a decode GEMM (M = 1, N = K = 4096) fills the machine: its
+// default and its top-ranked candidate launch at least 120 CTAs (64 tiles of
+// 64 x 64, split-K 2), and the report calls it memory-bound.
+TEST(ReportTest, DecodeGemmFillsTheMachineAndIsMemoryBound) {
+  Planned p = PlanText(Gemm(1, 4096, 4096));
+  for (size_t rank : {DefaultOf(p.plan.spaces[0]), size_t{0}}) {
+    const KernelReport r = ReportOf(p, rank);
+    EXPECT_GE(r.ctas, 120) << r.candidate;
+    EXPECT_EQ(r.bound, "memory") << r.candidate;
+  }
+  const planning::TileCandidate &d = p.plan.spaces[0].kept[DefaultOf(p.plan.spaces[0])];
+  EXPECT_EQ(d.params.at("split_k"), 2);
+  EXPECT_EQ(d.Units(), 128);
+}
+
+// Tests that a prefill GEMM (M = 512, N = K = 4096) is tiled into >= 120
+// tiles rather than 64 tiles of 128 x 256.
+TEST(ReportTest, PrefillGemmTilesFillTheMachine) {
+  Planned p = PlanText(Gemm(512, 4096, 4096));
+  for (size_t rank : {DefaultOf(p.plan.spaces[0]), size_t{0}}) {
+    const KernelReport r = ReportOf(p, rank);
+    EXPECT_GE(r.work_units, 120) << r.candidate;
+    EXPECT_GE(r.ctas, 120) << r.candidate;
+  }
+}
+
+// Tests that a 4096^3 bf16 GEMM is tensor-bound and that an H200 changes
+// the memory figures, not the tensor ones.
+TEST(ReportTest, LargeGemmIsTensorBoundAndDevicesDiffer) {
+  Planned h100 = PlanText(Gemm(4096, 4096, 4096));
+  Planned h200 = PlanText(Gemm(4096, 4096, 4096), "sm_90a", "NVIDIA H200");
+  const KernelReport a = ReportOf(h100, 0), b = ReportOf(h200, 0);
+  EXPECT_EQ(a.bound, "tensor");
+  EXPECT_EQ(b.device, "h200");
+  EXPECT_LT(b.memory_roofline_seconds, a.memory_roofline_seconds * 0.75);
+  EXPECT_DOUBLE_EQ(b.tensor_seconds, a.tensor_seconds);
+  EXPECT_GT(b.bytes_in_flight_needed_per_sm, a.bytes_in_flight_needed_per_sm);
+}
+
+// Tests that an unknown device key is refused with its reason and a driver
+// name the table does not know falls back to the arch's part.
+TEST(ReportTest, DeviceLookup) {
+  auto bad = target::LookupDevice("sm_80", "h200");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("not a device of sm_80"));
+  auto unknown = target::LookupDevice("sm_90a", "Some Future GPU");
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ(unknown->device, "h100-sxm");
+  EXPECT_EQ(target::LookupDevice("sm_90a", "NVIDIA H100 PCIe")->sm_count, 114);
+}
+
+// Tests the PTX mix on a hand-written kernel: classes, vector widths, the
+// loop region, 64-bit division and software bf16 rounding.
+TEST(ReportTest, PtxMixClassesAndRegions) {
+  const std::string ptx = R"(
+.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	.reg .b32 	%r<9>;
+	ld.param.u64 	%rd1, [k_param_0];
+	div.s64 	%rd2, %rd1, %rd3;
+$L__BB0_1:
+	ld.global.v4.u32 	{%r1, %r2, %r3, %r4}, [%rd1];
+	fma.rn.f32 	%f1, %f2, %f3, %f4;
+	ex2.approx.ftz.f32 	%f5, %f1;
+	add.s32 	%r5, %r6, 32767;
+	@%p1 bra 	$L__BB0_1;
+	st.global.v2.f32 	[%rd1], {%f1, %f5};
+	ret;
+}
+)";
+  const PtxAnalysis whole = AnalyzePtx(ptx, Region::kWholeKernel);
+  EXPECT_EQ(whole.loops, 1);
+  EXPECT_TRUE(whole.region.int64_division);
+  EXPECT_TRUE(whole.region.software_bf16_rounding);
+  EXPECT_THAT(whole.region.global_loads, Contains(Key(16)));
+  EXPECT_THAT(whole.region.global_stores, Contains(Key(8)));
+  const PtxAnalysis loop = AnalyzePtx(ptx, Region::kRowLoops);
+  EXPECT_EQ(loop.region_name, "row loop");
+  EXPECT_FALSE(loop.region.int64_division);  // the division is outside the loop
+  EXPECT_EQ(loop.region.classes.at("mufu"), 1);
+  EXPECT_EQ(loop.region.classes.at("fma"), 1);
+  EXPECT_EQ(ClassOf("cvt.rn.bf16x2.f32"), "cvt");
+  EXPECT_EQ(ClassOf("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"), "tensor");
+  EXPECT_EQ(ClassOf("rem.u64"), "int_div");
+}
+
+// Tests the report of the compiled decode GEMM: registers from ptxas, the
+// epilogue region found, C stored by global stores, and the split-K
+// workspace in the launch rule.
+TEST(ReportTest, CompiledDecodeGemmReport) {
+  Planned p = PlanText(Gemm(1, 4096, 4096));
+  const size_t rank = DefaultOf(p.plan.spaces[0]);
+  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(p.loaded.graphs.front(), p.plan.partition);
+  GraphOp kernel;
+  for (GraphOp g : module->getOps<GraphOp>()) {
+    if (g.getSymName() == "g_k0") kernel = g;
+  }
+  ASSERT_TRUE(kernel);
+  auto emitted = codegen::EmitKernel(kernel, p.plan.spaces[0].kept[rank].params);
+  ASSERT_TRUE(emitted.ok()) << emitted.status();
+  ASSERT_TRUE(emitted->launch.has_workspace_bytes());
+  // 64 tiles x (128 tickets x 4 bytes + 2 partial tiles x 64 x 64 x 4 bytes).
+  EXPECT_EQ(emitted->launch.workspace_bytes().constant(), 128 * 4 + 2 * 64 * 64 * 4);
+  nvrtc::CompileOptions copts;
+  copts.arch = "sm_90a";
+  copts.headers = codegen::RuntimeHeaders();
+  auto cubin = nvrtc::CompileToCubin(emitted->source, copts);
+  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  const Artifact artifact{cubin->registers, cubin->spill_bytes, cubin->shared_bytes, cubin->ptx};
+  const KernelReport r = ReportOf(p, rank, &artifact);
+  EXPECT_EQ(r.registers, cubin->registers);
+  ASSERT_TRUE(r.mix.has_value());
+  EXPECT_EQ(r.mix->region_name, "epilogue");
+  EXPECT_GT(r.mix->region.global_store_bytes, 0);
+  EXPECT_THAT(r.per_element, Contains(Key("st_global")));
+  EXPECT_GT(r.issue_seconds, 0);
+  EXPECT_THAT(ReportText(r), HasSubstr("bound: memory"));
+}
+
+}  // namespace
+}  // namespace tir::perf
