@@ -378,6 +378,8 @@ absl::StatusOr<std::string> VerifyCommand(const std::string &dir_name, const Ver
     // The Hopper matmul form's fields include tensor maps.
     std::map<std::string, int64_t> form;
     if (layout.find("\"tir_tensor_map ") != std::string::npos) form["wgmma"] = 1;
+    // A split-K matmul's fields include its workspace.
+    if (layout.find("\"workspace\"") != std::string::npos) form["split_k"] = 2;
     TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(loaded.graph, form));
     absl::StrAppendFormat(&report, "%s (%s, %s):\n", stem, arch.name,
                           arch.is_gpu ? "the GPU form, emulated lane by lane" : "the plain host form");
