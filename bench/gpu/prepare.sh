@@ -1,19 +1,85 @@
 #!/bin/bash
-# Run here (with Bazel): emits the suite's kernels for sm_90a into
-# bench/gpu/out/<graph>/<candidate>/ (the default and the two best-ranked
-# candidates). Then run bench/gpu/run.sh on the GPU machine, carrying
-# bench/gpu/out.
+# Run here (with Bazel; no GPU needed: NVRTC compiles for sm_90a on the CPU):
+# emits the suite's kernels into bench/gpu/out/<graph>/<candidate>/ (the
+# default and the two best-ranked candidates: launch contract, cubin, CUDA
+# C++ and PTX), and a wiring.json beside them (which graph input, output
+# or intermediate each kernel argument is, from a heuristic bundle: tir may
+# split a graph into several kernels, and a kernel may take the graph's
+# inputs in another order). Then checks the result with
+# `run.py --dry-run`. Carry bench/gpu/out to the GPU machine and run
+# bench/gpu/run.sh there.
+#
+# Usage: bench/gpu/prepare.sh [ARCH] [GRAPH.mlir ...]   (default sm_90a, the
+# whole suite). TIRCTL=path skips the Bazel build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 arch="${1:-sm_90a}"
-bazel build -c opt //client:tirctl >/dev/null
-tirctl="$(bazel info -c opt bazel-bin)/client/tirctl"
-rm -rf bench/gpu/out
-for graph in bench/gpu/suite/*.mlir; do
+shift || true
+graphs=("$@")
+((${#graphs[@]})) || graphs=(bench/gpu/suite/*.mlir)
+if [[ -z "${TIRCTL:-}" ]]; then
+  bazel build //:tirctl //worker/runner:tir-worker-runner >/dev/null
+  TIRCTL="$(bazel info bazel-bin)/client/tirctl"
+fi
+[[ -x "$TIRCTL" ]] || { echo "prepare.sh: no tirctl at $TIRCTL" >&2; exit 2; }
+out=bench/gpu/out
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+# Copies (tirctl, and the runner its in-process worker starts for `compile`), so that a rebuild in the shared
+# checkout cannot pull them away mid-run.
+cp "$TIRCTL" "$scratch/tirctl"
+runner="$(dirname "$TIRCTL")/../worker/runner/tir-worker-runner"
+[[ -x "$runner" ]] || { bazel build //worker/runner:tir-worker-runner >/dev/null && runner="$(bazel info bazel-bin)/worker/runner/tir-worker-runner"; }
+cp "$runner" "$scratch/tir-worker-runner"
+TIRCTL="$scratch/tirctl"
+# Python modules for the bundle, to read its wiring.
+protoc -I proto --python_out="$scratch" proto/tir/v1/graph.proto proto/tir/v1/kernel.proto
+touch "$scratch/tir/__init__.py" "$scratch/tir/v1/__init__.py"
+python=python3
+"$python" -c 'import google.protobuf' 2>/dev/null || python=/usr/bin/python3
+
+failed=()
+for graph in "${graphs[@]}"; do
   name=$(basename "$graph" .mlir)
+  rm -rf "${out:?}/$name"
   for candidate in default 0 1; do
-    "$tirctl" emit "$graph" --arch "$arch" --candidate "$candidate" -o "bench/gpu/out/$name/$candidate" > /dev/null
+    dir="$out/$name/$candidate"
+    if ! "$TIRCTL" emit "$graph" --arch "$arch" --candidate "$candidate" -o "$dir" >"$scratch/log" 2>&1; then
+      if [[ "$candidate" != default ]] && grep -q -- "--candidate must be" "$scratch/log"; then
+        echo "  $name: no candidate $candidate (a kernel's space is smaller)"
+        rm -rf "$dir"
+        continue
+      fi
+      echo "prepare.sh: emit $graph --candidate $candidate failed:" >&2
+      cat "$scratch/log" >&2
+      failed+=("$name/$candidate")
+      continue
+    fi
+    # run.py reads the launch contracts and cubins; the runtime headers are the same in every directory.
+    # tirctl's report stays beside them (--dry-run checks its launch lines against the launch rules).
+    rm -f "$dir"/tir_*.h
+    cp "$scratch/log" "$dir/emit.txt"
   done
-  echo "emitted $name"
+  kernels=$(ls "$out/$name/default"/*.launch.json 2>/dev/null | wc -l)
+  # Every graph gets its wiring: even a single kernel may take the graph's inputs in another order.
+  if ((kernels > 0)); then
+    if ! XDG_CACHE_HOME="$scratch/cache" "$TIRCTL" compile "$graph" --arch "$arch" --heuristic-now \
+          -o "$scratch/$name.pb" >"$scratch/log" 2>&1 ||
+        ! "$python" bench/gpu/wiring.py "$scratch" "$scratch/$name.pb" "$out/$name/wiring.json"; then
+      echo "prepare.sh: no wiring for $name ($kernels kernels):" >&2
+      cat "$scratch/log" >&2
+      failed+=("$name/wiring")
+    fi
+  fi
+  echo "emitted $name ($kernels kernel(s))"
 done
-du -sh bench/gpu/out
+du -sh "$out"
+size=$(du -sm "$out" | cut -f1)
+if ((size > 40)); then
+  echo "prepare.sh: $out is $size MiB; the device machine takes 64 MiB of working tree in all" >&2
+fi
+if ((${#failed[@]})); then
+  echo "prepare.sh: FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+"$python" bench/gpu/run.py --dry-run --kernels "$out"

@@ -1,0 +1,8 @@
+// Decode GEMM, attention projection: x (M=1 token, K=4096) times w, N=4096; w stored [N, K] as nn.Linear stores it (x @ w^T);
+// bf16 operands, f32 accumulation, bf16 output. Compared with cuBLASLt on the same inputs.
+tir.graph @gemm_wt_m1_n4096_k4096(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<1x4096xbf16> {
+  %t = transpose %w permutation = [1, 0] : tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  %m = matmul(%x, %t) : (tensor<1x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<1x4096xf32>
+  %y = convert %m : tensor<1x4096xf32> -> tensor<1x4096xbf16>
+  results %y : tensor<1x4096xbf16>
+}

@@ -1,0 +1,8 @@
+// Decode GEMM, MLP up/gate projection: x (M=8 tokens, K=4096) times w, N=14336; w stored [N, K] as nn.Linear stores it (x @ w^T);
+// bf16 operands, f32 accumulation, bf16 output. Compared with cuBLASLt on the same inputs.
+tir.graph @gemm_wt_m8_n14336_k4096(%x: tensor<8x4096xbf16>, %w: tensor<14336x4096xbf16>) -> tensor<8x14336xbf16> {
+  %t = transpose %w permutation = [1, 0] : tensor<14336x4096xbf16> -> tensor<4096x14336xbf16>
+  %m = matmul(%x, %t) : (tensor<8x4096xbf16>, tensor<4096x14336xbf16>) -> tensor<8x14336xf32>
+  %y = convert %m : tensor<8x14336xf32> -> tensor<8x14336xbf16>
+  results %y : tensor<8x14336xbf16>
+}
