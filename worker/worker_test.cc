@@ -191,7 +191,7 @@ TEST_F(WorkerTest, MeasuresEveryCandidateOfALeaseWithStatistics) {
       EXPECT_GT(r.measurement().median_seconds(), 0);
       EXPECT_GE(r.measurement().median_seconds(), r.measurement().min_seconds());
       EXPECT_GE(r.measurement().iqr_seconds(), 0);
-      EXPECT_EQ(r.measurement().source(), tir::v1::TIMING_SOURCE_STEADY_CLOCK);
+      EXPECT_EQ(r.measurement().source(), tir::v1::TIMING_SOURCE_THREAD_CPU_TIME);
       EXPECT_EQ(r.format(), tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
       EXPECT_EQ(r.binary().substr(0, 4), "\x7f" "ELF");
     }

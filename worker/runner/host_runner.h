@@ -1,5 +1,6 @@
 // The host backend's runner: loads candidates' shared objects and runs them
-// on the CPU, timed with the steady clock.
+// on the CPU, each run timed with the runner thread's CPU clock (the kernel
+// runs on that one thread; see worker/measure/thread_cpu_clock.h).
 
 #ifndef TIR_WORKER_RUNNER_HOST_RUNNER_H_
 #define TIR_WORKER_RUNNER_HOST_RUNNER_H_
