@@ -2,6 +2,7 @@
 
 #include "compiler/codegen/LaunchContract.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -106,8 +107,17 @@ std::string DescribeBundle(const tir::v1::KernelBundle &b) {
     absl::StrAppendFormat(&out, "  tuned: %d of %d candidates measured (%d failed)", t.candidates_measured(),
                           t.candidates_total(), t.candidates_failed());
     if (t.default_seconds() > 0 && t.best_seconds() > 0) {
+      // Both times come from the round that chose each kernel's winner.
       absl::StrAppendFormat(&out, "; %s against the default's %s: x%.2f", Ms(t.best_seconds()), Ms(t.default_seconds()),
                             t.default_seconds() / t.best_seconds());
+      const int kept = static_cast<int>(std::count_if(b.kernels().begin(), b.kernels().end(),
+                                                      [](const auto &k) { return k.candidate().is_default(); }));
+      if (kept == b.kernels_size()) {
+        absl::StrAppend(&out, "; the default kept (no candidate was faster in the same round)");
+      } else if (kept > 0) {
+        absl::StrAppendFormat(&out, "; %d of %d kernels keep the default (no candidate was faster in the same round)",
+                              kept, b.kernels_size());
+      }
     }
     out += "\n";
   } else {

@@ -213,7 +213,7 @@ void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::Kern
 }  // namespace
 
 std::string TuningPolicy(const TunerConfig &c) {
-  return absl::StrFormat("halving-v2:w%d:f%g:r%d:b%g", c.width, c.max_space_fraction, c.min_runs, c.budget_seconds);
+  return absl::StrFormat("halving-v3:w%d:f%g:r%d:b%g", c.width, c.max_space_fraction, c.min_runs, c.budget_seconds);
 }
 
 Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::KernelStore> store,
@@ -837,14 +837,17 @@ void Coordinator::Advance(const std::string &key) {
       const tir::v1::CandidateResult &r = kj.best[w];
       e->set_format(r.format());
       e->set_binary(kj.binaries[w]);
-      *e->mutable_measurement() = r.measurement();
+      // The round that chose the winner: its time there, and the default's
+      // from the same round (the tuner's default wins a tie, so the tuned
+      // time is never above the default's).
+      *e->mutable_measurement() = kj.tuner->FinalMeasurement();
       *e->mutable_verification() = r.verification();
       *e->mutable_compile_info() = r.compile_info();
       t->set_candidates_total(t->candidates_total() + static_cast<uint32_t>(kj.work.space_size));
       t->set_candidates_measured(t->candidates_measured() + kj.tuner->measured());
       t->set_candidates_failed(t->candidates_failed() + kj.tuner->failed());
-      t->set_best_seconds(t->best_seconds() + kj.tuner->Median(w));
-      const double d = kj.tuner->Median(kj.tuner->default_position());
+      t->set_best_seconds(t->best_seconds() + kj.tuner->FinalSeconds(w));
+      const double d = kj.tuner->FinalSeconds(kj.tuner->default_position());
       if (d <= 0) defaultsMeasured = false;
       t->set_default_seconds(t->default_seconds() + d);
       if (k == 0) {

@@ -19,6 +19,7 @@ KernelTuner::KernelTuner(int candidates, int default_position, int space_size, T
     alive_.back() = default_position;
   }
   planned_ = static_cast<int>(alive_.size());
+  if (std::find(alive_.begin(), alive_.end(), default_position) == alive_.end()) default_position_ = -1;
 }
 
 std::optional<KernelTuner::Round> KernelTuner::Next() {
@@ -33,14 +34,79 @@ std::optional<KernelTuner::Round> KernelTuner::Next() {
   r.policy.mutable_min_deadline()->set_seconds(static_cast<int64_t>(config_.min_deadline_seconds));
   r.policy.set_seed(1 + round_);
   r.policy.set_verify(true);
-  r.positions = confirming_ ? std::vector<int>{alive_[0], alive_[1], alive_[0], alive_[1]} : alive_;
+  r.positions = alive_;
+  if (confirming_) r.positions.insert(r.positions.end(), alive_.begin(), alive_.end());  // A B D A B D
   in_flight_ = r.positions;
   return r;
 }
 
+namespace {
+
+// Median of `v` (the mean of the middle two for an even count; 0 if empty).
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+}  // namespace
+
 double KernelTuner::Median(int position) const {
   auto it = median_.find(position);
   return it == median_.end() ? 0 : it->second;
+}
+
+double KernelTuner::FinalSeconds(int position) const {
+  auto it = final_.find(position);
+  return it == final_.end() ? 0 : it->second;
+}
+
+tir::v1::Measurement KernelTuner::FinalMeasurement() const {
+  auto runs = confirm_.find(winner_);
+  if (runs == confirm_.end() || runs->second.empty()) {
+    auto latest = latest_.find(winner_);
+    return latest == latest_.end() ? tir::v1::Measurement() : latest->second;
+  }
+  tir::v1::Measurement m = runs->second.back();
+  std::vector<double> medians, iqrs;
+  uint32_t samples = 0;
+  double least = runs->second.front().min_seconds();
+  for (const tir::v1::Measurement &r : runs->second) {
+    medians.push_back(r.median_seconds());
+    iqrs.push_back(r.iqr_seconds());
+    samples += r.samples();
+    least = std::min(least, r.min_seconds());
+  }
+  m.set_median_seconds(MedianOf(medians));
+  m.set_iqr_seconds(MedianOf(iqrs));
+  m.set_samples(samples);
+  m.set_min_seconds(least);
+  return m;
+}
+
+void KernelTuner::Decide(const std::vector<int> &finalists) {
+  done_ = true;
+  // The candidates measured in the confirming round are compared on their
+  // confirmed times; only when none was (all timed out there) do the earlier
+  // medians decide.
+  for (int p : finalists) {
+    if (!confirm_[p].empty()) {
+      std::vector<double> medians;
+      for (const tir::v1::Measurement &m : confirm_[p]) medians.push_back(m.median_seconds());
+      final_[p] = MedianOf(medians);
+    }
+  }
+  confirmed_ = !final_.empty();
+  if (!confirmed_) {
+    for (int p : finalists) final_[p] = median_[p];
+  }
+  winner_ = -1;
+  for (int p : finalists) {  // a tie keeps the earlier one in `finalists`
+    if (final_.count(p) && (winner_ < 0 || final_[p] < final_[winner_])) winner_ = p;
+  }
+  // The default wins unless a finalist was faster in this same round.
+  if (final_.count(default_position_) && final_[default_position_] <= final_[winner_]) winner_ = default_position_;
 }
 
 void KernelTuner::Record(int number, const std::vector<tir::v1::CandidateResult> &results) {
@@ -61,7 +127,8 @@ void KernelTuner::Record(int number, const std::vector<tir::v1::CandidateResult>
       continue;
     }
     median_[p] = r.measurement().median_seconds();
-    if (confirming_) confirm_[p].push_back(r.measurement().median_seconds());
+    latest_[p] = r.measurement();
+    if (confirming_) confirm_[p].push_back(r.measurement());
   }
   // Results missing from a short report count as failures.
   for (size_t i = results.size(); i < positions.size(); ++i) failed_[positions[i]] = tir::v1::VERDICT_FAULT;
@@ -77,22 +144,25 @@ void KernelTuner::Record(int number, const std::vector<tir::v1::CandidateResult>
                          absl::StrCat("none of the ", alive_.size(), " candidates measured passed verification"));
     return;
   }
-  if (confirming_ || passed.size() == 1) {
-    if (confirming_ && passed.size() == 2) {
-      auto typical = [&](int p) {
-        std::vector<double> v = confirm_[p];
-        std::sort(v.begin(), v.end());
-        return v.empty() ? median_[p] : v[(v.size() - 1) / 2];
-      };
-      if (typical(passed[1]) < typical(passed[0])) std::swap(passed[0], passed[1]);
-    }
-    done_ = true;
-    winner_ = passed[0];
+  if (confirming_) {
+    Decide(passed);
     return;
   }
-  if (passed.size() == 2) {
+  if (passed.size() <= 2) {
+    // The finalists and the default (unless it failed), in one round.
+    std::vector<int> finalists = passed;
+    if (default_position_ >= 0 && !failed_.count(default_position_) &&
+        std::find(finalists.begin(), finalists.end(), default_position_) == finalists.end()) {
+      finalists.push_back(default_position_);
+    }
+    if (finalists.size() == 1) {  // nothing to confirm against
+      done_ = true;
+      winner_ = finalists[0];
+      final_[winner_] = median_[winner_];
+      return;
+    }
     confirming_ = true;
-    alive_ = passed;
+    alive_ = finalists;
     return;
   }
   passed.resize((passed.size() + 1) / 2);

@@ -6,14 +6,20 @@
 //  2. each later round keeps the better half (by median time) of the
 //     candidates that passed the previous round and measures them again with
 //     twice the repetitions and time budget (successive halving), until two
-//     remain;
-//  3. a confirming round measures the last two interleaved (A B A B), so a
-//     drift of the machine hits both alike; the winner has the lower median
-//     over its confirming samples.
+//     remain (or one: then step 3 confirms it against the default);
+//  3. a confirming round measures the finalists and the default candidate
+//     (unless it failed) interleaved (A B D A B D), so a drift of the machine
+//     hits them alike; each one's confirmed time is the median of its
+//     confirming runs' medians, and the winner has the lowest. The default
+//     wins a tie: a tuned kernel is never reported slower than the default it
+//     was measured against, and both times come from this one round.
 // A candidate that fails (compile, fault, timeout, wrong) in any round is out
 // for good, but for a timeout after a round it passed: it keeps its earlier
-// time (a busy machine must not lose the kernel its best candidate). Every result is kept (trials). No candidate passing round 0 ends
-// the kernel with NO_CORRECT_CANDIDATE.
+// time (a busy machine must not lose the kernel its best candidate), though
+// the confirming round's candidates measured there are compared among
+// themselves; only when none was do the earlier times decide. Every result is
+// kept (trials). No candidate passing round 0 ends the kernel with
+// NO_CORRECT_CANDIDATE.
 
 #ifndef TIR_SERVER_COORDINATOR_KERNEL_TUNER_H_
 #define TIR_SERVER_COORDINATOR_KERNEL_TUNER_H_
@@ -62,6 +68,18 @@ class KernelTuner {
   int winner() const { return winner_; }
   // Median seconds of `position`'s latest passing measurement (0 if none).
   double Median(int position) const;
+  // After done: the time the winner was chosen on for `position`: its
+  // confirmed time when the confirming round decided, its latest median when
+  // only one candidate was left without one (0 for a candidate the decision
+  // did not measure). FinalSeconds(winner()) <= FinalSeconds(default_position())
+  // whenever the latter is not 0.
+  double FinalSeconds(int position) const;
+  // After done: the winner's measurement in the round that decided; for a
+  // confirmed winner its confirming runs merged: samples summed, the least
+  // minimum, and the medians of the runs' medians and IQRs.
+  tir::v1::Measurement FinalMeasurement() const;
+  // Whether a confirming round decided (false: one candidate was left).
+  bool confirmed() const { return confirmed_; }
   int measured() const { return static_cast<int>(measured_.size()); }
   int failed() const { return static_cast<int>(failed_.size()); }
   int default_position() const { return default_position_; }
@@ -76,7 +94,9 @@ class KernelTuner {
   int default_position_;
   std::vector<int> alive_;          // still in the running, best first
   std::map<int, double> median_;    // latest passing median per position
-  std::map<int, std::vector<double>> confirm_;  // confirming-round medians
+  std::map<int, tir::v1::Measurement> latest_;  // latest passing measurement per position
+  std::map<int, std::vector<tir::v1::Measurement>> confirm_;  // confirming-round measurements
+  std::map<int, double> final_;     // after done: the times the winner was chosen on
   std::map<int, int> failed_;       // position -> verdict
   std::map<int, int> measured_;     // position -> times measured
   int round_ = 0;
@@ -84,9 +104,13 @@ class KernelTuner {
   int measurements_ = 0;
   std::vector<int> in_flight_;      // positions of the round being measured
   bool confirming_ = false;
+  bool confirmed_ = false;
   bool done_ = false;
   int winner_ = -1;
   absl::Status outcome_ = absl::OkStatus();
+
+  // Ends with the confirming round's `finalists` (passed candidates).
+  void Decide(const std::vector<int> &finalists);
 };
 
 }  // namespace tir::coordinator

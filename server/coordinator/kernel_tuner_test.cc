@@ -1,5 +1,7 @@
 #include "server/coordinator/kernel_tuner.h"
 
+#include <functional>
+
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -45,7 +47,7 @@ TEST(KernelTuner, HalvesThenConfirmsTheLastTwoInterleaved) {
   EXPECT_THAT(rounds[0], ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
   EXPECT_THAT(rounds[1], ElementsAre(3, 5, 1, 7));
   EXPECT_THAT(rounds[2], ElementsAre(3, 5));
-  EXPECT_THAT(rounds[3], ElementsAre(3, 5, 3, 5));
+  EXPECT_THAT(rounds[3], ElementsAre(3, 5, 0, 3, 5, 0)) << "the finalists and the default, interleaved";
   EXPECT_TRUE(t.outcome().ok());
   EXPECT_EQ(t.measured(), 8);
 }
@@ -102,7 +104,7 @@ TEST(KernelTuner, ATimeoutAfterAPassedRoundDoesNotLoseTheCandidate) {
   t.Record(r0->number, {Passed(2), Passed(1)});
   auto r1 = t.Next();
   ASSERT_TRUE(r1);
-  EXPECT_THAT(r1->positions, ElementsAre(1, 0, 1, 0));
+  EXPECT_THAT(r1->positions, ElementsAre(1, 0, 1, 0));  // the default (0) is a finalist already
   t.Record(r1->number, std::vector<tir::v1::CandidateResult>(4, Failed(tir::v1::VERDICT_TIMEOUT)));
   EXPECT_TRUE(t.done());
   ASSERT_TRUE(t.outcome().ok()) << t.outcome();
@@ -121,6 +123,123 @@ TEST(KernelTuner, ATimeoutAfterAPassedRoundDoesNotLoseTheCandidate) {
   auto z0 = z.Next();
   z.Record(z0->number, {Failed(tir::v1::VERDICT_TIMEOUT), Failed(tir::v1::VERDICT_TIMEOUT)});
   EXPECT_EQ(ReasonOf(z.outcome()), "NO_CORRECT_CANDIDATE");
+}
+
+// Runs the tuner with a time per round and position (negative: fails).
+int TuneByRound(KernelTuner &t, const std::function<double(int round, int position)> &time,
+                std::vector<std::vector<int>> *rounds = nullptr) {
+  while (auto r = t.Next()) {
+    std::vector<tir::v1::CandidateResult> results;
+    for (int p : r->positions) {
+      const double s = time(r->number, p);
+      results.push_back(s < 0 ? Failed(tir::v1::VERDICT_WRONG) : Passed(s));
+    }
+    if (rounds) rounds->push_back(r->positions);
+    t.Record(r->number, results);
+  }
+  return t.winner();
+}
+
+TEST(KernelTuner, TheDefaultFastestInTheConfirmingRoundWins) {
+  // Round 0 on a noisy machine makes the default (position 2) look slow, so
+  // halving drops it; the confirming round measures it beside the finalists
+  // and there it is the fastest: it wins, and both reported times are the
+  // confirming round's.
+  TunerConfig c;
+  c.width = 4;
+  KernelTuner t(4, 2, 100, c);
+  std::vector<std::vector<int>> rounds;
+  const int winner = TuneByRound(
+      t,
+      [](int round, int p) {
+        const bool confirming = round == 2;
+        if (p == 2) return confirming ? 30.0 : 50.0;
+        return confirming ? 33.0 + p : 35.0 + p;
+      },
+      &rounds);
+  ASSERT_TRUE(t.outcome().ok()) << t.outcome();
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_THAT(rounds[1], ElementsAre(0, 1)) << "the default is out of the halving";
+  EXPECT_THAT(rounds[2], ElementsAre(0, 1, 2, 0, 1, 2)) << "but back for the confirming round";
+  EXPECT_EQ(winner, 2);
+  EXPECT_TRUE(t.confirmed());
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(2), 30.0);
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(0), 33.0) << "the confirming round's time, not round 1's";
+  EXPECT_DOUBLE_EQ(t.FinalMeasurement().median_seconds(), 30.0);
+}
+
+TEST(KernelTuner, TheDefaultWinsATieAndIsNeverReportedFasterThanTheWinner) {
+  TunerConfig c;
+  c.width = 4;
+  KernelTuner t(4, 3, 100, c);
+  const int winner = TuneByRound(t, [](int round, int p) { return round < 2 ? 10.0 + p : 20.0; });
+  EXPECT_EQ(winner, 3) << "a finalist only as fast as the default does not replace it";
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(winner), t.FinalSeconds(t.default_position()));
+}
+
+TEST(KernelTuner, AFasterFinalistBeatsTheDefaultInTheSameRound) {
+  TunerConfig c;
+  c.width = 4;
+  KernelTuner t(4, 3, 100, c);
+  const int winner = TuneByRound(t, [](int, int p) { return 10.0 + p; });
+  EXPECT_EQ(winner, 0);
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(0), 10.0);
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(3), 13.0);
+  EXPECT_LT(t.FinalSeconds(winner), t.FinalSeconds(t.default_position()));
+}
+
+TEST(KernelTuner, ConfirmedTimesAreTheMediansOfTheConfirmingRuns) {
+  // Two finalists (0 the default, 1): the confirming round measures each
+  // twice; each one's time is the median (here the mean) of its two runs,
+  // and its measurement merges them.
+  KernelTuner t(2, 0, 100, TunerConfig{});
+  auto r0 = t.Next();
+  ASSERT_TRUE(r0);
+  t.Record(r0->number, {Passed(5), Passed(4)});
+  auto r1 = t.Next();
+  ASSERT_TRUE(r1);
+  ASSERT_THAT(r1->positions, ElementsAre(1, 0, 1, 0));
+  tir::v1::CandidateResult slow = Passed(3), fast = Passed(1);
+  slow.mutable_measurement()->set_min_seconds(2.5);
+  fast.mutable_measurement()->set_min_seconds(0.5);
+  fast.mutable_measurement()->set_iqr_seconds(0.25);
+  t.Record(r1->number, {fast, Passed(4), slow, Passed(4)});
+  ASSERT_TRUE(t.done());
+  EXPECT_EQ(t.winner(), 1);
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(1), 2.0);
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(0), 4.0);
+  const tir::v1::Measurement m = t.FinalMeasurement();
+  EXPECT_DOUBLE_EQ(m.median_seconds(), 2.0);
+  EXPECT_EQ(m.samples(), 10u);
+  EXPECT_DOUBLE_EQ(m.min_seconds(), 0.5);
+  EXPECT_DOUBLE_EQ(m.iqr_seconds(), 0.125);
+}
+
+TEST(KernelTuner, ALoneSurvivorIsConfirmedAgainstTheDefault) {
+  // Width 4, default 3: round 0 halves to {0, 1} (the default out); round 1
+  // finds 1 wrong; the survivor 0 is confirmed against the default.
+  TunerConfig c;
+  c.width = 4;
+  KernelTuner t(4, 3, 100, c);
+  std::vector<std::vector<int>> rounds;
+  const int winner = TuneByRound(
+      t, [](int round, int p) { return round == 1 && p == 1 ? -1.0 : 10.0 + p; }, &rounds);
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_THAT(rounds[2], ElementsAre(0, 3, 0, 3));
+  EXPECT_EQ(winner, 0);
+  EXPECT_DOUBLE_EQ(t.FinalSeconds(3), 13.0);
+}
+
+TEST(KernelTuner, AFailedDefaultIsNotConfirmedAndHasNoTime) {
+  TunerConfig c;
+  c.width = 4;
+  KernelTuner t(4, 3, 100, c);
+  std::vector<std::vector<int>> rounds;
+  TuneByRound(t, [](int, int p) { return p == 3 ? -1.0 : 10.0 + p; }, &rounds);
+  ASSERT_FALSE(rounds.empty());
+  EXPECT_THAT(rounds.back(), ElementsAre(0, 1, 0, 1));
+  EXPECT_EQ(t.winner(), 0);
+  EXPECT_EQ(t.FinalSeconds(3), 0) << "a default that failed has no time to compare with";
 }
 
 }  // namespace
