@@ -342,7 +342,15 @@ absl::StatusOr<Coordinator::Parsed> Coordinator::KeyOf(const tir::v1::GraphSourc
     return LimitExceeded("maxOpsPerGraph", options_.limits.max_ops_per_graph,
                          absl::StrCat("the graph has ", ops, " operations"));
   }
-  TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(arch));
+  // Candidates are ranked for the device the arch's workers have (an H200
+  // is an H100 with 4.8 TB/s), else the arch's representative part. Only
+  // planning ranks: keying alone never takes mu_.
+  std::string device;
+  if (plan != nullptr) {
+    absl::MutexLock l(&mu_);
+    device = workers_.DeviceOf(arch);
+  }
+  TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupDevice(arch, device));
   Parsed p;
   // Dynamic dims: the shape asked, its bucket and the shape tuned at.
   const std::vector<reference::DynamicDim> dims = reference::DynamicDimsOf(loaded.graph);

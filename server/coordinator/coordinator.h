@@ -245,7 +245,8 @@ class Coordinator {
   absl::StatusOr<tir::v1::Operation> CompileInternal(const tir::v1::CompileRequest &request, bool resume,
                                                      const std::string &client);
   absl::StatusOr<Parsed> KeyOf(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
-                               const std::string &arch, std::vector<tuning::KernelWork> *plan);
+                               const std::string &arch, std::vector<tuning::KernelWork> *plan)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // The stored bundle of `parsed.key` as a cache-hit operation (counted),
   // for a dynamic graph sized for its shape; nullopt when none is stored,
   // or (setting `unchecked` to the stored bundle) when a dynamic graph's

@@ -56,6 +56,19 @@ bool WorkerRegistry::HasHealthy(const std::string &arch) const {
                      [&](const auto &w) { return w.second.capabilities.arch() == arch && w.second.healthy(); });
 }
 
+std::string WorkerRegistry::DeviceOf(const std::string &arch) const {
+  std::map<std::string, int> count;
+  for (const auto &[name, w] : workers_) {
+    if (w.capabilities.arch() == arch && w.healthy()) ++count[w.capabilities.device_name()];
+  }
+  std::string best;
+  int most = 0;
+  for (const auto &[device, n] : count) {
+    if (n > most) best = device, most = n;
+  }
+  return best;
+}
+
 std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration lost_after) {
   std::vector<std::string> lost;
   for (auto &[name, w] : workers_) {

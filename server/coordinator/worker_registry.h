@@ -65,6 +65,9 @@ class WorkerRegistry {
   bool Heartbeat(const std::string &name, tir::v1::WorkerState state, uint64_t measured, absl::Time now);
   // A healthy worker of `arch` exists.
   bool HasHealthy(const std::string &arch) const;
+  // The device name most healthy workers of `arch` report ("" when none):
+  // the device whose figures planning ranks candidates for.
+  std::string DeviceOf(const std::string &arch) const;
   // Workers heard from last before `now - lost_after` become "lost"; their
   // names.
   std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after);

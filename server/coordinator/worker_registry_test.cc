@@ -56,6 +56,27 @@ TEST(WorkerRegistryTest, HeartbeatsKeepAWorkerAliveAndSilenceLosesIt) {
   EXPECT_TRUE(r.HasHealthy("sm_90a"));
 }
 
+// Tests that planning's device is the one most healthy workers of the arch
+// report, and that a lost worker's device no longer counts.
+TEST(WorkerRegistryTest, DeviceOfIsTheHealthyMajority) {
+  WorkerRegistry r({});
+  const absl::Time t0 = absl::Now();
+  EXPECT_EQ(r.DeviceOf("sm_90a"), "");
+  auto caps = [](const char *device) {
+    tir::v1::WorkerCapabilities c = Caps("sm_90a");
+    c.set_device_name(device);
+    return c;
+  };
+  const std::string a = r.Register("", caps("NVIDIA H200"), t0);
+  r.Register("", caps("NVIDIA H200"), t0);
+  r.Register("", caps("NVIDIA H100 80GB HBM3"), t0);
+  EXPECT_EQ(r.DeviceOf("sm_90a"), "NVIDIA H200");
+  EXPECT_EQ(r.DeviceOf("sm_80"), "");
+  EXPECT_TRUE(r.Heartbeat(a, tir::v1::WORKER_STATE_DRAINING, 0, t0));
+  r.Register("", caps("NVIDIA H100 80GB HBM3"), t0);
+  EXPECT_EQ(r.DeviceOf("sm_90a"), "NVIDIA H100 80GB HBM3");
+}
+
 TEST(WorkerRegistryTest, FaultsOnSeveralKernelsInARowQuarantineUntilAProbePasses) {
   WorkerRegistry r({/*quarantine_after=*/3, /*quarantine_probe=*/absl::Seconds(60)});
   const absl::Time t0 = absl::Now();
