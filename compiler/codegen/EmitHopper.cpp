@@ -287,7 +287,61 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   // The consumers.
   const std::string bDesc = h.b_k_major ? "tir_wgmma_desc(sb + ks * 32, 16, 1024, 1)"
                                         : "tir_wgmma_desc(sb + ks * 2048, 8192, 1024, 1)";
+  // The device epilogue walks each thread's accumulators in pairs: in the
+  // wgmma fragment (PTX ISA, "Register Fragments: wgmma .m64nNk16") d[i]
+  // and d[i + 1] (i even) are one row's adjacent columns, so every output
+  // whose columns are contiguous gets both values in a run and stores them
+  // with one 2-element vector store (st.global.v2.f32 for f32, one 32-bit
+  // store for bf16/f16) when the stride is 1 and the address aligned, one
+  // by one otherwise and at the right edge.
+  std::map<unsigned, std::string> pairRuns;
+  std::string pairDecls, pairStores;
+  {
+    auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
+    for (mlir::OpOperand &use : results->getOpOperands()) {
+      auto map = maps_.operands.find(&use);
+      if (map == maps_.operands.end() || !use.get().getType().isa<mlir::RankedTensorType>() ||
+          !RunFits(use.get().getType(), 2) || !StoreGuard(use.getOperandNumber(), map->second).empty()) {
+        continue;
+      }
+      const int j = RunDim(map->second, b + 1);
+      if (j < 0) continue;
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
+      const unsigned i = use.getOperandNumber();
+      const std::string name = absl::StrCat("out_pair", i), out = absl::StrCat("a.out", i);
+      const std::string at = absl::StrCat(out, "[", Offset(map->second, out + "_stride"), "]");
+      absl::StrAppend(&pairDecls, "    ", t.storage, " ", name, "[2];\n");
+      absl::StrAppend(&pairStores, "      if (N - i", b + 1, " >= 2) tir_store_run<2>(&", at, ", ", out, "_stride[", j, "], ",
+                      name, ");\n      else ", at, " = ", name, "[0];\n");
+      pairRuns[i] = name;
+    }
+  }
+  std::string epiPairs;
+  if (!pairRuns.empty()) {
+    const auto savedValues = values_;
+    run_writes_ = pairRuns;
+    TIR_ASSIGN_OR_RETURN(epiPairs, MatmulEpilogue(mm, prologue, "float", ""));
+    run_writes_.clear();
+    values_ = savedValues;
+  }
   TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, "float", ""));
+  const std::string rowOf = absl::StrCat("tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1)");
+  const std::string deviceEpilogue =
+      pairRuns.empty()
+          ? absl::StrCat("#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; ++i) {\n",
+                         "    const tir_i64 i", b, " = ", rowOf, ";\n",
+                         "    const tir_i64 i", b + 1, " = tn * ", bn, " + 8 * (i >> 2) + 2 * q + (i & 1);\n",
+                         "    const float accv = acc[ms].get(i);\n", epi, "      }\n")
+          : absl::StrCat("#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; i += 2) {\n", pairDecls,
+                         "    const tir_i64 pair_col = tn * ", bn, " + 8 * (i >> 2) + 2 * q;\n",
+                         "#pragma unroll\n    for (int v = 0; v < 2; ++v) {\n",
+                         "    const tir_i64 i", b, " = ", rowOf, ";\n",
+                         "    const tir_i64 i", b + 1, " = pair_col + v;\n",
+                         "    const float accv = acc[ms].get(i + v);\n", epiPairs, "    }\n",
+                         "    {\n      const tir_i64 i", b, " = ", rowOf, ";\n",
+                         "      const tir_i64 i", b + 1, " = pair_col;\n      const tir_i64 i", b + 2, " = 0;\n",
+                         "      (void)i", b + 2, ";\n",
+                         "      if (i", b, " < M && i", b + 1, " < N) {\n", pairStores, "      }\n    }\n      }\n");
   absl::StrAppend(
       &code, moveRegisters ? "    tir_setmaxnreg_inc<232>();\n" : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
@@ -316,11 +370,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       "      if (kt1 > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
       splitDevice,
-      "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
-      "#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; ++i) {\n",
-      "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
-      "    const tir_i64 i", b + 1, " = tn * ", bn, " + 8 * (i >> 2) + 2 * q + (i & 1);\n",
-      "    const float accv = acc[ms].get(i);\n", epi, "      }\n    }\n  }\n",
+      "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", deviceEpilogue, "      }\n    }\n  }\n",
       "#else\n");
   // The plain host form: the block's one thread stages each K step's tiles
   // as the producer's threads do (the same swizzled stages) and multiplies

@@ -224,25 +224,30 @@ PtxAnalysis AnalyzePtx(absl::string_view ptx, Region region) {
       break;
     }
     case Region::kMatmulEpilogue: {
-      // After the last main loop (the last loop issuing tensor or FMA math
-      // on shared tiles), to the end of the innermost loop around it.
-      int mainEnd = -1;
-      Loop around{0, static_cast<int>(lines.size()) - 1};
-      auto math = [&](const Loop &lp) { return contains(lp, "tensor") || contains(lp, "shared"); };
+      // Everything from the first main loop on that is not inside a main
+      // loop: the innermost loops that issue tensor-core or shared-memory
+      // math or wait on barriers (the K loops, the producer's copies, the
+      // mbarrier spins). What is left runs once per tile: the epilogue
+      // (wherever the compiler placed its blocks), the split-K fixup and a
+      // little per-tile setup.
+      auto main = [&](const Loop &lp) {
+        return contains(lp, "tensor") || contains(lp, "shared") || contains(lp, "barrier");
+      };
+      std::vector<char> inMain(lines.size(), 0);
+      int first = -1;
       for (const Loop &lp : loops) {
-        if (!math(lp)) continue;
+        if (!main(lp)) continue;
         bool innermost = true;
         for (const Loop &o : loops) {
           const bool inside = o.begin >= lp.begin && o.end <= lp.end && (o.begin != lp.begin || o.end != lp.end);
-          if (inside && math(o)) innermost = false;
+          if (inside && main(o)) innermost = false;
         }
-        if (innermost && lp.end > mainEnd) mainEnd = lp.end;
+        if (!innermost) continue;
+        for (int i = lp.begin; i <= lp.end; ++i) inMain[i] = 1;
+        if (first < 0 || lp.begin < first) first = lp.begin;
       }
-      if (mainEnd >= 0) {
-        for (const Loop &lp : loops) {
-          if (lp.begin < mainEnd && lp.end > mainEnd && lp.end - lp.begin < around.end - around.begin) around = lp;
-        }
-        for (int i = mainEnd + 1; i <= around.end; ++i) in[i] = 1;
+      if (first >= 0) {
+        for (size_t i = first; i < lines.size(); ++i) in[i] = !inMain[i];
         out.region_name = "epilogue";
       } else {
         std::fill(in.begin(), in.end(), 1);

@@ -9,8 +9,10 @@
 //  2. pick the kernel's hot region by kind: a pointwise kernel's whole body
 //     (each thread runs it once per elements_per_thread points); the
 //     innermost loops that load from global memory for a reduction (the row
-//     walk); for a matmul the epilogue: after the last loop that issues
-//     wgmma/mma, to the end of the loop around it (the tile loop);
+//     walk); for a matmul the epilogue: from the first main loop on,
+//     what is outside every innermost loop that issues tensor-core or
+//     shared-memory math or waits on a barrier (K loops, the producer's
+//     copies, mbarrier spins);
 //  3. count the region's instructions by class, each weighted by the SASS
 //     instructions it expands to (a 64-bit division is a ~70-instruction
 //     subroutine, a mul.lo.s64 three IMADs, register moves mostly vanish);

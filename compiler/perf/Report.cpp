@@ -112,6 +112,17 @@ KernelReport BuildReport(const planning::KernelFacts &f, const planning::TileCan
         break;
     }
     r.elements = bytesPerElement > 0 ? regionBytes / bytesPerElement : 0;
+    if (f.space.kind == planning::KernelKind::kMatmul && d.is_gpu) {
+      // A thread's accumulators per tile: the epilogue's elements. (Its
+      // stores have a vector path and a scalar fallback; both are in the
+      // PTX, so stored bytes would overcount them.)
+      auto param = [&](const char *n, int64_t fallback) {
+        auto it = c.params.find(n);
+        return it == c.params.end() ? fallback : it->second;
+      };
+      const double threads = c.params.count("wgmma") ? 128.0 * param("consumers", 2) : 32.0 * param("warps", 4);
+      r.elements = double(param("block_m", 128)) * param("block_n", 128) / threads;
+    }
     if (r.elements <= 0) r.elements = 1;
     for (const auto &[cls, n] : m.classes) r.per_element[cls] = n / r.elements;
     // Thread-instructions over the SMs that have work, each pipe at its rate.

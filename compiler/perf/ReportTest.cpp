@@ -150,7 +150,7 @@ $L__BB0_1:
 }
 
 // Tests the report of the compiled decode GEMM: registers from ptxas, the
-// epilogue region found, C stored by global stores, and the split-K
+// epilogue region found, C stored with vector stores, and the split-K
 // workspace in the launch rule.
 TEST(ReportTest, CompiledDecodeGemmReport) {
   Planned p = PlanText(Gemm(1, 4096, 4096));
@@ -177,6 +177,8 @@ TEST(ReportTest, CompiledDecodeGemmReport) {
   ASSERT_TRUE(r.mix.has_value());
   EXPECT_EQ(r.mix->region_name, "epilogue");
   EXPECT_GT(r.mix->region.global_store_bytes, 0);
+  // C leaves in 8-byte pairs (two adjacent f32 columns of the fragment).
+  EXPECT_THAT(r.mix->region.global_stores, Contains(Key(8)));
   EXPECT_THAT(r.per_element, Contains(Key("st_global")));
   EXPECT_GT(r.issue_seconds, 0);
   EXPECT_THAT(ReportText(r), HasSubstr("bound: memory"));
