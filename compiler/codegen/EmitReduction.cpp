@@ -17,13 +17,25 @@
 //    threads on consecutive kept elements (coalesced), threads_per_row of
 //    them along the reduced dims, combined through shared memory.
 // Within a row, lanes reduce by warp shuffles and then one shared-memory
-// round between warps. f32/bf16/f16 data accumulate in f32, f64 in f64,
+// round between warps (the row's first warp reduces the warps' partials and
+// stores the result once). f32/bf16/f16 data accumulate in f32, f64 in f64,
 // integers in 64 bits.
+//
+// Per row pass:
+//  - a float division of row elements by a per-row value (softmax's
+//    normalize) multiplies by the reciprocal, computed once per row;
+//  - row_resident keeps in registers the row values one pass computes and a
+//    later pass reads again (softmax's exp), within a register budget;
+//  - row outputs leave as runs of vector_width (one wide store where
+//    contiguous and aligned);
+//  - static extents are constants, and reduced indices delinearize in 32
+//    bits when the row's length allows.
 
 #include "compiler/codegen/KernelEmitter.h"
 
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/ReduceBody.h"
+#include "compiler/reference/Elementwise.h"
 #include "compiler/support/status.h"
 
 namespace tir::codegen::detail {
@@ -101,17 +113,28 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
       accTypes.insert(AccType(t, r.getInput().getType().cast<mlir::ShapedType>().getElementType()));
     }
   }
-  // Row layout: one scratch entry per warp; column layout: one per thread.
-  const int64_t scratchN = rs_.column ? threads : std::max<int64_t>(1, (threads + 31) / 32);
+  // Row layout: one scratch entry per warp, then one result per row slot
+  // when a row spans warps; column layout: one per thread.
+  const int64_t warps = std::max<int64_t>(1, (threads + 31) / 32);
+  const int64_t scratchN = rs_.column ? threads : warps + (rs_.tpr > 32 ? threads / rs_.tpr : 0);
   std::string code = absl::StrCat("  const int tpr = TIR_LANES ? ", rs_.tpr, " : 1;\n  const int rpb = ", rs_.rpb, ";\n");
   for (const std::string &at : accTypes) {
     absl::StrAppend(&code, "  TIR_SHARED_ARRAY(", at, ", scratch_", at == "tir_i64" ? "i" : at.substr(0, 1), ", ",
                     scratchN, ");\n");
   }
-  absl::StrAppend(&code, "  tir_i64 rows = 1;\n");
-  for (int d : par) absl::StrAppend(&code, "  rows *= a.dim[", d, "];\n");
-  absl::StrAppend(&code, "  tir_i64 len = 1;\n");
-  for (int d : red) absl::StrAppend(&code, "  len *= a.dim[", d, "];\n");
+  auto product = [&](const char *name, const std::vector<int> &dims) {
+    int64_t known = 1;
+    bool isStatic = true;
+    for (int d : dims) {
+      if (domain[d] < 0) isStatic = false;
+      else known *= domain[d];
+    }
+    if (isStatic) return absl::StrCat("  const tir_i64 ", name, " = ", known, ";\n");
+    std::string p = absl::StrCat("  tir_i64 ", name, " = 1;\n");
+    for (int d : dims) absl::StrAppend(&p, "  ", name, " *= ", DimExpr(d), ";\n");
+    return p;
+  };
+  absl::StrAppend(&code, product("rows", par), product("len", red));
   if (rs_.split > 1) {
     // Chunks are whole vector runs; the last chunk may be shorter or empty.
     absl::StrAppend(&code, "  const tir_i64 chunk = blockIdx.x % ", rs_.split, ";\n",
@@ -142,6 +165,8 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     if (m != maps_.results.end() && UsesReduced(m->second) && !llvm::isa<ReduceOp, ReduceUdOp>(op)) rowOps.insert(&op);
   }
   rowOps_ = rowOps;
+  reciprocals_.clear();
+  kept_.clear();
   if (rs_.cache) TIR_RETURN_IF_ERROR(CacheRow(rowOps, code));
   for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
     if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
@@ -156,10 +181,18 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
   }
   // Outputs: row-domain ones in a final pass, reduced-domain ones once per row.
   if (rowOutputs) {
+    std::vector<mlir::Operation *> pass;
+    for (mlir::Operation *op : Ordered(rowOps)) {
+      if (!kept_.count(op)) pass.push_back(op);
+    }
+    TIR_RETURN_IF_ERROR(RowReciprocals(pass, code));
+    row_store_runs_ = true;
     TIR_RETURN_IF_ERROR(RowLoop(code, [&](std::string &inner, const std::string &indent) -> absl::Status {
-      for (mlir::Operation *op : Ordered(rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
+      for (const auto &[op, name] : kept_) values_[op->getResult(0).getAsOpaquePointer()] = name + "[e][v]";
+      for (mlir::Operation *op : pass) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
       return StoreOutputs(inner, indent, 1);
     }));
+    row_store_runs_ = false;
   }
   std::string redStores;
   TIR_RETURN_IF_ERROR(StoreOutputs(redStores, "      ", 0));
@@ -189,16 +222,7 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
 }
 
 std::string KernelEmitter::InnerIndices(const std::vector<int> &red, const std::string &var, const std::string &indent) {
-  std::string s = absl::StrCat(indent, "tir_i64 rem_j = ", var, ";\n");
-  for (int k = static_cast<int>(red.size()) - 1; k >= 0; --k) {
-    const int d = red[k];
-    if (k == 0) {
-      absl::StrAppend(&s, indent, "const tir_i64 i", d, " = rem_j;\n");
-    } else {
-      absl::StrAppend(&s, indent, "const tir_i64 i", d, " = rem_j % a.dim[", d, "]; rem_j /= a.dim[", d, "];\n");
-    }
-  }
-  return s;
+  return DelinearizeWidth(var, red, indent, NarrowDims(red));
 }
 
 // Kernel inputs read along the row whose element run of vector_width lies
@@ -257,19 +281,51 @@ absl::Status KernelEmitter::CacheRow(const std::set<mlir::Operation *> &rowOps, 
 
 // One loop over this lane's elements of the row [jb, je) with `body`
 // emitted inside (reduced indices i<d> defined). Vector runs where the
-// innermost reduced extent allows them, else element by element; with the
-// row cached, over the cache.
+// innermost reduced extent allows them (each input's run loaded once),
+// else element by element; with the row cached, over the cache. With
+// row_store_runs_, row outputs leave as runs.
 absl::Status KernelEmitter::RowLoop(std::string &code,
                                     const std::function<absl::Status(std::string &, const std::string &)> &body) {
   const int last = rs_.red.back();
+  auto domain = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
   auto saved = values_;
+  // Row outputs along the run: declared before the run's element loop,
+  // stored after it (i<last> is the run's first index there).
+  auto runStores = [&](std::string &decls, std::string &stores, const std::string &indent) -> absl::Status {
+    if (!row_store_runs_ || rs_.vec == 1) return absl::OkStatus();
+    auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
+    for (mlir::OpOperand &use : results->getOpOperands()) {
+      auto map = maps_.operands.find(&use);
+      const unsigned i = use.getOperandNumber();
+      if (map == maps_.operands.end() || !UsesReduced(map->second) || !RunFits(use.get().getType(), rs_.vec) ||
+          !StoreGuard(i, map->second).empty()) {
+        continue;
+      }
+      const int j = RunDim(map->second, last);
+      if (j < 0) continue;
+      TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
+      const std::string name = absl::StrCat("row_out", i), output = absl::StrCat("a.out", i);
+      const std::string at = absl::StrCat(output, " + (", Offset(map->second, output + "_stride"), ")");
+      absl::StrAppend(&decls, indent, t.storage, " ", name, "[", rs_.vec, "];\n");
+      if (ProvenRun(kernel_.getResultAttrDict(i), use.get().getType(), map->second, j, rs_.vec)) {
+        absl::StrAppend(&stores, indent, "tir_store_run_aligned<", rs_.vec, ">(", at, ", ", name, ");\n");
+      } else {
+        absl::StrAppend(&stores, indent, "tir_store_run<", rs_.vec, ">(", at, ", ", output, "_stride[", j, "], ", name,
+                        ");\n");
+      }
+      run_writes_[i] = name;
+    }
+    return absl::OkStatus();
+  };
   auto runBody = [&](std::string &out, const std::string &indent) -> absl::Status {
-    std::string inner;
+    std::string decls, stores, inner;
+    TIR_RETURN_IF_ERROR(runStores(decls, stores, indent));
     TIR_RETURN_IF_ERROR(body(inner, indent + "  "));
     values_ = saved;
-    absl::StrAppend(&out, indent, "const tir_i64 run_i", last, " = i", last, ";\n", "#pragma unroll\n", indent,
+    run_writes_.clear();
+    absl::StrAppend(&out, decls, indent, "const tir_i64 run_i", last, " = i", last, ";\n", "#pragma unroll\n", indent,
                     "for (int v = 0; v < ", rs_.vec, "; ++v) {\n", indent, "  const tir_i64 i", last, " = run_i", last,
-                    " + v;\n", inner, indent, "}\n");
+                    " + v;\n", inner, indent, "}\n", stores);
     return absl::OkStatus();
   };
   if (rs_.cache) {
@@ -282,21 +338,28 @@ absl::Status KernelEmitter::RowLoop(std::string &code,
                     "      if (active && j0 < len) {\n", InnerIndices(rs_.red, "j0", "        "), inner, "      }\n    }\n");
     return absl::OkStatus();
   }
+  // Runs stay inside the innermost reduced dim when its extent is a
+  // multiple of the run; otherwise the element loop runs (with a static
+  // extent that is known here).
+  const bool runsCover = rs_.vec > 1 && domain[last] >= 0 && domain[last] % rs_.vec == 0;
   if (rs_.vec > 1) {
     std::string loads, inner;
     std::vector<std::pair<std::string, std::string>> candidates;  // name, its load
-    int n = 0;
+    std::map<std::pair<unsigned, const void *>, std::string> named;  // (input, map) -> its run
     for (mlir::OpOperand *use : RowReads(rowOps_)) {
       mlir::AffineMap map = maps_.operands.find(use)->second;
       const int j = RunDim(map, last);
       if (j < 0) continue;
       auto arg = use->get().cast<mlir::BlockArgument>();
+      auto [it, fresh] = named.emplace(std::make_pair(arg.getArgNumber(), map.getAsOpaquePointer()),
+                                       absl::StrCat("row_run", named.size()));
+      run_reads_[use] = it->second;
+      if (!fresh) continue;
       TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use->get().getType()));
-      const std::string name = absl::StrCat("row_run", n++), input = absl::StrCat("a.in", arg.getArgNumber());
+      const std::string &name = it->second, input = absl::StrCat("a.in", arg.getArgNumber());
       candidates.emplace_back(name, absl::StrCat("      ", t.storage, " ", name, "[", rs_.vec, "];\n      tir_load_run<",
                                                  rs_.vec, ">(", input, " + (", Offset(map, input + "_stride"), "), ", input,
                                                  "_stride[", j, "], ", name, ");\n"));
-      run_reads_[use] = name;
     }
     TIR_RETURN_IF_ERROR(runBody(inner, "      "));
     run_reads_.clear();
@@ -304,11 +367,14 @@ absl::Status KernelEmitter::RowLoop(std::string &code,
     for (const auto &[name, load] : candidates) {
       if (inner.find(name + "[") != std::string::npos) loads += load;
     }
-    // Runs stay inside the innermost reduced dim when its extent is a
-    // multiple of the run; otherwise the element loop below runs.
-    absl::StrAppend(&code, "    if (a.dim[", last, "] % ", rs_.vec, " == 0) {\n",
-                    "    if (active) for (tir_i64 j0 = jb + (tir_i64)lane * ", rs_.vec, "; j0 < je; j0 += (tir_i64)tpr * ",
-                    rs_.vec, ") {\n", InnerIndices(rs_.red, "j0", "      "), loads, inner, "    }\n    } else {\n");
+    const std::string runs = absl::StrCat("    if (active) for (tir_i64 j0 = jb + (tir_i64)lane * ", rs_.vec,
+                                          "; j0 < je; j0 += (tir_i64)tpr * ", rs_.vec, ") {\n",
+                                          InnerIndices(rs_.red, "j0", "      "), loads, inner, "    }\n");
+    if (runsCover) {
+      absl::StrAppend(&code, runs);
+      return absl::OkStatus();
+    }
+    absl::StrAppend(&code, "    if (a.dim[", last, "] % ", rs_.vec, " == 0) {\n", runs, "    } else {\n");
   }
   std::string inner;
   TIR_RETURN_IF_ERROR(body(inner, "      "));
@@ -350,8 +416,37 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
     return c;
   };
   absl::StrAppend(&code, "    ", at, " ", acc, " = (", at, ")(", init, ");\n");
+  // The row ops this pass computes (what an earlier pass kept is read).
+  std::vector<mlir::Operation *> slice;
+  for (mlir::Operation *op : Slice(r->getOperands(), rowOps)) {
+    if (!kept_.count(op)) slice.push_back(op);
+  }
+  TIR_RETURN_IF_ERROR(RowReciprocals(slice, code));
+  // Row-resident: a value of this pass that a later pass reads again (a
+  // user outside the slice) stays in registers, `rc_n x vec` of them a
+  // value, while the kept values stay within kKeepFloats a lane.
+  constexpr int64_t kKeepFloats = 32;
+  std::map<mlir::Operation *, std::string> keep;
+  if (rs_.cache) {
+    std::set<mlir::Operation *> in(slice.begin(), slice.end());
+    for (mlir::Operation *op : slice) {
+      if (op->getNumResults() != 1 || !op->getResult(0).getType().isa<mlir::RankedTensorType>()) continue;
+      bool later = false;
+      for (mlir::Operation *user : op->getResult(0).getUsers()) later |= !in.count(user) && user != r.getOperation();
+      if (!later) continue;
+      if (static_cast<int64_t>(kept_.size() + keep.size() + 1) * rs_.cache_gpu * rs_.vec > kKeepFloats) break;
+      TIR_ASSIGN_OR_RETURN(TypeInfo kt, Info(op->getResult(0).getType()));
+      const std::string name = absl::StrCat("kept", next_++);
+      absl::StrAppend(&code, "    ", kt.compute, " ", name, "[rc_n][", rs_.vec, "];\n");
+      keep[op] = name;
+    }
+  }
   TIR_RETURN_IF_ERROR(RowLoop(code, [&](std::string &inner, const std::string &indent) -> absl::Status {
-    for (mlir::Operation *op : Slice(r->getOperands(), rowOps)) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
+    for (const auto &[op, name] : kept_) values_[op->getResult(0).getAsOpaquePointer()] = name + "[e][v]";
+    for (mlir::Operation *op : slice) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
+    for (const auto &[op, name] : keep) {
+      absl::StrAppend(&inner, indent, name, "[e][v] = ", values_[op->getResult(0).getAsOpaquePointer()], ";\n");
+    }
     TIR_ASSIGN_OR_RETURN(std::string x, Operand(r->getOpOperand(0), inner, indent));
     std::string term = "(" + at + ")(" + x + ")";
     if (mode == ReductionMode::amax || mode == ReductionMode::norm1) {
@@ -363,6 +458,7 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
     absl::StrAppend(&inner, indent, acc, " = ", comb(acc, term), ";\n");
     return absl::OkStatus();
   }));
+  kept_.insert(keep.begin(), keep.end());
   const std::string op = absl::StrCat("[](", at, " x, ", at, " y) { return ", comb("x", "y"), "; }");
   if (rs_.column) {
     absl::StrAppend(&code, "    ", acc, " = tir_strided_reduce(", acc, ", tpr, rpb, ", scratch, ", ", op, ");\n");
@@ -390,6 +486,31 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
   const std::string var = absl::StrCat("v", next_++);
   absl::StrAppend(&code, "    const ", t.compute, " ", var, " = ", Sub(t.round, "(" + t.compute + ")(" + value + ")"), ";\n");
   values_[r.getOutput().getAsOpaquePointer()] = var;
+  return absl::OkStatus();
+}
+
+// Float divisions among `ops` whose divisor is a per-row value (a kernel
+// input read without the reduced dims, or a value computed once per row)
+// multiply by its reciprocal, computed here once per row.
+absl::Status KernelEmitter::RowReciprocals(const std::vector<mlir::Operation *> &ops, std::string &code) {
+  for (mlir::Operation *op : ops) {
+    auto pw = reference::PointwiseOf(op->getName().getStringRef());
+    if (!pw || *pw != reference::Pointwise::kDiv || reciprocals_.count(op)) continue;
+    TIR_ASSIGN_OR_RETURN(TypeInfo out, Info(op->getResult(0).getType()));
+    TIR_ASSIGN_OR_RETURN(TypeInfo in, Info(op->getOperand(0).getType()));
+    if (!out.is_float || !in.is_float) continue;
+    mlir::OpOperand &divisor = op->getOpOperand(1);
+    if (divisor.get().isa<mlir::BlockArgument>()) {
+      auto map = maps_.operands.find(&divisor);
+      if (map == maps_.operands.end() || UsesReduced(map->second)) continue;
+    } else if (rowOps_.count(divisor.get().getDefiningOp())) {
+      continue;
+    }
+    TIR_ASSIGN_OR_RETURN(std::string d, Operand(divisor, code, "    "));
+    const std::string name = absl::StrCat("rcp", next_++);
+    absl::StrAppend(&code, "    const ", out.compute, " ", name, " = (", out.compute, ")1 / (", d, ");\n");
+    reciprocals_[op] = name;
+  }
   return absl::OkStatus();
 }
 

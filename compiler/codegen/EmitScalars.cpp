@@ -292,7 +292,11 @@ absl::Status KernelEmitter::EmitOp(mlir::Operation *op, std::string &code, const
   }
   const std::string var = absl::StrCat("v", next_++);
   std::string expr;
-  TIR_ASSIGN_OR_RETURN(expr, Value(op, in, out));
+  if (auto rcp = reciprocals_.find(op); rcp != reciprocals_.end()) {
+    expr = in[0] + " * " + rcp->second;  // a division by a per-row value
+  } else {
+    TIR_ASSIGN_OR_RETURN(expr, Value(op, in, out));
+  }
   absl::StrAppend(&code, indent, "const ", out.compute, " ", var, " = ", Sub(out.round, expr), ";\n");
   values_[op->getResult(0).getAsOpaquePointer()] = var;
   return absl::OkStatus();
@@ -485,7 +489,7 @@ absl::Status KernelEmitter::StoreOutputs(std::string &code, const std::string &i
       TIR_ASSIGN_OR_RETURN(std::string v, Operand(use, code, indent));
       absl::StrAppend(&code, indent,
                       "if (blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 && threadIdx.x == 0) a.out",
-                      use.getOperandNumber(), "[0] = ", Sub(t.store, v), ";\n");
+                      use.getOperandNumber(), "[0] = ", Sub(StoreRounded(t), v), ";\n");
       continue;
     }
     auto it = maps_.operands.find(&use);
@@ -494,12 +498,14 @@ absl::Status KernelEmitter::StoreOutputs(std::string &code, const std::string &i
     TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(use.get().getType()));
     TIR_ASSIGN_OR_RETURN(std::string v, Operand(use, code, indent));
     const unsigned i = use.getOperandNumber();
+    // Every value a kernel computes is already rounded to its dtype.
+    const std::string stored = Sub(StoreRounded(t), v);
     if (auto run = run_writes_.find(i); run != run_writes_.end()) {
-      absl::StrAppend(&code, indent, run->second, "[v] = ", Sub(t.store, v), ";\n");
+      absl::StrAppend(&code, indent, run->second, "[v] = ", stored, ";\n");
       continue;
     }
     absl::StrAppend(&code, indent, StoreGuard(i, it->second), "a.out", i, "[",
-                    Offset(it->second, absl::StrCat("a.out", i, "_stride")), "] = ", Sub(t.store, v), ";\n");
+                    Offset(it->second, absl::StrCat("a.out", i, "_stride")), "] = ", stored, ";\n");
   }
   return absl::OkStatus();
 }
@@ -522,16 +528,48 @@ std::string KernelEmitter::StoreGuard(unsigned i, mlir::AffineMap map) {
   return terms.empty() ? "" : "if (" + absl::StrJoin(terms, " && ") + ") ";
 }
 
+std::string KernelEmitter::DimExpr(int d) {
+  auto domain = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+  if (d >= 0 && d < static_cast<int>(domain.size()) && domain[d] >= 0) return absl::StrCat("(tir_i64)", domain[d]);
+  return absl::StrCat("a.dim[", d, "]");
+}
+
+bool KernelEmitter::NarrowDims(const std::vector<int> &dims) {
+  auto domain = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+  int64_t product = 1;
+  for (int d : dims) {
+    if (domain[d] < 0) return false;
+    product *= domain[d];
+    if (product > kNarrowLimit) return false;
+  }
+  return true;
+}
+
+// `lin` (below the product of the extents of `dims`) as indices i<d>,
+// the last dim fastest. Static extents are constants (a division by a
+// constant is a multiply and shifts).
 std::string KernelEmitter::Delinearize(const std::string &lin, const std::vector<int> &dims, const std::string &indent) {
-  std::string code = absl::StrCat(indent, "tir_i64 rem_", lin, " = ", lin, ";\n");
+  return DelinearizeWidth(lin, dims, indent, NarrowDims(dims));
+}
+
+std::string KernelEmitter::DelinearizeWidth(const std::string &lin, const std::vector<int> &dims, const std::string &indent,
+                                            bool narrow) {
+  auto domain = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
+  const std::string type = narrow ? "tir_u32" : "tir_i64";
+  std::string code = absl::StrCat(indent, type, " rem_", lin, " = (", type, ")", lin, ";\n");
   for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
     const int d = dims[k];
     if (k == 0) {
       absl::StrAppend(&code, indent, "const tir_i64 i", d, " = rem_", lin, ";\n");
-    } else {
-      absl::StrAppend(&code, indent, "const tir_i64 i", d, " = rem_", lin, " % a.dim[", d, "]; rem_", lin,
-                      " /= a.dim[", d, "];\n");
+      continue;
     }
+    // (An extent of 0 divides as 1: the domain has no points to reach here.)
+    std::string extent;
+    const int64_t e = std::max<int64_t>(domain[d], 1);
+    if (domain[d] >= 0) extent = narrow ? absl::StrCat(e, "u") : absl::StrCat("(tir_i64)", e);
+    else extent = narrow ? absl::StrCat("(tir_u32)a.dim[", d, "]") : absl::StrCat("a.dim[", d, "]");
+    absl::StrAppend(&code, indent, "const tir_i64 i", d, " = rem_", lin, " % ", extent, "; rem_", lin, " /= ", extent,
+                    ";\n");
   }
   return code;
 }

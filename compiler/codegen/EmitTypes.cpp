@@ -14,8 +14,6 @@ absl::Status Unsupported(const std::string &reason, const std::string &m) {
   return MakeError(absl::StatusCode::kUnimplemented, reason, m);
 }
 
-
-
 std::string Sub(const std::string &tmpl, const std::string &x) {
   std::string out = tmpl;
   size_t p = out.find("%s");
@@ -57,6 +55,10 @@ absl::StatusOr<TypeInfo> Info(mlir::Type t) {
   }
   return Unsupported("UNSUPPORTED_DTYPE", "codegen does not support element type " +
                                               [&] { std::string s; llvm::raw_string_ostream os(s); t.print(os); return os.str(); }());
+}
+
+std::string StoreRounded(const TypeInfo &t) {
+  return t.storage == "tir_bf16" ? "tir_bf16_of_rounded(%s)" : t.store;
 }
 
 std::string Literal(double v) {

@@ -30,6 +30,10 @@ std::string Sub(const std::string &tmpl, const std::string &x);
 // The C types of `t` (or of its element type). Errors: UNSUPPORTED_DTYPE.
 absl::StatusOr<TypeInfo> Info(mlir::Type t);
 
+// The store template of a value already rounded to `t`'s dtype (every
+// value a kernel computes is): for bf16 its high half, no conversion.
+std::string StoreRounded(const TypeInfo &t);
+
 // A C literal for `v` (TIR_NAN / TIR_INF for the non-finite).
 std::string Literal(double v);
 

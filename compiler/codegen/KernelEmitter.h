@@ -192,6 +192,26 @@ class KernelEmitter {
     std::map<mlir::OpOperand *, std::string> cached;
   } rs_;
   std::set<mlir::Operation *> rowOps_;
+  // ---- index width, per-row reciprocals, kept row values, row stores ----
+  // A point count up to this delinearizes in 32-bit arithmetic.
+  static constexpr int64_t kNarrowLimit = 4294967295;
+  // Domain extent d as a C expression: its value when static, else a.dim[d].
+  std::string DimExpr(int d);
+  // Whether the extents of `dims` are static with a product that fits in 32 bits.
+  bool NarrowDims(const std::vector<int> &dims);
+  // Delinearize in 32-bit (narrow) or 64-bit arithmetic.
+  std::string DelinearizeWidth(const std::string &lin, const std::vector<int> &dims, const std::string &indent,
+                               bool narrow);
+  // Float divisions of row elements by a per-row value, multiplied by the
+  // reciprocal instead: op -> the variable computed once per row.
+  std::map<mlir::Operation *, std::string> reciprocals_;
+  // Emits, into `code` (per-row scope), the reciprocals of `ops`' per-row divisors.
+  absl::Status RowReciprocals(const std::vector<mlir::Operation *> &ops, std::string &code);
+  // Row values a row-resident kernel computed in one pass and keeps in
+  // registers for the later ones: op -> its array [rc_n][vec].
+  std::map<mlir::Operation *, std::string> kept_;
+  // RowLoop stores row outputs as runs of vector_width (the final pass).
+  bool row_store_runs_ = false;
 };
 
 }  // namespace tir::codegen::detail

@@ -259,7 +259,11 @@ tir.graph @g(%x: tensor<6x300xf32>) -> tensor<6x1xf32> {
       s, {
              {"barrier after the warp partials dropped", true, "if (t % 32 == 0) scratch[t / 32] = v;\n  TIR_SYNC();",
               "if (t % 32 == 0) scratch[t / 32] = v;\n"},
-             {"shuffle offset halved", true, "tir_shfl_xor(v, offset)", "tir_shfl_xor(v, offset / 2)"},
+             {"shuffle offset halved", true, "tir_shfl_xor(v, offset, mask)", "tir_shfl_xor(v, offset / 2, mask)"},
+             {"barrier before the row's result is read dropped", true,
+              "scratch[warps + t / group] = p;\n  }\n  TIR_SYNC();\n", "scratch[warps + t / group] = p;\n  }\n"},
+             {"the first warp reads the partials of the wrong row", true, "T p = scratch[(t - t % group) / 32 + t % n];",
+              "T p = scratch[t % n];"},
          });
 }
 

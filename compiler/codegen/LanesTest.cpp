@@ -85,6 +85,44 @@ TEST(Lanes, GroupReduceSumsEachGroupForEveryGroupSize) {
   }
 }
 
+// The scratch a row reduction gets: a partial per warp, then a result per
+// group. Back-to-back reductions in it (as a kernel's passes do) need no
+// barrier between them: the race check sees none, and every group gets its
+// own sum each time.
+TEST(Lanes, GroupReducesBackToBackInWarpsPlusGroupsScratch) {
+  for (int group : {64, 256, 1024}) {
+    const int threads = 1024, warps = threads / 32, groups = threads / group;
+    std::vector<double> first(threads), second(threads);
+    auto r = Launch(threads, [&] {
+      TIR_SHARED_ARRAY(double, scratch, warps + groups);
+      const double v = threadIdx.x;
+      const auto add = [](double x, double y) { return x + y; };
+      first[threadIdx.x] = tir_group_reduce(v, group, scratch, add);
+      second[threadIdx.x] = tir_group_reduce(2 * v + 1, group, scratch, add);
+    });
+    EXPECT_EQ(r.errors, 0) << r.first_error;
+    for (int t = 0; t < threads; ++t) {
+      const double base = t - t % group, sum = group * base + group * (group - 1) / 2.0;
+      EXPECT_EQ(first[t], sum) << "group " << group << " thread " << t;
+      EXPECT_EQ(second[t], 2 * sum + group) << "group " << group << " thread " << t;
+    }
+  }
+}
+
+// A bf16 store of a value that skipped its rounding would be truncated on
+// the GPU (the store takes the high half): the emulator reports it.
+TEST(Lanes, UnroundedBf16StoreIsReported) {
+  std::vector<tir_u16> got(32);
+  auto r = Launch(32, [&] {
+    const float rounded = tir_round_bf16(1.0f + threadIdx.x / 1024.0f);
+    got[threadIdx.x] = tir_bf16_of_rounded(rounded).bits;
+    if (threadIdx.x == 3) (void)tir_bf16_of_rounded(1.0f + 1.0f / 1024.0f);
+  });
+  EXPECT_EQ(r.errors, 1u);
+  EXPECT_THAT(r.first_error, HasSubstr("UNROUNDED_BF16_STORE"));
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(got[t], tir_to_bf16(1.0f + t / 1024.0f).bits) << t;
+}
+
 // Shared matrix m (0..3) of 8x8 b16 elements; element (r, c) = m*64 + r*8 + c.
 void FillMatrices(tir_sptr<tir_u16> s) {
   for (int e = threadIdx.x; e < 4 * 64; e += blockDim.x) s[e] = static_cast<tir_u16>(e);

@@ -105,6 +105,59 @@ TEST(TileLibrary, Float8ConversionsRoundToNearestEvenAndSaturateAsTheReference) 
   EXPECT_TRUE(std::isnan(tir_from_f8e5m2(tir_to_f8e5m2(NAN))));
 }
 
+// The software bf16 and f16 conversions (the host's and the lanes
+// emulator's; sm_80 and later use cvt.rn.bf16.f32 / cvt.rn.f16.f32) round
+// to nearest even as the reference does (LLVM's APFloat), for every high
+// half with the low halves at and around the ties, for subnormals,
+// overflow and infinities; NaN becomes the canonical NaN the instructions
+// give, 0x7fff. Decoding every f16 pattern gives the reference's value.
+TEST(TileLibrary, HalfConversionsRoundToNearestEvenWithTheInstructionsCanonicalNan) {
+  using tir::reference::RoundToFloat;
+  auto check = [](float x) {
+    const double b = RoundToFloat(x, tir::v1::DTYPE_BF16), h = RoundToFloat(x, tir::v1::DTYPE_F16);
+    if (std::isnan(x)) {
+      EXPECT_EQ(tir_to_bf16(x).bits, 0x7fffu);
+      EXPECT_EQ(tir_to_f16(x).bits, 0x7fffu);
+      return;
+    }
+    EXPECT_EQ(tir_round_bf16(x), b) << "bf16 of " << x;
+    EXPECT_EQ(tir_from_bf16(tir_to_bf16(x)), b) << "bf16 of " << x;
+    EXPECT_EQ(std::signbit(tir_round_bf16(x)), std::signbit(b)) << x;
+    EXPECT_EQ(tir_round_f16(x), h) << "f16 of " << x;
+    EXPECT_EQ(std::signbit(tir_round_f16(x)), std::signbit(h)) << x;
+  };
+  for (uint32_t hi = 0; hi < 0x10000u; ++hi) {
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1000u, 0x2000u, 0x3000u}) {
+      check(tir_bits_float((hi << 16) | lo));
+    }
+  }
+  for (uint32_t u = 0; u < 0x7f800000u; u += 0x1f3u) check(tir_bits_float(u));
+  // bf16x2: the first argument in the low half.
+  EXPECT_EQ(tir_to_bf16x2(1.0f, -2.0f), 0xc0003f80u);
+  EXPECT_EQ(tir_to_bf16x2(NAN, 0.0f), 0x00007fffu);
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    const uint16_t half = static_cast<uint16_t>(bits);
+    const tir::reference::Tensor t = tir::reference::FromBuffer(tir::v1::DTYPE_F16, {1}, {}, &half);
+    const float k = tir_from_f16({half});
+    if (std::isnan(t.GetF(0))) EXPECT_TRUE(std::isnan(k)) << bits;
+    else EXPECT_EQ(k, t.GetF(0)) << "f16 bits " << bits;
+  }
+}
+
+// f32 max and min as max.NaN.f32 / min.NaN.f32 compute them: NaN if either
+// operand is NaN (the canonical 0x7fffffff), -0 below +0 in either order.
+TEST(TileLibrary, FloatMaxMinPropagateNanAndOrderSignedZeros) {
+  EXPECT_EQ(tir_float_bits(tir_fmax(NAN, 1.0f)), 0x7fffffffu);
+  EXPECT_EQ(tir_float_bits(tir_fmin(1.0f, -NAN)), 0x7fffffffu);
+  EXPECT_EQ(tir_float_bits(tir_fmax(0.0f, -0.0f)), 0x00000000u);
+  EXPECT_EQ(tir_float_bits(tir_fmax(-0.0f, 0.0f)), 0x00000000u);
+  EXPECT_EQ(tir_float_bits(tir_fmin(0.0f, -0.0f)), 0x80000000u);
+  EXPECT_EQ(tir_float_bits(tir_fmin(-0.0f, 0.0f)), 0x80000000u);
+  EXPECT_EQ(tir_fmax(-3.0f, 2.0f), 2.0f);
+  EXPECT_EQ(tir_fmin(-3.0f, 2.0f), -3.0f);
+  EXPECT_EQ(tir_fmax(-INFINITY, -1e30f), -1e30f);
+}
+
 // reduce_ud bodies: the kernels' integer helpers agree with the reference's
 // definitions where MLIR leaves results undefined.
 TEST(TileLibrary, BodyIntegerHelpersDefineWhatMlirLeavesUndefined) {

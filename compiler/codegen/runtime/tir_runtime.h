@@ -112,17 +112,51 @@ TIR_FN float tir_bits_float(tir_u32 u) {
 #endif
 }
 
+// bf16 and f16 conversions. From f32 they round to nearest even; NaN
+// becomes the canonical NaN (0x7fff), as cvt.rn.bf16.f32 / cvt.rn.f16.f32 give
+// it (PTX ISA, "Data Movement and Conversion Instructions: cvt"; CUDA's
+// cuda_bf16.hpp / cuda_fp16.hpp host paths model the same bits). On sm_80
+// and later a kernel converts with those instructions (TIR_SM80); the
+// host and the lanes emulator compute the same bits in software, on the
+// integer pattern (subnormals and overflow to infinity included), so every
+// form of a kernel stores bit-identical results.
+#if TIR_DEVICE && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define TIR_SM80 1
+#else
+#define TIR_SM80 0
+#endif
+
 TIR_FN float tir_from_bf16(tir_bf16 v) { return tir_bits_float(((tir_u32)v.bits) << 16); }
 TIR_FN tir_bf16 tir_to_bf16(float f) {
-  tir_u32 u = tir_float_bits(f);
   tir_bf16 r;
-  if ((u & 0x7fffffffu) > 0x7f800000u) { r.bits = (tir_u16)((u >> 16) | 0x40); return r; }  // quiet NaN
+#if TIR_SM80
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+#else
+  tir_u32 u = tir_float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) { r.bits = 0x7fffu; return r; }  // canonical NaN
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
   r.bits = (tir_u16)(u >> 16);
+#endif
   return r;
+}
+// Two conversions in one: `lo` to the low half of the result, `hi` to the
+// high half (cvt.rn.bf16x2.f32 d, a, b puts a in the high half, b in the low).
+TIR_FN tir_u32 tir_to_bf16x2(float lo, float hi) {
+#if TIR_SM80
+  tir_u32 d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+#else
+  return (tir_u32)tir_to_bf16(lo).bits | ((tir_u32)tir_to_bf16(hi).bits << 16);
+#endif
 }
 
 TIR_FN float tir_from_f16(tir_f16 v) {
+#if TIR_SM80
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.bits));
+  return f;
+#else
   const tir_u32 sign = ((tir_u32)v.bits & 0x8000u) << 16;
   const tir_u32 exp = (v.bits >> 10) & 0x1f, man = v.bits & 0x3ffu;
   if (exp == 0) {  // zero or subnormal: man * 2^-24
@@ -131,13 +165,18 @@ TIR_FN float tir_from_f16(tir_f16 v) {
   }
   if (exp == 31) return tir_bits_float(sign | 0x7f800000u | (man << 13));
   return tir_bits_float(sign | ((exp + 112) << 23) | (man << 13));
+#endif
 }
 TIR_FN tir_f16 tir_to_f16(float f) {
   tir_f16 r;
+#if TIR_SM80
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(f));
+  return r;
+#else
   tir_u32 u = tir_float_bits(f);
   const tir_u32 sign = (u >> 16) & 0x8000u;
   u &= 0x7fffffffu;
-  if (u > 0x7f800000u) { r.bits = (tir_u16)(sign | 0x7e00u); return r; }          // NaN
+  if (u > 0x7f800000u) { r.bits = 0x7fffu; return r; }                             // canonical NaN
   if (u >= 0x477ff000u) { r.bits = (tir_u16)(sign | 0x7c00u); return r; }          // overflow -> inf
   if (u < 0x38800000u) {                                                            // subnormal or zero
     const float mag = tir_bits_float(u);
@@ -156,10 +195,41 @@ TIR_FN tir_f16 tir_to_f16(float f) {
   if (rest > 0x1000u || (rest == 0x1000u && (bits & 1u))) ++bits;
   r.bits = (tir_u16)(sign | bits);
   return r;
+#endif
 }
 
-TIR_FN float tir_round_bf16(float f) { return tir_from_bf16(tir_to_bf16(f)); }
+// On the GPU one cvt.rn.bf16x2.f32 with a zero low half: its 32 bits are
+// the rounded value as an f32.
+TIR_FN float tir_round_bf16(float f) {
+#if TIR_SM80
+  tir_u32 d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(f), "f"(0.0f));
+  return tir_bits_float(d);
+#else
+  return tir_from_bf16(tir_to_bf16(f));
+#endif
+}
 TIR_FN float tir_round_f16(float f) { return tir_from_f16(tir_to_f16(f)); }
+
+// The storage of `f`, a value a kernel already rounded to bf16 (every bf16
+// value it computes is: ops round their results): its high half, no
+// conversion (the compiler then stores the bits cvt.rn.bf16.f32 gave). The
+// lanes emulator checks that the low half is zero, so a value that skipped
+// its rounding is an error there, not a silent truncation.
+TIR_FN tir_bf16 tir_bf16_of_rounded(float f) {
+#if TIR_DEVICE
+  tir_bf16 r;
+  r.bits = (tir_u16)(tir_float_bits(f) >> 16);
+  return r;
+#else
+#if TIR_EMULATE
+  if ((tir_float_bits(f) & 0xffffu) != 0) {
+    ::tir_lanes::Report("UNROUNDED_BF16_STORE", "a bf16 store of a value that was not rounded to bf16");
+  }
+#endif
+  return tir_to_bf16(f);
+#endif
+}
 
 // 8-bit floats (OCP FP8): f8E4M3FN (bias 7, no infinities, S.1111.111 is
 // NaN, largest finite 448) and f8E5M2 (bias 15, IEEE-style infinities and
@@ -323,8 +393,33 @@ template <typename T> TIR_FN T tir_arith_minf(T a, T b) { return (isnan(a) || is
 template <typename T> TIR_FN T tir_nonzero_or_one(T x) { return x == (T)0 ? (T)1 : x; }
 template <typename T> TIR_FN T tir_max(T a, T b) { return a > b ? a : b; }
 template <typename T> TIR_FN T tir_min(T a, T b) { return a < b ? a : b; }
-TIR_FN float tir_fmax(float a, float b) { return (isnan(a) || isnan(b)) ? TIR_NAN : (a > b ? a : b); }
-TIR_FN float tir_fmin(float a, float b) { return (isnan(a) || isnan(b)) ? TIR_NAN : (a < b ? a : b); }
+// NaN-propagating max and min of f32: NaN when either is NaN, -0 below +0
+// (IEEE 754-2019 maximum / minimum). On sm_80 and later one max.NaN.f32 /
+// min.NaN.f32 (PTX ISA, "Floating Point Instructions: max, min"; LLVM's
+// NVPTX backend lowers llvm.maximum.f32, which orders -0 below +0, to it);
+// elsewhere the same in software, with PTX's canonical NaN (0x7fffffff).
+TIR_FN float tir_fmax(float a, float b) {
+#if TIR_SM80
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+#else
+  if (isnan(a) || isnan(b)) return tir_bits_float(0x7fffffffu);
+  if (a == b) return signbit(a) ? b : a;
+  return a > b ? a : b;
+#endif
+}
+TIR_FN float tir_fmin(float a, float b) {
+#if TIR_SM80
+  float d;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+#else
+  if (isnan(a) || isnan(b)) return tir_bits_float(0x7fffffffu);
+  if (a == b) return signbit(a) ? a : b;
+  return a < b ? a : b;
+#endif
+}
 TIR_FN double tir_fmax(double a, double b) { return (isnan(a) || isnan(b)) ? (double)TIR_NAN : (a > b ? a : b); }
 TIR_FN double tir_fmin(double a, double b) { return (isnan(a) || isnan(b)) ? (double)TIR_NAN : (a < b ? a : b); }
 template <typename T> TIR_FN T tir_fmodf(T a, T b) { T r = fmod(a, b); if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }

@@ -140,20 +140,22 @@ TIR_FN unsigned tir_warp_mask() {
 
 // The value of lane (lane ^ offset) of the warp (PTX ISA, "shfl.sync",
 // mode .bfly).
-template <typename T> TIR_FN T tir_shfl_xor(T v, int offset) {
+// `mask` is tir_warp_mask(), computed once by a caller that shuffles often.
+template <typename T> TIR_FN T tir_shfl_xor(T v, int offset, unsigned mask) {
 #if TIR_DEVICE
-  return __shfl_xor_sync(tir_warp_mask(), v, offset);
+  return __shfl_xor_sync(mask, v, offset);
 #else
   ::tir_lanes::Lane &l = ::tir_lanes::Current();
   static_assert(sizeof(T) <= 8, "shfl moves up to 8 bytes");
   l.in[0] = 0;
   std::memcpy(&l.in[0], &v, sizeof(T));
-  ::tir_lanes::Collective(::tir_lanes::kShflXor, offset, tir_warp_mask());
+  ::tir_lanes::Collective(::tir_lanes::kShflXor, offset, mask);
   T r;
   std::memcpy(&r, &l.out[0], sizeof(T));
   return r;
 #endif
 }
+template <typename T> TIR_FN T tir_shfl_xor(T v, int offset) { return tir_shfl_xor(v, offset, tir_warp_mask()); }
 
 // ---- ldmatrix: 8x8 b16 matrices from shared memory -------------------------
 
@@ -277,7 +279,8 @@ static inline void tir_mma_m16n8k8_tf32(float *d, tir_u32 a0, tir_u32 a1, tir_u3
 // Reduces `v` over each group of `width` (a power of two <= 32) consecutive
 // lanes of the warp by butterfly shuffles; every lane gets its group's result.
 template <typename T, typename Op> TIR_FN T tir_warp_reduce(T v, int width, Op op) {
-  for (int offset = width / 2; offset > 0; offset /= 2) v = op(v, tir_shfl_xor(v, offset));
+  const unsigned mask = tir_warp_mask();
+  for (int offset = width / 2; offset > 0; offset /= 2) v = op(v, tir_shfl_xor(v, offset, mask));
   return v;
 }
 #endif  // TIR_LANES
@@ -303,22 +306,31 @@ static inline float tir_tf32_value(tir_u32 b) {
 // Reduces `v` over each group of `group` consecutive threads of the block
 // (group is a power of two <= blockDim.x, the block a multiple of it); every
 // thread of a group gets the result. Within a warp the lanes reduce by
-// shuffles; a group of several warps then goes through `scratch` (one value
-// per warp of the block) between two barriers. The plain host form has one
-// thread per block: the value is returned as is.
+// shuffles; a group of several warps then takes one shared-memory round:
+// each warp's lane 0 stores its partial, the group's first warp reads the
+// group's partials (lane l the partial of warp l), reduces them by shuffles
+// and its lane 0 stores the result, which every thread of the group reads
+// once after the second barrier. `scratch` holds a partial per warp of the
+// block, then a result per group (warps + blockDim.x / group entries, the
+// result slots apart from the partials, so the next call's partials need no
+// third barrier). The plain host form has one thread per block: the value
+// is returned as is.
 template <typename T, typename Op>
 TIR_FN T tir_group_reduce(T v, int group, tir_sptr<T> scratch, Op op) {
 #if TIR_LANES
   v = tir_warp_reduce(v, group < 32 ? group : 32, op);
   if (group <= 32) return v;
-  const int t = threadIdx.x;
+  // Unsigned: divisions by the (power-of-two) group are shifts and masks.
+  const unsigned t = threadIdx.x, warps = (blockDim.x + 31) / 32, n = (unsigned)group / 32;
   if (t % 32 == 0) scratch[t / 32] = v;
   TIR_SYNC();
-  const int first = (t - t % group) / 32;
-  T r = scratch[first];
-  for (int w = 1; w < group / 32; ++w) r = op(r, scratch[first + w]);
+  if (t % group < 32) {
+    T p = scratch[(t - t % group) / 32 + t % n];
+    p = tir_warp_reduce(p, (int)n, op);
+    if (t % group == 0) scratch[warps + t / group] = p;
+  }
   TIR_SYNC();
-  return r;
+  return scratch[warps + t / group];
 #else
   (void)group; (void)scratch; (void)op;
   return v;

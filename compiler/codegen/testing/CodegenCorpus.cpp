@@ -94,6 +94,28 @@ tir.graph @g(%x: tensor<4x24xf32>, %gamma: tensor<1x24xf32>) -> (tensor<4x24xf32
   %y = mul %n, %gamma : (tensor<4x24xf32>, tensor<1x24xf32>) -> tensor<4x24xf32>
   results %y, %rs : tensor<4x24xf32>, tensor<4x1xf32>
 })mlir"},
+      // bf16 rows: softmax's exp kept between passes and its division by a
+      // per-row sum; RMS norm's square read from one run of x.
+      {"softmax_bf16", R"mlir(
+tir.graph @g(%x: tensor<6x64xbf16>) -> tensor<6x64xbf16> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<6x64xbf16> -> tensor<6x1xbf16>
+  %s = sub %x, %m : (tensor<6x64xbf16>, tensor<6x1xbf16>) -> tensor<6x64xbf16>
+  %e = exp %s : tensor<6x64xbf16>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<6x64xbf16> -> tensor<6x1xbf16>
+  %y = div %e, %z : (tensor<6x64xbf16>, tensor<6x1xbf16>) -> tensor<6x64xbf16>
+  results %y : tensor<6x64xbf16>
+})mlir"},
+      {"rms_norm_bf16", R"mlir(
+tir.graph @g(%x: tensor<5x48xbf16>, %w: tensor<1x48xbf16>) -> tensor<5x48xbf16> {
+  %sq = mul %x, %x : tensor<5x48xbf16>
+  %ms = reduce(%sq)<dimensions = [1], reduction_mode = <mean>> : tensor<5x48xbf16> -> tensor<5x1xbf16>
+  %eps = constant dense<1.0e-06> : tensor<5x1xbf16>
+  %ve = add %ms, %eps : tensor<5x1xbf16>
+  %r = rsqrt %ve : tensor<5x1xbf16>
+  %n = mul %x, %r : (tensor<5x48xbf16>, tensor<5x1xbf16>) -> tensor<5x48xbf16>
+  %y = mul %n, %w : (tensor<5x48xbf16>, tensor<1x48xbf16>) -> tensor<5x48xbf16>
+  results %y : tensor<5x48xbf16>
+})mlir"},
       {"matmul_bias_gelu_residual_bf16", R"mlir(
 tir.graph @g(%x: tensor<20x16xbf16>, %w: tensor<16x12xbf16>, %b: tensor<1x12xf32>, %r: tensor<20x12xf32>) -> tensor<20x12xf32> {
   %m = matmul(%x, %w) : (tensor<20x16xbf16>, tensor<16x12xbf16>) -> tensor<20x12xf32>
