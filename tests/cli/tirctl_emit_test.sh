@@ -19,9 +19,13 @@ for g in layernorm_fits softmax_fits reduction_fed_by_pointwise pointwise_broadc
 done
 
 # The default pointwise candidate (vector_width 4 on a 256-wide row) runs
-# 4-element runs per thread, with the element loop kept for other widths.
+# 4-element runs per thread; a static row that is a multiple of the run
+# leaves no element loop behind them. Run-time extents keep the element
+# loop, in a 32-bit and a 64-bit copy behind one test of the point count.
 check "pointwise default takes 4-element runs" 1 "$(grep -c 'for (int v = 0; v < 4; ++v)' "$out/pointwise_broadcast_transpose-host"/*.cu)"
-check "pointwise keeps the element loop" 1 "$(grep -c 'for (tir_i64 t = threadIdx.x' "$out/pointwise_broadcast_transpose-host"/*.cu)"
+check "pointwise static runs leave no element loop" 0 "$(grep -c 'for (tir_i64 t = threadIdx.x' "$out/pointwise_broadcast_transpose-host"/*.cu)"
+check "dynamic pointwise keeps the element loop" 2 "$(grep -c 'for (tir_i64 t = threadIdx.x' "$out/reshape_dynamic-host"/*.cu)"
+check "dynamic pointwise tests for 32-bit indices" 1 "$(grep -c 'if (total <= 4294967295)' "$out/reshape_dynamic-host"/*.cu)"
 
 for arch in sm_90a sm_80; do
   "$tirctl" emit "$graphs/matmul_bias_gelu_residual.mlir" --arch "$arch" -o "$out/mlp-$arch" >/dev/null
