@@ -113,9 +113,10 @@ void Count(const Line &l, InstructionMix &mix) {
   } else if (cls == "int_div" && Is64Bit(l.opcode)) {
     mix.int64_division = true;
   }
-  // Round-to-nearest-even of bf16 in integer code: the 0x7fff bias.
-  if (cls == "int" && (absl::StrContains(l.text, ", 32767;") || absl::StrContains(l.text, "0x7FFF") ||
-                       absl::StrContains(l.text, "0x7fff"))) {
+  // Round-to-nearest-even of bf16 in integer code: the 0x7fff bias added
+  // (a compare against 32767, such as an index check, is not it).
+  if (absl::StartsWith(l.opcode, "add") && (absl::StrContains(l.text, ", 32767;") ||
+                                            absl::StrContains(l.text, "0x7FFF") || absl::StrContains(l.text, "0x7fff"))) {
     mix.software_bf16_rounding = true;
   }
 }

@@ -5,6 +5,7 @@
 
 #include "compiler/perf/Report.h"
 
+#include "absl/strings/str_replace.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
@@ -127,6 +128,7 @@ $L__BB0_1:
 	ld.global.v4.u32 	{%r1, %r2, %r3, %r4}, [%rd1];
 	fma.rn.f32 	%f1, %f2, %f3, %f4;
 	ex2.approx.ftz.f32 	%f5, %f1;
+	setp.gt.u32 	%p2, %r7, 32767;
 	add.s32 	%r5, %r6, 32767;
 	@%p1 bra 	$L__BB0_1;
 	st.global.v2.f32 	[%rd1], {%f1, %f5};
@@ -139,6 +141,9 @@ $L__BB0_1:
   EXPECT_TRUE(whole.region.software_bf16_rounding);
   EXPECT_THAT(whole.region.global_loads, Contains(Key(16)));
   EXPECT_THAT(whole.region.global_stores, Contains(Key(8)));
+  const PtxAnalysis compareOnly = AnalyzePtx(absl::StrReplaceAll(ptx, {{"add.s32 \t%r5, %r6, 32767;", ""}}),
+                                            Region::kWholeKernel);
+  EXPECT_FALSE(compareOnly.region.software_bf16_rounding) << "a compare against 32767 is not rounding";
   const PtxAnalysis loop = AnalyzePtx(ptx, Region::kRowLoops);
   EXPECT_EQ(loop.region_name, "row loop");
   EXPECT_FALSE(loop.region.int64_division);  // the division is outside the loop

@@ -284,8 +284,9 @@ struct Builder {
 
   void Reduction() {
     const ReductionShape r = Rows(f);
+    // 16-byte runs first (8 bf16 elements), then 8- and 4-byte ones.
     const int defaultVec = [&] {
-      for (int v : {4, 2}) {
+      for (int v : {8, 4, 2}) {
         if (r.last_dim && !f.column && !f.ordered_reduction && v * f.element_bytes <= 16 &&
             (!f.static_row || f.innermost_reduced % v == 0)) {
           return v;
