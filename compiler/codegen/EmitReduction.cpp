@@ -21,6 +21,11 @@
 // stores the result once). f32/bf16/f16 data accumulate in f32, f64 in f64,
 // integers in 64 bits.
 //
+// A max whose only use is the exp(a - max) an add-reduction sums
+// (softmax's statistics, compiler/ir/OnlineSoftmax.h) is computed with that
+// sum in one pass when the row is not cached: a row too long for chip is
+// read once for both.
+//
 // Per row pass:
 //  - a float division of row elements by a per-row value (softmax's
 //    normalize) multiplies by the reciprocal, computed once per row;
@@ -59,6 +64,9 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     userDefined |= llvm::isa<ReduceUdOp>(op);
     reduceOps += llvm::isa<ReduceOp>(op);
   }
+  // Online max-and-sum pairs: one pass (and one reduction) each.
+  std::map<mlir::Operation *, OnlineSoftmax> online;
+  std::set<mlir::Operation *> onlineSums;
   std::vector<int> par, red;
   for (int d = 0; d < rank_; ++d) (reduced_.count(d) ? red : par).push_back(d);
   auto domain = kernel_->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
@@ -91,6 +99,19 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     auto m = maps_.operands.find(&use);
     if (m != maps_.operands.end() && UsesReduced(m->second)) rowOutputs = true;
   }
+  if (rs_.strategy != 0 && !rs_.column) {
+    for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+      auto max = llvm::dyn_cast<ReduceOp>(op);
+      if (!max) continue;
+      std::optional<OnlineSoftmax> o = MatchOnlineSoftmax(max, [&](mlir::Operation *x) {
+        return x->getBlock() == &kernel_.getBodyBlock() && !llvm::isa<ResultsOp>(x);
+      });
+      if (!o || onlineSums.count(o->sum.getOperation())) continue;
+      online.emplace(max.getOperation(), *o);
+      onlineSums.insert(o->sum.getOperation());
+    }
+  }
+  reduceOps -= static_cast<int>(online.size());
   if (rs_.split > 1 && (rs_.rpb != 1 || reduceOps != 1 || userDefined || rowOutputs || rs_.column)) {
     return BadCandidate("split needs one reduction of whole rows, one row a block, nothing stored per element");
   }
@@ -121,6 +142,13 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
   for (const std::string &at : accTypes) {
     absl::StrAppend(&code, "  TIR_SHARED_ARRAY(", at, ", scratch_", at == "tir_i64" ? "i" : at.substr(0, 1), ", ",
                     scratchN, ");\n");
+  }
+  std::set<std::string> onlineTypes;
+  for (auto &[op, o] : online) {
+    onlineTypes.insert(o.max.getInput().getType().cast<mlir::ShapedType>().getElementType().isF64() ? "double" : "float");
+  }
+  for (const std::string &at : onlineTypes) {
+    absl::StrAppend(&code, "  TIR_SHARED_ARRAY(tir_online<", at, ">, scratch_o", at.substr(0, 1), ", ", scratchN, ");\n");
   }
   auto product = [&](const char *name, const std::vector<int> &dims) {
     int64_t known = 1;
@@ -169,6 +197,11 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
   kept_.clear();
   if (rs_.cache) TIR_RETURN_IF_ERROR(CacheRow(rowOps, code));
   for (mlir::Operation &op : kernel_.getBodyBlock().without_terminator()) {
+    if (auto it = online.find(&op); it != online.end()) {
+      TIR_RETURN_IF_ERROR(OnlinePass(it->second, rowOps, code));
+      continue;
+    }
+    if (onlineSums.count(&op)) continue;  // computed with its max
     if (auto r = llvm::dyn_cast<ReduceOp>(op)) {
       TIR_RETURN_IF_ERROR(ReductionPass(r, rowOps, red, code));
       continue;
@@ -214,8 +247,13 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     // Ticket counters first, 8 bytes a row (the same place for every
     // candidate of the kernel, so another candidate's partials never land
     // on them), then `split` 8-byte partials a row.
+    // An online pair's partial is three values (tir_online).
+    int64_t partial = 8;
+    for (auto &[op, o] : online) {
+      partial = o.max.getInput().getType().cast<mlir::ShapedType>().getElementType().isF64() ? 24 : 12;
+    }
     auto *w = launch_.mutable_workspace_bytes();
-    w->set_constant(rs_.split * 8 + 8);
+    w->set_constant(rs_.split * partial + 8);
     AddDomainDims(w, /*onlyParallel=*/true);
   }
   return code;
@@ -486,6 +524,57 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
   const std::string var = absl::StrCat("v", next_++);
   absl::StrAppend(&code, "    const ", t.compute, " ", var, " = ", Sub(t.round, "(" + t.compute + ")(" + value + ")"), ";\n");
   values_[r.getOutput().getAsOpaquePointer()] = var;
+  return absl::OkStatus();
+}
+
+absl::Status KernelEmitter::OnlinePass(OnlineSoftmax o, const std::set<mlir::Operation *> &rowOps,
+                                        std::string &code) {
+  rowOps_ = rowOps;
+  TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(o.max.getInput().getType()));
+  const bool f64 = o.max.getInput().getType().cast<mlir::ShapedType>().getElementType().isF64();
+  const std::string at = f64 ? "double" : "float", ot = "tir_online<" + at + ">";
+  const std::string scratch = f64 ? "scratch_od" : "scratch_of";
+  const std::string acc = absl::StrCat("onl", next_++);
+  absl::StrAppend(&code, "    ", ot, " ", acc, " = tir_online_identity<", at, ">();\n");
+  std::vector<mlir::Operation *> slice = Slice(o.max->getOperands(), rowOps);
+  TIR_RETURN_IF_ERROR(RowReciprocals(slice, code));
+  TIR_RETURN_IF_ERROR(RowLoop(code, [&](std::string &inner, const std::string &indent) -> absl::Status {
+    for (mlir::Operation *op : slice) TIR_RETURN_IF_ERROR(EmitOp(op, inner, indent));
+    TIR_ASSIGN_OR_RETURN(std::string x, Operand(o.max->getOpOperand(0), inner, indent));
+    const std::string a = absl::StrCat("oa", next_++);
+    absl::StrAppend(&inner, indent, "const ", at, " ", a, " = (", at, ")(", x, ");\n", indent, acc, ".t = tir_fmax(",
+                    acc, ".t, ", a, ");\n", indent, "if (", a, " > ", acc, ".r) {\n", indent, "  ", acc, ".s *= tir_online_scale(",
+                    acc, ".r, ", a, ");\n", indent, "  ", acc, ".r = ", a, ";\n", indent, "}\n");
+    // exp(a - m) against the running reference (a - r <= 0, or NaN).
+    values_[o.max.getOutput().getAsOpaquePointer()] = acc + ".r";
+    if (o.broadcast) values_[o.broadcast.getOutput().getAsOpaquePointer()] = acc + ".r";
+    TIR_RETURN_IF_ERROR(EmitOp(o.sub.getOperation(), inner, indent));
+    TIR_ASSIGN_OR_RETURN(std::string d, Operand(o.exp->getOpOperand(0), inner, indent));
+    absl::StrAppend(&inner, indent, acc, ".s += tir_online_exp((", at, ")(", d, "));\n");
+    return absl::OkStatus();
+  }));
+  const std::string op = absl::StrCat("[](", ot, " x, ", ot, " y) { return tir_online_combine(x, y); }");
+  absl::StrAppend(&code, "    ", acc, " = tir_group_reduce(", acc, ", tpr, ", scratch, ", ", op, ");\n");
+  if (rs_.split > 1) {
+    absl::StrAppend(
+        &code, "    if (lane == 0 && active) {\n",
+        "      unsigned *tickets = (unsigned *)a.workspace;\n",
+        "      ", ot, " *part = (", ot, " *)(a.workspace + rows * 8);\n",
+        "      part[row * ", rs_.split, " + chunk] = ", acc, ";\n      tir_fence();\n",
+        "      last_chunk = tir_ticket(&tickets[row]) == ", rs_.split - 1, ";\n",
+        "      if (last_chunk) {\n        tir_fence();\n        ", acc, " = tir_online_identity<", at, ">();\n",
+        "        for (int c = 0; c < ", rs_.split, "; ++c) ", acc, " = tir_online_combine(", acc,
+        ", tir_online_volatile_load(&part[row * ", rs_.split, " + c]));\n",
+        "        tickets[row] = 0;\n      }\n    }\n");
+  }
+  // m is the true max (NaN when any element is); z rescales s from the
+  // reference to it: NaN for a row of -inf, as exp(-inf - -inf) sums to.
+  const std::string m = absl::StrCat("v", next_++), z = absl::StrCat("v", next_++);
+  absl::StrAppend(&code, "    const ", t.compute, " ", m, " = (", t.compute, ")(", acc, ".t);\n", "    const ",
+                  t.compute, " ", z, " = len == 0 ? (", t.compute, ")0 : ",
+                  Sub(t.round, absl::StrCat("(", t.compute, ")tir_online_sum(", acc, ")")), ";\n");
+  values_[o.max.getOutput().getAsOpaquePointer()] = m;
+  values_[o.sum.getOutput().getAsOpaquePointer()] = z;
   return absl::OkStatus();
 }
 

@@ -22,6 +22,7 @@
 
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/EmitTypes.h"
+#include "compiler/ir/OnlineSoftmax.h"
 #include "compiler/planning/AccessMaps.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -106,6 +107,11 @@ class KernelEmitter {
   absl::Status RowLoop(std::string &code, const std::function<absl::Status(std::string &, const std::string &)> &body);
   // One pass over each row computing reduction `r`.
   absl::Status ReductionPass(ReduceOp r, const std::set<mlir::Operation *> &rowOps, const std::vector<int> &red, std::string &code);
+  // One pass over each row computing an online max and sum together
+  // (compiler/ir/OnlineSoftmax.h): m's input `a` per element, a running
+  // reference max r and s = sum exp(a - r), rescaled by exp(r - a) when an
+  // element exceeds r; lanes, warps and chunks combine (r, s) pairs.
+  absl::Status OnlinePass(OnlineSoftmax o, const std::set<mlir::Operation *> &rowOps, std::string &code);
   // The row-domain ops `roots` depend on, in graph order.
   std::vector<mlir::Operation *> Slice(mlir::ValueRange roots, const std::set<mlir::Operation *> &rowOps);
   // A reduce_ud: the region's scalar ops (compiler/ir/ReduceBody.h) run once

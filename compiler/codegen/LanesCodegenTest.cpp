@@ -346,5 +346,62 @@ tir.graph @g(%x: tensor<50x70xf32>) -> tensor<1x70xf32> {
          });
 }
 
+// Runs of 8 over a bf16 and an f32 tensor in one kernel. The planner keeps
+// runs within 16 bytes of the widest element that moves (4 here), so these
+// candidates are given: the bf16 run is one 16-byte access, the f32 one
+// (32 bytes, wider than one access) is read and written element by element
+// inside the run; lane by lane, both match the interpreter.
+TEST(LanesMixedWidths, Bf16AndF32RunsOfEightMatchTheInterpreter) {
+  HostBuildOptions lanes;
+  lanes.form = HostForm::kLanes;
+  {
+    Subject s;
+    Prepare(s, R"mlir(
+tir.graph @g(%x: tensor<6x64xbf16>, %y: tensor<6x64xf32>) -> (tensor<6x64xbf16>, tensor<6x64xf32>) {
+  %xf = convert %x : tensor<6x64xbf16> -> tensor<6x64xf32>
+  %s = add %xf, %y : tensor<6x64xf32>
+  %g = gelu_approx_tanh_fwd %s : tensor<6x64xf32>
+  %b = convert %g : tensor<6x64xf32> -> tensor<6x64xbf16>
+  results %b, %s : tensor<6x64xbf16>, tensor<6x64xf32>
+})mlir",
+            {{"threads", 64}, {"elements_per_thread", 8}, {"vector_width", 8}});
+    if (HasFatalFailure()) return;
+    EXPECT_NE(s.emitted.source.find("tir_load_run<8>(a.in0"), std::string::npos) << s.emitted.source;
+    EXPECT_EQ(s.emitted.source.find("<8>(a.in1"), std::string::npos) << s.emitted.source;
+    // One output leaves as a run (the bf16 one), the f32 one element by element.
+    const std::string &src = s.emitted.source;
+    const size_t store = src.find("tir_store_run<8>(a.out");
+    EXPECT_NE(store, std::string::npos) << src;
+    EXPECT_EQ(src.find("tir_store_run<8>(a.out", store + 1), std::string::npos) << src;
+    const Outcome outcome = RunLanes(s.kernel, s.emitted, s.inputs, s.want, lanes);
+    EXPECT_TRUE(outcome.status.ok() && outcome.within) << outcome.Describe();
+  }
+  // An RMS norm of bf16 rows with an f32 weight, rows kept on chip and
+  // streamed: two runs of 8 a thread.
+  for (int strategy : {0, 1}) {
+    SCOPED_TRACE(absl::StrCat("strategy ", strategy));
+    Subject s;
+    Prepare(s, R"mlir(
+tir.graph @g(%x: tensor<6x128xbf16>, %w: tensor<1x128xf32>) -> tensor<6x128xbf16> {
+  %xf = convert %x : tensor<6x128xbf16> -> tensor<6x128xf32>
+  %sq = mul %xf, %xf : tensor<6x128xf32>
+  %ms = reduce(%sq)<dimensions = [1], reduction_mode = <mean>> : tensor<6x128xf32> -> tensor<6x1xf32>
+  %eps = constant dense<1.0e-06> : tensor<6x1xf32>
+  %ve = add %ms, %eps : tensor<6x1xf32>
+  %r = rsqrt %ve : tensor<6x1xf32>
+  %n = mul %xf, %r : (tensor<6x128xf32>, tensor<6x1xf32>) -> tensor<6x128xf32>
+  %y = mul %n, %w : (tensor<6x128xf32>, tensor<1x128xf32>) -> tensor<6x128xf32>
+  %yb = convert %y : tensor<6x128xf32> -> tensor<6x128xbf16>
+  results %yb : tensor<6x128xbf16>
+})mlir",
+            {{"strategy", strategy}, {"threads_per_row", 8}, {"rows_per_block", 4}, {"vector_width", 8}, {"split", 1}});
+    if (HasFatalFailure()) return;
+    EXPECT_NE(s.emitted.source.find("tir_load_run<8>(a.in0"), std::string::npos) << s.emitted.source;
+    EXPECT_EQ(s.emitted.source.find("<8>(a.in1"), std::string::npos) << s.emitted.source;
+    const Outcome outcome = RunLanes(s.kernel, s.emitted, s.inputs, s.want, lanes);
+    EXPECT_TRUE(outcome.status.ok() && outcome.within) << outcome.Describe();
+  }
+}
+
 }  // namespace
 }  // namespace tir::codegen

@@ -13,6 +13,7 @@
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
+#include "compiler/perf/PtxMix.h"
 #include "compiler/planning/Plan.h"
 #include "gtest/gtest.h"
 
@@ -21,10 +22,16 @@ namespace {
 
 struct Compiled {
   std::string source, ptx;
+  std::map<std::string, int64_t> params;  // the candidate emitted
 };
 
-// Kernel 0 of `text` planned for `arch`, emitted with `params`, compiled.
-Compiled Compile(const std::string &text, const std::map<std::string, int64_t> &params, const char *arch = "sm_90a") {
+// Which of the planner's candidates of kernel 0 to emit.
+enum class Pick { kGiven, kDefault, kTopRanked };
+
+// Kernel 0 of `text` planned for `arch`, emitted with `params` (or the
+// planner's default or top-ranked candidate), compiled.
+Compiled Compile(const std::string &text, std::map<std::string, int64_t> params, const char *arch = "sm_90a",
+                 Pick pick = Pick::kGiven) {
   Compiled out;
   auto ctx = makeTirContext();
   auto loaded = LoadGraphText(text, ctx.get());
@@ -34,6 +41,16 @@ Compiled Compile(const std::string &text, const std::map<std::string, int64_t> &
   auto planned = planning::PlanGraph(loaded->graph, *target::LookupArch(arch), model, 1);
   EXPECT_TRUE(planned.ok()) << planned.status();
   if (!planned.ok()) return out;
+  if (pick != Pick::kGiven) {
+    const std::vector<planning::TileCandidate> &kept = planned->spaces[0].kept;  // ranked best first
+    EXPECT_FALSE(kept.empty());
+    if (kept.empty()) return out;
+    params = kept[0].params;
+    for (const planning::TileCandidate &c : kept) {
+      if (pick == Pick::kDefault && c.is_default) params = c.params;
+    }
+  }
+  out.params = params;
   auto module = planning::BuildPartitionedModule(loaded->graph, planned->partition);
   GraphOp kernel;
   for (GraphOp g : module->getOps<GraphOp>()) {
@@ -237,6 +254,102 @@ tir.graph @g(%x: tensor<16x2048xbf16>, %w: tensor<1x2048xbf16>) -> tensor<16x204
   EXPECT_FALSE(SoftwareBf16Rounding(k.ptx));
   EXPECT_GE(Count(k.ptx, "st.global.v4."), 1);
   EXPECT_GE(Count(k.ptx, "ld.global.v4."), 2);
+}
+
+// bf16 tensors whose graphs compute in f32 (convert, f32 math, convert
+// back), at the sizes of bench/gpu/suite: what moves through memory is
+// bf16, so the planner's default and its top-ranked candidate both move
+// rows as runs of 8 elements, one 16-byte load or store each (never the
+// 8-byte vectors the f32 arithmetic would give), round bf16 with cvt.rn and
+// never divide 64-bit integers.
+constexpr const char *kBf16PointwiseF32Math = R"mlir(
+tir.graph @g(%x: tensor<16384x8192xbf16>, %b: tensor<1x8192xbf16>) -> tensor<16384x8192xbf16> {
+  %xf = convert %x : tensor<16384x8192xbf16> -> tensor<16384x8192xf32>
+  %bf = convert %b : tensor<1x8192xbf16> -> tensor<1x8192xf32>
+  %a = add %xf, %bf : (tensor<16384x8192xf32>, tensor<1x8192xf32>) -> tensor<16384x8192xf32>
+  %g = gelu_approx_tanh_fwd %a : tensor<16384x8192xf32>
+  %y = mul %g, %xf : tensor<16384x8192xf32>
+  %yb = convert %y : tensor<16384x8192xf32> -> tensor<16384x8192xbf16>
+  results %yb : tensor<16384x8192xbf16>
+})mlir";
+
+constexpr const char *kBf16RmsNormF32Math = R"mlir(
+tir.graph @g(%x: tensor<32768x4096xbf16>, %g: tensor<1x4096xbf16>) -> tensor<32768x4096xbf16> {
+  %xf = convert %x : tensor<32768x4096xbf16> -> tensor<32768x4096xf32>
+  %gf = convert %g : tensor<1x4096xbf16> -> tensor<1x4096xf32>
+  %sq = mul %xf, %xf : tensor<32768x4096xf32>
+  %ms = reduce(%sq)<dimensions = [1], reduction_mode = <mean>> : tensor<32768x4096xf32> -> tensor<32768x1xf32>
+  %eps = constant dense<1.0e-06> : tensor<32768x1xf32>
+  %a = add %ms, %eps : tensor<32768x1xf32>
+  %r = rsqrt %a : tensor<32768x1xf32>
+  %n = mul %xf, %r : (tensor<32768x4096xf32>, tensor<32768x1xf32>) -> tensor<32768x4096xf32>
+  %s = mul %n, %gf : (tensor<32768x4096xf32>, tensor<1x4096xf32>) -> tensor<32768x4096xf32>
+  %y = convert %s : tensor<32768x4096xf32> -> tensor<32768x4096xbf16>
+  results %y : tensor<32768x4096xbf16>
+})mlir";
+
+constexpr const char *kBf16SoftmaxF32Math = R"mlir(
+tir.graph @g(%x: tensor<64x4096xbf16>) -> tensor<64x4096xbf16> {
+  %xf = convert %x : tensor<64x4096xbf16> -> tensor<64x4096xf32>
+  %m = reduce(%xf)<dimensions = [1], reduction_mode = <max>> : tensor<64x4096xf32> -> tensor<64x1xf32>
+  %s = sub %xf, %m : (tensor<64x4096xf32>, tensor<64x1xf32>) -> tensor<64x4096xf32>
+  %e = exp %s : tensor<64x4096xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<64x4096xf32> -> tensor<64x1xf32>
+  %p = div %e, %z : (tensor<64x4096xf32>, tensor<64x1xf32>) -> tensor<64x4096xf32>
+  %y = convert %p : tensor<64x4096xf32> -> tensor<64x4096xbf16>
+  results %y : tensor<64x4096xbf16>
+})mlir";
+
+TEST(MemoryBoundPtx, Bf16GraphsComputedInF32MoveSixteenByteRunsByDefaultAndAtTheTop) {
+  struct Graph {
+    const char *name, *text;
+    int inputs;  // bf16 inputs read along the row
+  };
+  for (const Graph &g : {Graph{"pointwise", kBf16PointwiseF32Math, 2}, Graph{"rms norm", kBf16RmsNormF32Math, 2},
+                         Graph{"row-resident softmax", kBf16SoftmaxF32Math, 1}}) {
+    for (Pick pick : {Pick::kDefault, Pick::kTopRanked}) {
+      SCOPED_TRACE(absl::StrCat(g.name, pick == Pick::kDefault ? ", default candidate" : ", top-ranked candidate"));
+      const Compiled k = Compile(g.text, {}, "sm_90a", pick);
+      ASSERT_FALSE(k.ptx.empty());
+      EXPECT_EQ(k.params.at("vector_width"), 8);
+      // Every bf16 input run and the output run move 8 elements at a time.
+      for (int i = 0; i < g.inputs; ++i) {
+        EXPECT_GE(Occurrences(k.source, absl::StrCat("<8>(a.in", i)), 1) << k.source;
+      }
+      EXPECT_GE(Occurrences(k.source, "<8>(a.out0"), 1) << k.source;
+      const perf::PtxAnalysis mix = perf::AnalyzePtx(k.ptx, perf::Region::kWholeKernel);
+      // Loads and stores of the runs: 16 bytes (v4.u32), no 8-byte vectors.
+      EXPECT_GE(Count(k.ptx, "ld.global.v4.u32") + Count(k.ptx, "ld.global.nc.v4.u32"), g.inputs);
+      EXPECT_GE(Count(k.ptx, "st.global.v4.u32"), 1);
+      EXPECT_EQ(mix.whole.global_loads.count(8), 0u) << k.ptx;
+      EXPECT_EQ(mix.whole.global_stores.count(8), 0u) << k.ptx;
+      EXPECT_FALSE(mix.whole.software_bf16_rounding);
+      EXPECT_GE(Count(k.ptx, "cvt.rn.bf16"), 1);
+      EXPECT_FALSE(mix.whole.int64_division);
+      EXPECT_EQ(Wide(k.ptx), 0);
+    }
+  }
+}
+
+// A run of 8 over a bf16 and an f32 input (a candidate the planner does not
+// offer: the f32 run would be 32 bytes): the bf16 run is one 16-byte load,
+// the f32 elements are loaded one by one (LanesMixedWidths runs it lane by
+// lane against the interpreter).
+TEST(MemoryBoundPtx, MixedWidthRunsOfEightCompile) {
+  const Compiled k = Compile(R"mlir(
+tir.graph @g(%x: tensor<64x256xbf16>, %y: tensor<64x256xf32>) -> tensor<64x256xbf16> {
+  %xf = convert %x : tensor<64x256xbf16> -> tensor<64x256xf32>
+  %s = add %xf, %y : tensor<64x256xf32>
+  %b = convert %s : tensor<64x256xf32> -> tensor<64x256xbf16>
+  results %b : tensor<64x256xbf16>
+})mlir",
+                             {{"threads", 128}, {"elements_per_thread", 8}, {"vector_width", 8}});
+  ASSERT_FALSE(k.ptx.empty());
+  EXPECT_EQ(Occurrences(k.source, "<8>(a.in0"), 1) << k.source;
+  EXPECT_EQ(Occurrences(k.source, "<8>(a.in1"), 0) << k.source;
+  EXPECT_GE(Count(k.ptx, "ld.global.v4.u32"), 1);
+  EXPECT_GE(Count(k.ptx, "ld.global.f32"), 8);
+  EXPECT_GE(Count(k.ptx, "st.global.v4.u32"), 1);
 }
 
 }  // namespace

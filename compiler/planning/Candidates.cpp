@@ -32,7 +32,7 @@ Made Pointwise(const KernelFacts &f, const target::ArchInfo &arch, int threads, 
   c.blocks = CeilDiv(f.points, int64_t{threads} * ept);
   if (vec > f.max_vector) m.reject = "vector width exceeds operand alignment";
   else if (ept % vec != 0) m.reject = "elements per thread not a multiple of the vector width";
-  else if (vec * f.element_bytes > 16) m.reject = "vector wider than 16 bytes";
+  else if (vec * f.io_bytes > 16) m.reject = "vector wider than 16 bytes";
   else if (!arch.is_gpu && vec > 8) m.reject = "host vectors above 8 lanes";
   return m;
 }
@@ -61,10 +61,17 @@ Made Reduction(const KernelFacts &f, const target::ArchInfo &arch, int s, int tp
   c.threads = arch.is_gpu ? tpr * rpb : 1;
   const int64_t runs = CeilDiv(r.extent, int64_t{tpr} * vec);
   const int64_t cached = s == 0 ? runs * vec * std::max(1, f.row_inputs) : 0;
+  // Registers: the cached row at the compute width (element_bytes: a bf16
+  // row computed in f32 counts 4-byte values), and per input one run as it
+  // moves (io_bytes) and as it is computed on (a register a value at least).
+  // A bf16 run of 8 computed in f32 is 12 registers, an f32 run of 4 is 8.
+  const int computeBytes = std::max(4, f.element_bytes);
   c.registers_per_thread = 24 + static_cast<int>(std::min<int64_t>(cached * std::max(1, f.element_bytes / 4), 1 << 20)) +
-                           2 * vec * std::max(1, f.row_inputs);
+                           vec * std::max(1, f.row_inputs) * (f.io_bytes + computeBytes) / 4;
   const int warps = std::max(1, (c.threads + 31) / 32);
   c.shared_bytes = (f.column ? c.threads : warps) * 8;
+  // An online max and sum combines its three values through scratch of its own.
+  if (f.online) c.shared_bytes += warps * 3 * std::max(4, f.element_bytes);
   c.blocks = CeilDiv(r.rows, rpb) * split;
   if (s == 0 && f.RowPasses() < 2) {
     m.reject = "one pass reads the row once: row_resident is the streaming kernel";
@@ -78,7 +85,7 @@ Made Reduction(const KernelFacts &f, const target::ArchInfo &arch, int s, int tp
     m.reject = "split needs one reduction of whole rows and nothing stored per element";
   } else if (s == 2 && r.extent / split < int64_t{tpr} * vec) {
     m.reject = "split leaves less than one tile per block";
-  } else if (vec * f.element_bytes > 16) {
+  } else if (vec * f.io_bytes > 16) {
     m.reject = "vector wider than 16 bytes";
   } else if (vec > 1 && (f.column || f.ordered_reduction || !r.last_dim)) {
     m.reject = "vector runs only along a reduced innermost dim";
@@ -270,7 +277,9 @@ struct Builder {
   std::map<std::map<std::string, int64_t>, size_t> keys_;
 
   void Pointwise() {
-    const int64_t defaultVec = f.max_vector;
+    // 16 bytes of the widest element that moves (max_vector), as far as the
+    // host's 8 lanes allow there.
+    const int64_t defaultVec = arch.is_gpu ? f.max_vector : std::min(f.max_vector, 8);
     for (int threads : {64, 128, 256, 512, 1024}) {
       for (int ept : {1, 2, 4, 8, 16}) {
         for (int vec : {1, 2, 4, 8, 16}) {
@@ -284,17 +293,17 @@ struct Builder {
 
   void Reduction() {
     const ReductionShape r = Rows(f);
-    // 16-byte runs first (8 bf16 elements), then 8- and 4-byte ones.
+    // 16-byte runs first (8 bf16 elements, also when computed in f32), then
+    // 8- and 4-byte ones.
     const int defaultVec = [&] {
       for (int v : {8, 4, 2}) {
-        if (r.last_dim && !f.column && !f.ordered_reduction && v * f.element_bytes <= 16 &&
+        if (r.last_dim && !f.column && !f.ordered_reduction && v * f.io_bytes <= 16 &&
             (!f.static_row || f.innermost_reduced % v == 0)) {
           return v;
         }
       }
       return 1;
     }();
-    const bool cacheDefault = f.RowPasses() > 1 && f.static_row && !f.ordered_reduction;
     std::vector<int> tprs, rpbs, vecs = {1};
     if (!arch.is_gpu) {
       tprs = {1};
@@ -312,6 +321,13 @@ struct Builder {
     if (!f.column && !f.ordered_reduction) vecs = {1, 2, 4, 8};
     const int64_t defaultTpr = !arch.is_gpu || f.ordered_reduction ? 1 : f.column ? 4 : DefaultThreadsPerRow(r);
     const int64_t defaultRpb = !arch.is_gpu ? 1 : f.ordered_reduction ? 64 : f.column ? 64 : 1;
+    // Rows read more than once stay on chip by default when that candidate
+    // can run (else the default streams them rather than falling back to
+    // whichever candidate comes first).
+    const bool cacheDefault = f.RowPasses() > 1 && f.static_row && !f.ordered_reduction && [&] {
+      Made m = planning::Reduction(f, arch, 0, static_cast<int>(defaultTpr), static_cast<int>(defaultRpb), defaultVec, 1);
+      return m.reject.empty() && WithinLimits(m.c, arch, nullptr);
+    }();
     // Few long rows: split them so every SM gets a block (when the split
     // still leaves each block a full tile).
     int defaultSplit = 1;
@@ -449,7 +465,7 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
       }
       int vec = 1;
       for (int v : {16, 8, 4, 2}) {
-        if (ept % v == 0 && v <= f.max_vector && v * f.element_bytes <= 16 && (arch.is_gpu || v <= 8)) {
+        if (ept % v == 0 && v <= f.max_vector && v * f.io_bytes <= 16 && (arch.is_gpu || v <= 8)) {
           vec = v;
           break;
         }
@@ -463,8 +479,8 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
       // is the chunk of a row a block reduces at once.
       const ReductionShape r = Rows(f);
       int vec = 1;
-      for (int v : {4, 2}) {
-        if (r.last_dim && !f.column && !f.ordered_reduction && v * f.element_bytes <= 16 &&
+      for (int v : {8, 4, 2}) {
+        if (r.last_dim && !f.column && !f.ordered_reduction && v * f.io_bytes <= 16 &&
             (!f.static_row || f.innermost_reduced % v == 0)) {
           vec = v;
           break;

@@ -33,9 +33,10 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       flops = f.flops_per_point * f.points;
       const double perBlock = param("threads", 256) * param("elements_per_thread", 1);
       edge = CeilDiv(f.points, perBlock) * perBlock / std::max(1.0, double(f.points));
-      // Narrow accesses issue more transactions: charge 1/vector of a 16-byte line.
+      // Narrow accesses issue more transactions: charge 1/vector of a 16-byte
+      // line (of the elements that move: bf16 computed in f32 moves 2 bytes).
       const double vec = param("vector_width", 1);
-      bytes *= 1.0 + 0.25 * (1.0 - std::min(1.0, vec * f.element_bytes / 16.0));
+      bytes *= 1.0 + 0.25 * (1.0 - std::min(1.0, vec * f.io_bytes / 16.0));
       break;
     }
     case KernelKind::kReduction: {
@@ -45,7 +46,8 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       for (int64_t d : f.space.Parallel()) rows *= d;
       for (int64_t d : f.space.Reduced()) extent *= d;
       // Streaming re-reads the row's inputs in every pass (softmax: 3 reads,
-      // 1 write); row_resident reads them once. On the host a block's rows
+      // 1 write; an online max and sum is one pass); row_resident reads
+      // them once. On the host a block's rows
       // that fit its cache are re-read from there, and the row cache is a
       // copy the streaming kernel does not make.
       const double rowBytes = extent * f.element_bytes * param("rows_per_block", 1);
@@ -54,13 +56,14 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       } else if (strategy == 0) {
         bytes += f.bytes_in;
       }
-      if (strategy == 2) bytes += 2.0 * rows * split * 8;  // partials out and back in
+      // Partials out and back in: 8 bytes, an online max and sum's three values.
+      if (strategy == 2) bytes += 2.0 * rows * split * (f.online ? 3 * std::max(4, f.element_bytes) : 8);
       // reduce_ud rows go one element at a time in one thread.
       if (f.ordered_reduction) flops *= 4;
       const double tpr = param("threads_per_row", 128), vec = param("vector_width", 1);
       const double perRowPass = tpr * vec;
       edge = CeilDiv(extent, perRowPass) * perRowPass / std::max(1.0, extent);
-      bytes *= 1.0 + 0.25 * (1.0 - std::min(1.0, vec * f.element_bytes / 16.0));
+      bytes *= 1.0 + 0.25 * (1.0 - std::min(1.0, vec * f.io_bytes / 16.0));
       // Warp-shuffle and block reductions: log2(threads) steps per row.
       flops += rows * std::log2(std::max(2.0, tpr)) * 32;
       break;

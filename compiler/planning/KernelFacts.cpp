@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "compiler/ir/OnlineSoftmax.h"
 #include "compiler/ir/TirDialect.h"
 
 namespace tir::planning {
@@ -125,6 +126,9 @@ KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes) {
     for (mlir::Operation *op : kernel.ops) {
       f.reductions += llvm::isa<ReduceOp>(op);
       f.ordered_reduction |= llvm::isa<ReduceUdOp>(op);
+      if (auto max = llvm::dyn_cast<ReduceOp>(op); max && !f.column) {
+        f.online += MatchOnlineSoftmax(max, [&](mlir::Operation *o) { return inKernel.count(o) > 0; }).has_value();
+      }
     }
     auto rowShaped = [&](mlir::Type t) {
       auto r = t.dyn_cast<mlir::RankedTensorType>();
@@ -146,9 +150,22 @@ KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes) {
   if (f.element_bytes == 0) f.element_bytes = 4;
   f.flops_per_point = std::max(1, ops);
   f.live_values = std::max(1, std::min(ops, 16));
-  // Vector width: the innermost extent of every input/output must be a
-  // multiple (static extents; run-time ones are tested by the kernel).
-  int vec = 16 / std::max(1, f.element_bytes);
+  // What moves in runs: every input/output whose innermost dim is not a
+  // broadcast one (its element type, not the arithmetic's: a bf16 tensor
+  // converted to f32 still moves 2-byte elements).
+  f.io_bytes = 0;
+  auto moves = [&](mlir::Type t) {
+    auto r = t.dyn_cast<mlir::RankedTensorType>();
+    if (!r || r.getRank() == 0 || r.getShape().back() == 1) return;
+    f.io_bytes = std::max<int>(f.io_bytes, std::max(1u, r.getElementType().getIntOrFloatBitWidth() / 8));
+  };
+  for (mlir::Value v : kernel.inputs) moves(v.getType());
+  for (mlir::Value v : kernel.outputs) moves(v.getType());
+  if (f.io_bytes == 0) f.io_bytes = f.element_bytes;
+  // Vector width: 16 bytes of the widest element that moves, and the
+  // innermost extent of every input/output must be a multiple (static
+  // extents; run-time ones are tested by the kernel).
+  int vec = 16 / f.io_bytes;
   auto limit = [&](mlir::Type t) {
     auto r = t.dyn_cast<mlir::RankedTensorType>();
     if (!r || r.getRank() == 0) return;

@@ -20,7 +20,11 @@ struct KernelFacts {
   double bytes_in = 0;                   // bytes read once (each input at its own size)
   double bytes_out = 0;                  // bytes written
   double flops_per_point = 0;            // arithmetic per point of the parallel/row domain
-  int element_bytes = 4;                 // widest element in the main domain
+  int element_bytes = 4;                 // widest element in the main domain (registers, compute)
+  // Widest element that moves through global memory in runs: the kernel's
+  // inputs and outputs along their contiguous dim (bf16 tensors computed in
+  // f32: 2). Vector runs are limited to, and aim at, 16 bytes of it.
+  int io_bytes = 4;
   int operand_bytes = 4;                 // matmul: A/B element size
   bool tensor_core = false;              // matmul on bf16/f16 (mma.sync)
   bool tf32 = false;                     // f32 matmul on tensor cores (tf32); not offered yet
@@ -37,6 +41,7 @@ struct KernelFacts {
   int matmul_acc_bytes = 4;              // CUDA-core accumulator: f32 4, f64 and integers 8
   // Reductions: what decides which strategies can be generated.
   int reductions = 0;                    // reduce ops (passes over a row)
+  int online = 0;                        // of them, max-and-sum pairs computed in one pass (each counted once)
   bool ordered_reduction = false;        // a reduce_ud: one thread a row, in order
   bool row_outputs = false;              // something is stored per element of the row
   bool static_row = true;                // every reduced extent is static
@@ -44,9 +49,10 @@ struct KernelFacts {
   int row_inputs = 0;                    // kernel inputs read along the row
   int64_t innermost_reduced = 1;         // extent of the innermost reduced dim
   // Passes over a row when nothing stays on chip.
-  int RowPasses() const { return reductions + (row_outputs ? 1 : 0); }
-  // One reduction of whole rows and nothing per element: split across blocks.
-  bool Splittable() const { return reductions == 1 && !ordered_reduction && !row_outputs && !column; }
+  int RowPasses() const { return reductions - online + (row_outputs ? 1 : 0); }
+  // One reduction (or online pair) of whole rows and nothing per element:
+  // split across blocks.
+  bool Splittable() const { return reductions - online == 1 && !ordered_reduction && !row_outputs && !column; }
 };
 
 // Every value's shape at the sizes a dynamic graph is tuned at (-1: open).

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/ir/OnlineSoftmax.h"
 #include "compiler/support/status.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -76,13 +77,24 @@ class Partitioner {
 
   absl::StatusOr<Partition> Run() {
     mlir::Block &block = graph_.getBodyBlock();
+    // Leaves: pointwise ops reading graph inputs, constants, other leaves
+    // and reduction results (a value per row, read broadcast). A leaf used
+    // by several kernels is computed in each rather than written by one and
+    // read by the others: softmax's exp(x - max) is recomputed from x where
+    // it is normalized instead of moving a row-sized intermediate through
+    // memory twice.
     for (mlir::Operation &op : block.without_terminator()) {
       if (IsPointwiseLike(&op) && op.getNumRegions() == 0) {
         bool leaf = true;
+        bool perRow = false;
         for (mlir::Value v : op.getOperands()) {
-          if (auto *def = v.getDefiningOp(); def && !leaf_.count(def)) leaf = false;
+          mlir::Operation *def = v.getDefiningOp();
+          if (!def) continue;
+          perRow |= llvm::isa<ReduceOp>(def) || row_leaf_.count(def);
+          if (!leaf_.count(def) && !llvm::isa<ReduceOp>(def)) leaf = false;
         }
         if (leaf) leaf_.insert(&op);
+        if (leaf && perRow) row_leaf_.insert(&op);
       }
     }
     for (mlir::Value v : block.getTerminator()->getOperands()) {
@@ -122,14 +134,16 @@ class Partitioner {
                     "so it is written out first");
       return absl::OkStatus();
     }
-    // Cheap leaves are recomputed in every kernel that uses them.
-    if (leaf_.count(op)) {
+    // Cheap leaves are recomputed in every kernel that uses them. One that
+    // reads a reduction result is written by the kernel that runs first
+    // when the graph returns it or a matmul stages it.
+    if (leaf_.count(op) && !(row_leaf_.count(op) && returned)) {
       std::vector<Domain> domains;
       bool all = true;
       for (int k : users) {
         std::string why;
         std::optional<Domain> d = Fits(op, k, why);
-        if (!d) { all = false; break; }
+        if (!d || (row_leaf_.count(op) && (*d == Domain::kA || *d == Domain::kB))) { all = false; break; }
         domains.push_back(*d);
       }
       if (all) {
@@ -262,6 +276,13 @@ class Partitioner {
       } else if (IsReduction(user)) {
         d = Domain::kRow;
       }
+      // A reduction's result (one value a row) is read in the row domain
+      // and after the row's reductions alike.
+      if (need && *need != d && IsReduction(op) && draft.space.kind == KernelKind::kReduction &&
+          std::min(*need, d) == Domain::kRow && std::max(*need, d) == Domain::kReduced) {
+        need = Domain::kRow;
+        continue;
+      }
       if (need && *need != d) {
         why = "its value is used in two different iteration domains of the consumer kernel";
         return std::nullopt;
@@ -356,6 +377,12 @@ class Partitioner {
       }
       if (*need == Domain::kRow || *need == Domain::kMain) {
         if (!draft.space.row_resident && !RowFits(mine, element, why)) {
+          // A max whose only use here is the exp(a - max) an add-reduction
+          // sums: both in one pass (OnlineSoftmax.h).
+          if (OnlineFits(draft, op)) {
+            draft.space.online = true;
+            return Domain::kReduced;
+          }
           why = "the reduction's result is broadcast back over the reduced dimension and " + why;
           return std::nullopt;
         }
@@ -385,6 +412,22 @@ class Partitioner {
     SetMatmulSpace(draft.space, llvm::cast<MatmulOp>(op));
     for (auto &[o, d] : draft.domain) d = Domain::kC;
     return Domain::kC;
+  }
+
+  // `op` pairs with the one reduction of the streaming kernel `draft` as an
+  // online max and sum.
+  static bool OnlineFits(const Draft &draft, mlir::Operation *op) {
+    auto max = llvm::dyn_cast<ReduceOp>(op);
+    if (!max || draft.space.online) return false;
+    // Rows along the innermost dim (a column reduction keeps its two passes,
+    // as codegen and KernelFacts do).
+    const int64_t rank = max.getInput().getType().cast<mlir::RankedTensorType>().getRank();
+    const auto dims = max.getDimensions();
+    if (static_cast<int64_t>(dims.size()) < rank && llvm::find(dims, rank - 1) == dims.end()) return false;
+    int reductions = 0;
+    for (mlir::Operation *o : draft.ops) reductions += IsReduction(o);
+    if (reductions != 1) return false;
+    return MatchOnlineSoftmax(max, [&](mlir::Operation *o) { return draft.ops.count(o) > 0; }).has_value();
   }
 
   void ConvertToReduction(Draft &draft, mlir::Operation *red, bool rowResident, Domain existing) {
@@ -473,6 +516,7 @@ class Partitioner {
   std::vector<Draft> drafts_;
   llvm::DenseMap<mlir::Operation *, std::vector<int>> kernels_of_;
   std::set<mlir::Operation *> leaf_, returned_;
+  std::set<mlir::Operation *> row_leaf_;  // leaves that read a reduction result
   const std::set<mlir::Operation *> &materialized_;
 };
 
@@ -539,7 +583,7 @@ std::string IterationSpace::ToString() const {
     case KernelKind::kPointwise: return "pointwise " + Fmt(shape);
     case KernelKind::kReduction:
       return absl::StrCat("reduction rows ", Fmt(Parallel()), " x reduce ", Fmt(Reduced()),
-                          row_resident ? " (row-resident)" : " (streaming)");
+                          row_resident ? " (row-resident)" : online ? " (streaming, online max and sum)" : " (streaming)");
     case KernelKind::kMatmul:
       return absl::StrCat("matmul batch ", Fmt(batch), " M=", m < 0 ? "?" : std::to_string(m),
                           " N=", n < 0 ? "?" : std::to_string(n), " K=", k < 0 ? "?" : std::to_string(k));

@@ -7,15 +7,19 @@
 //    the reductions run in S_in, ops after them in S_red. A kernel is
 //    row-resident when a whole row fits the arch's on-chip budget; only then
 //    may a reduced value be broadcast back over its row (softmax, layernorm)
-//    and several reductions over the same rows chain.
+//    and several reductions over the same rows chain; a streaming kernel
+//    takes one exception, a max whose only use is the exp(a - max) an
+//    add-reduction sums, computed together online (OnlineSoftmax.h).
 //  - matmul: C[batch, M, N] = A[batch, M, K] x B[batch, K, N], with
 //    elementwise prologues on A and B and an epilogue in C's shape.
 //
 // Algorithm (producer-into-consumer fusion, like XLA's, from outputs back):
 // 1. Visit ops in reverse order. An op whose users are all in one kernel K
 //    joins K when its result fits one of K's domains (rules above); a cheap
-//    leaf op (pointwise, reading only graph inputs, constants or other leaves)
-//    used by several kernels is cloned into each; otherwise an op whose users
+//    leaf op (pointwise, reading only graph inputs, constants, reduction
+//    results or other leaves) used by several kernels is cloned into each
+//    (one reading a reduction result only when the graph does not return it
+//    and no matmul stages it); otherwise an op whose users
 //    span kernels joins the one that runs first, if it fits, and its value is
 //    written out for the others. An op that fits nowhere starts a new kernel,
 //    and the reason is recorded.
@@ -51,6 +55,7 @@ struct IterationSpace {
   int64_t m = 0, n = 0, k = 0;       // matmul
   std::vector<int64_t> batch;        // matmul batch extents
   bool row_resident = false;         // reduction: whole rows stay on chip
+  bool online = false;               // reduction: a max and the sum of exp(a - max) in one pass
 
   // Parallel extents (reduction: S_in without D; matmul: batch, M, N).
   std::vector<int64_t> Parallel() const;

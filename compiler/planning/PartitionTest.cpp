@@ -223,16 +223,89 @@ TEST_F(PartitionTest, SoftmaxAndLayerNormFitOnChipAsOneKernel) {
   EXPECT_TRUE(l.kernels[0].space.row_resident);
 }
 
+// Values computed by one kernel and read by another are per-row ([R, 1]):
+// nothing row-sized moves between kernels.
+void ExpectOnlyRowValuesBetweenKernels(const Partition &p) {
+  for (const Kernel &k : p.kernels) {
+    for (mlir::Value v : k.inputs) {
+      if (v.isa<mlir::BlockArgument>()) continue;
+      auto t = v.getType().cast<mlir::RankedTensorType>();
+      EXPECT_EQ(t.getShape().back(), 1) << "kernel " << k.index << " reads a row-sized intermediate";
+    }
+  }
+}
+
 TEST_F(PartitionTest, RowsTooLargeForChipSplitIntoReduceAndNormalize) {
-  // A 4M-wide softmax row on sm_90a: counted only (too big to interpret here).
-  Partition big = Check(Softmax("2", "4194304"), 3, Arch(), /*run=*/false);
+  // A 4M-wide softmax row on sm_90a: counted only (too big to interpret
+  // here). The max and the sum of exp(x - max) are one online kernel; the
+  // normalize recomputes exp(x - max) from x: two kernels, x read twice.
+  Partition big = Check(Softmax("2", "4194304"), 2, Arch(), /*run=*/false);
   EXPECT_THAT(big.splits[0], HasSubstr("exceeds the 98304-byte on-chip row budget of sm_90a"));
+  EXPECT_TRUE(big.kernels[0].space.online);
+  EXPECT_THAT(big.kernels[0].space.ToString(), HasSubstr("online max and sum"));
+  ExpectOnlyRowValuesBetweenKernels(big);
   // The same structure, numerically, on an arch with a tiny row budget.
   target::ArchInfo tiny = Arch();
   tiny.row_budget_bytes = 64;
-  Check(Softmax("4", "64"), 3, tiny);
+  Partition s = Check(Softmax("4", "64"), 2, tiny);
+  ExpectOnlyRowValuesBetweenKernels(s);
+  // Layer norm: mean, then variance, then normalize, each reading x; the
+  // centered value is recomputed where it is used rather than stored.
   Partition ln = Check(LayerNorm("4", "64"), 3, tiny);
-  EXPECT_GE(ln.kernels.size(), 2u);
+  EXPECT_FALSE(ln.kernels[1].space.online);
+  ExpectOnlyRowValuesBetweenKernels(ln);
+}
+
+TEST_F(PartitionTest, OnlineMaxAndSumNeedsTheSameValueAndType) {
+  target::ArchInfo tiny = Arch();
+  tiny.row_budget_bytes = 64;
+  // exp(y - max(x)) with y != x: the running max of x does not bound y.
+  Partition other = Check(R"mlir(
+tir.graph @g(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>) -> tensor<4x1xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<4x64xf32> -> tensor<4x1xf32>
+  %s = sub %y, %m : (tensor<4x64xf32>, tensor<4x1xf32>) -> tensor<4x64xf32>
+  %e = exp %s : tensor<4x64xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<4x64xf32> -> tensor<4x1xf32>
+  results %z : tensor<4x1xf32>
+}
+)mlir", 2, tiny);
+  for (const Kernel &k : other.kernels) EXPECT_FALSE(k.space.online);
+  // bf16 arithmetic rounds x - max against the row's max: two passes.
+  Partition narrow = Check(R"mlir(
+tir.graph @g(%x: tensor<4x64xbf16>) -> tensor<4x1xbf16> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<4x64xbf16> -> tensor<4x1xbf16>
+  %s = sub %x, %m : (tensor<4x64xbf16>, tensor<4x1xbf16>) -> tensor<4x64xbf16>
+  %e = exp %s : tensor<4x64xbf16>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<4x64xbf16> -> tensor<4x1xbf16>
+  results %z : tensor<4x1xbf16>
+}
+)mlir", 2, tiny);
+  for (const Kernel &k : narrow.kernels) EXPECT_FALSE(k.space.online);
+  // exp(a - m) converted before the sum: another value is summed.
+  Partition converted = Check(R"mlir(
+tir.graph @g(%x: tensor<4x64xf32>) -> tensor<4x1xf64> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<4x64xf32> -> tensor<4x1xf32>
+  %s = sub %x, %m : (tensor<4x64xf32>, tensor<4x1xf32>) -> tensor<4x64xf32>
+  %e = exp %s : tensor<4x64xf32>
+  %ef = convert %e : tensor<4x64xf32> -> tensor<4x64xf64>
+  %z = reduce(%ef)<dimensions = [1], reduction_mode = <add>> : tensor<4x64xf64> -> tensor<4x1xf64>
+  results %z : tensor<4x1xf64>
+}
+)mlir", 2, tiny);
+  for (const Kernel &k : converted.kernels) EXPECT_FALSE(k.space.online);
+  // Log-sum-exp in f32: one kernel.
+  Partition lse = Check(R"mlir(
+tir.graph @g(%x: tensor<4x64xf32>) -> tensor<4x1xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<4x64xf32> -> tensor<4x1xf32>
+  %s = sub %x, %m : (tensor<4x64xf32>, tensor<4x1xf32>) -> tensor<4x64xf32>
+  %e = exp %s : tensor<4x64xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<4x64xf32> -> tensor<4x1xf32>
+  %l = log %z : tensor<4x1xf32>
+  %r = add %l, %m : tensor<4x1xf32>
+  results %r : tensor<4x1xf32>
+}
+)mlir", 1, tiny);
+  EXPECT_TRUE(lse.kernels[0].space.online);
 }
 
 TEST_F(PartitionTest, ColumnSumBroadcastBackOverMillionRowsSplits) {

@@ -27,9 +27,9 @@ std::string FactsKey(const KernelFacts &f) {
   return absl::StrCat(static_cast<int>(f.space.kind), "|", absl::StrJoin(f.space.shape, ","), "|",
                       absl::StrJoin(f.space.reduced_dims, ","), "|", f.space.row_resident, "|",
                       absl::StrJoin(f.space.batch, ","), "|", f.space.m, ",", f.space.n, ",", f.space.k, "|",
-                      f.bytes_in, "|", f.bytes_out, "|", f.flops_per_point, "|", f.element_bytes, "|",
+                      f.bytes_in, "|", f.bytes_out, "|", f.flops_per_point, "|", f.element_bytes, "|", f.io_bytes, "|",
                       f.operand_bytes, "|", f.tensor_core, f.tf32, "|", f.max_vector, "|", f.live_values, "|",
-                      f.reductions, f.ordered_reduction, f.row_outputs, f.static_row, f.column, "|", f.row_inputs, "|",
+                      f.reductions, f.online, f.ordered_reduction, f.row_outputs, f.static_row, f.column, "|", f.row_inputs, "|",
                       f.innermost_reduced, "|", f.matmul_pipelined, f.matmul_f32);
 }
 

@@ -105,7 +105,7 @@ TEST_F(PlanTest, EveryCandidateForSm90aFitsItsLimits) {
         EXPECT_LE(int64_t{c.registers_per_thread} * c.threads, 65536);
         if (c.params.count("vector_width")) {
           const int64_t vec = c.params.at("vector_width");
-          EXPECT_LE(vec * facts.element_bytes, 16);
+          EXPECT_LE(vec * facts.io_bytes, 16);
           if (kernel.space.kind == KernelKind::kPointwise) {
             EXPECT_EQ(facts.innermost % vec, 0);
           }
@@ -183,6 +183,95 @@ tir.graph @few(%x: tensor<2x4194304xf32>) -> tensor<2x1xf32> {
   EXPECT_GT(blocks, 2);
   EXPECT_TRUE(e->launch.has_workspace_bytes());
   EXPECT_THAT(e->source, HasSubstr("tir_ticket"));
+}
+
+// bf16 tensors computed in f32 move bf16: runs of 8 (16 bytes) by default
+// and at the top of the ranking, while registers are counted for the f32
+// values. A kernel that moves f32 keeps f32's 16-byte runs of 4.
+TEST_F(PlanTest, Bf16TensorsComputedInF32MoveSixteenByteRuns) {
+  const std::vector<std::pair<std::string, std::string>> graphs = {
+      {"pointwise", R"mlir(
+tir.graph @pw(%x: tensor<16384x8192xbf16>, %b: tensor<1x8192xbf16>) -> tensor<16384x8192xbf16> {
+  %xf = convert %x : tensor<16384x8192xbf16> -> tensor<16384x8192xf32>
+  %bf = convert %b : tensor<1x8192xbf16> -> tensor<1x8192xf32>
+  %a = add %xf, %bf : (tensor<16384x8192xf32>, tensor<1x8192xf32>) -> tensor<16384x8192xf32>
+  %g = gelu_approx_tanh_fwd %a : tensor<16384x8192xf32>
+  %y = mul %g, %xf : tensor<16384x8192xf32>
+  %yb = convert %y : tensor<16384x8192xf32> -> tensor<16384x8192xbf16>
+  results %yb : tensor<16384x8192xbf16>
+})mlir"},
+      {"rms norm", R"mlir(
+tir.graph @rms(%x: tensor<32768x4096xbf16>, %g: tensor<1x4096xbf16>) -> tensor<32768x4096xbf16> {
+  %xf = convert %x : tensor<32768x4096xbf16> -> tensor<32768x4096xf32>
+  %gf = convert %g : tensor<1x4096xbf16> -> tensor<1x4096xf32>
+  %sq = mul %xf, %xf : tensor<32768x4096xf32>
+  %ms = reduce(%sq)<dimensions = [1], reduction_mode = <mean>> : tensor<32768x4096xf32> -> tensor<32768x1xf32>
+  %eps = constant dense<1.0e-06> : tensor<32768x1xf32>
+  %a = add %ms, %eps : tensor<32768x1xf32>
+  %r = rsqrt %a : tensor<32768x1xf32>
+  %n = mul %xf, %r : (tensor<32768x4096xf32>, tensor<32768x1xf32>) -> tensor<32768x4096xf32>
+  %s = mul %n, %gf : (tensor<32768x4096xf32>, tensor<1x4096xf32>) -> tensor<32768x4096xf32>
+  %y = convert %s : tensor<32768x4096xf32> -> tensor<32768x4096xbf16>
+  results %y : tensor<32768x4096xbf16>
+})mlir"},
+      {"softmax", R"mlir(
+tir.graph @sm(%x: tensor<64x4096xbf16>) -> tensor<64x4096xbf16> {
+  %xf = convert %x : tensor<64x4096xbf16> -> tensor<64x4096xf32>
+  %m = reduce(%xf)<dimensions = [1], reduction_mode = <max>> : tensor<64x4096xf32> -> tensor<64x1xf32>
+  %s = sub %xf, %m : (tensor<64x4096xf32>, tensor<64x1xf32>) -> tensor<64x4096xf32>
+  %e = exp %s : tensor<64x4096xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<64x4096xf32> -> tensor<64x1xf32>
+  %p = div %e, %z : (tensor<64x4096xf32>, tensor<64x1xf32>) -> tensor<64x4096xf32>
+  %y = convert %p : tensor<64x4096xf32> -> tensor<64x4096xbf16>
+  results %y : tensor<64x4096xbf16>
+})mlir"},
+  };
+  for (const auto &[name, text] : graphs) {
+    SCOPED_TRACE(name);
+    PlannedGraph p = Plan(text);
+    ASSERT_EQ(p.plan.kernels_size(), 1);
+    const KernelFacts facts = ComputeFacts(p.partition.kernels[0]);
+    EXPECT_EQ(facts.element_bytes, 4);
+    EXPECT_EQ(facts.io_bytes, 2);
+    EXPECT_EQ(p.plan.kernels(0).default_candidate().params().at("vector_width"), 8);
+    EXPECT_EQ(p.plan.kernels(0).top(0).params().at("vector_width"), 8);
+    if (name == "pointwise") continue;
+    // Row-resident, rows read once: the default caches the row at 8 lanes.
+    EXPECT_EQ(p.plan.kernels(0).default_candidate().params().at("strategy"), 0);
+    EXPECT_EQ(p.plan.kernels(0).top(0).params().at("strategy"), 0);
+    // Registers at the compute width: 8 cached f32 values a row input and
+    // a thread, and a run of 8 as bf16 and as f32 (12 registers) an input.
+    const int inputs = name == "rms norm" ? 2 : 1;
+    int matched = 0;
+    for (const TileCandidate &c : p.spaces[0].kept) {
+      if (c.params.at("strategy") != 0 || c.params.at("vector_width") != 8 || c.params.at("threads_per_row") != 512 ||
+          c.params.at("rows_per_block") != 1) {
+        continue;
+      }
+      EXPECT_EQ(c.registers_per_thread, 24 + 8 * inputs + 12 * inputs);
+      ++matched;
+    }
+    EXPECT_GT(matched, 0) << "no row-resident candidate of 512 threads a row and runs of 8";
+  }
+  // bf16 in, f32 out: the f32 output moves, 16 bytes of it are 4 lanes.
+  PlannedGraph wide = Plan(R"mlir(
+tir.graph @wide(%x: tensor<1024x1024xbf16>) -> tensor<1024x1024xf32> {
+  %xf = convert %x : tensor<1024x1024xbf16> -> tensor<1024x1024xf32>
+  %e = exp %xf : tensor<1024x1024xf32>
+  results %e : tensor<1024x1024xf32>
+})mlir");
+  EXPECT_EQ(ComputeFacts(wide.partition.kernels[0]).io_bytes, 4);
+  EXPECT_EQ(wide.plan.kernels(0).default_candidate().params().at("vector_width"), 4);
+  for (const TileCandidate &c : wide.spaces[0].kept) EXPECT_LE(c.params.at("vector_width"), 4);
+  // The host keeps its 8 lanes: bytes moving as i8 would allow 16.
+  PlannedGraph host = Plan(R"mlir(
+tir.graph @bytes(%x: tensor<64x1024xsi8>) -> tensor<64x1024xsi8> {
+  %y = add %x, %x : tensor<64x1024xsi8>
+  results %y : tensor<64x1024xsi8>
+})mlir",
+                           "host");
+  EXPECT_EQ(host.plan.kernels(0).default_candidate().params().at("vector_width"), 8);
+  for (const TileCandidate &c : host.spaces[0].kept) EXPECT_LE(c.params.at("vector_width"), 8);
 }
 
 TEST_F(PlanTest, ConvertedBf16OperandsTakeTensorCores) {

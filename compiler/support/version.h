@@ -9,7 +9,7 @@ inline constexpr char kTirVersion[] = "0.1.0";
 
 // Version of the generated code, folded into cache keys: bump it whenever a
 // change to codegen or the tile library changes what a cached kernel would be.
-inline constexpr char kCodegenVersion[] = "codegen-8";
+inline constexpr char kCodegenVersion[] = "codegen-9";
 
 }  // namespace tir
 

@@ -12,7 +12,7 @@ kernels() { python3 -c 'import json,sys; print(len(json.load(sys.stdin)["kernels
 
 for case in "pointwise_broadcast_transpose 1 sm_90a" "matmul_bias_gelu_residual 1 sm_90a" \
             "reduction_fed_by_pointwise 1 sm_90a" "softmax_fits 1 sm_90a" "layernorm_fits 1 sm_90a" \
-            "softmax_4m 3 sm_90a" "two_matmuls 2 sm_90a" "column_sum_1m 2 sm_90a" \
+            "softmax_4m 2 sm_90a" "two_matmuls 2 sm_90a" "column_sum_1m 2 sm_90a" \
             "matmul_reduced_over_n 2 sm_90a" "reshape_remaps_reduction 2 sm_90a" \
             "concat_of_reductions 3 sm_90a" "softmax_fits 1 host"; do
   set -- $case

@@ -10,6 +10,7 @@
 //   tir_mma_m16n8k16_bf16 / _f16, tir_mma_m16n8k8_tf32  warp MMA fragments (tir_to_tf32)
 //   tir_shfl_xor, tir_warp_reduce, tir_group_reduce     warp and block reductions
 //   tir_strided_reduce                                  reductions across warps (column layout)
+//   tir_online<A>, tir_online_combine / _sum            online max and sum of exp (softmax)
 //   tir_fence, tir_ticket, tir_volatile_load            two-phase work across blocks
 //   tir_mbar_init / _arrive / _arrive_tx / _try_wait     mbarriers with phases (sm_90)
 //   tir_tensor_map, tir_tma_load_2d                     TMA tile loads (sm_90)
@@ -362,6 +363,64 @@ TIR_FN T tir_strided_reduce(T v, int group, int stride, tir_sptr<T> scratch, Op 
 #endif
 }
 
+// ---- online max and sum (compiler/ir/OnlineSoftmax.h) ------------------------
+
+// A row's online statistics: t the max of the elements seen (NaN when one
+// is NaN), r a reference max (the largest finite-or-infinite element that
+// exceeded the one before, from the lowest finite value) and s the sum of
+// exp(a - r) over the elements. Two partials combine by rescaling both sums
+// to the larger reference; tir_online_sum rescales s to t, the sum of
+// exp(a - t) the two-pass form computes (NaN for a row of -inf, where
+// exp(-inf - -inf) is NaN, as in that form).
+template <typename A> struct tir_online {
+  A t, r, s;
+};
+template <typename A> TIR_FN tir_online<A> tir_online_identity() {
+  tir_online<A> o;
+  o.t = -(A)TIR_INF;
+  o.r = sizeof(A) == 4 ? (A)-3.40282347e+38f : (A)-1.7976931348623157e+308;
+  o.s = 0;
+  return o;
+}
+// exp(d) of a term of the sum (d = a - r <= 0, or NaN). f32 on a GPU: one
+// ex2.approx.ftz of d * log2(e) (PTX ISA, "ex2": about 2 ulp; the product
+// rounds to 2^-24 relative, so a term off by |d| * 2^-24 relative, and the
+// terms that carry the sum have small |d|; a term below 2^-126 flushes to
+// zero against a sum of at least 1), where expf takes about ten
+// instructions; emulated and on the host, exp2 of the same product. f64:
+// exp.
+TIR_FN float tir_online_exp(float d) {
+#if TIR_DEVICE
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(d * 1.44269504088896341f));
+  return y;
+#else
+  return exp2f(d * 1.44269504088896341f);
+#endif
+}
+TIR_FN double tir_online_exp(double d) { return exp(d); }
+// exp(from - to) of a rescale (from <= to), with the accurate exp: a
+// thread's sum is rescaled at every rise of its running max, so the errors
+// of an approximate one would compound; rises are rare (about ln n of n
+// elements on unordered data), so its cost is not.
+template <typename A> TIR_FN A tir_online_scale(A from, A to) { return from == to ? (A)1 : (A)exp(from - to); }
+template <typename A> TIR_FN tir_online<A> tir_online_combine(tir_online<A> x, tir_online<A> y) {
+  tir_online<A> o;
+  o.t = tir_fmax(x.t, y.t);
+  o.r = x.r > y.r ? x.r : y.r;
+  o.s = x.s * tir_online_scale(x.r, o.r) + y.s * tir_online_scale(y.r, o.r);
+  return o;
+}
+template <typename A> TIR_FN A tir_online_sum(tir_online<A> o) { return o.s * tir_online_scale(o.r, o.t); }
+#if TIR_LANES
+template <typename A> TIR_FN tir_online<A> tir_shfl_xor(tir_online<A> v, int offset, unsigned mask) {
+  tir_online<A> o;
+  o.t = tir_shfl_xor(v.t, offset, mask);
+  o.r = tir_shfl_xor(v.r, offset, mask);
+  o.s = tir_shfl_xor(v.s, offset, mask);
+  return o;
+}
+#endif
 
 // ---- Hopper: mbarriers, TMA, wgmma (sm_90 / sm_90a) ------------------------
 
@@ -614,6 +673,13 @@ template <typename T> TIR_FN T tir_volatile_load(const T *p) {
 #else
   return *p;
 #endif
+}
+template <typename A> TIR_FN tir_online<A> tir_online_volatile_load(const tir_online<A> *p) {
+  tir_online<A> o;
+  o.t = tir_volatile_load(&p->t);
+  o.r = tir_volatile_load(&p->r);
+  o.s = tir_volatile_load(&p->s);
+  return o;
 }
 
 #endif  // TIR_TILES_H_

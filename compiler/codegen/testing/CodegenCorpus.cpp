@@ -105,6 +105,22 @@ tir.graph @g(%x: tensor<6x64xbf16>) -> tensor<6x64xbf16> {
   %y = div %e, %z : (tensor<6x64xbf16>, tensor<6x1xbf16>) -> tensor<6x64xbf16>
   results %y : tensor<6x64xbf16>
 })mlir"},
+      // Rows longer than sm_90a's on-chip row budget: the max and the sum
+      // of exp(x - max) in one online pass (split across blocks), the
+      // normalize recomputing exp from x, and log-sum-exp from both.
+      {"online_softmax_long_rows", R"mlir(
+tir.graph @g(%x: tensor<2x24600xbf16>) -> (tensor<2x24600xbf16>, tensor<2x1xf32>) {
+  %xf = convert %x : tensor<2x24600xbf16> -> tensor<2x24600xf32>
+  %m = reduce(%xf)<dimensions = [1], reduction_mode = <max>> : tensor<2x24600xf32> -> tensor<2x1xf32>
+  %s = sub %xf, %m : (tensor<2x24600xf32>, tensor<2x1xf32>) -> tensor<2x24600xf32>
+  %e = exp %s : tensor<2x24600xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<2x24600xf32> -> tensor<2x1xf32>
+  %p = div %e, %z : (tensor<2x24600xf32>, tensor<2x1xf32>) -> tensor<2x24600xf32>
+  %y = convert %p : tensor<2x24600xf32> -> tensor<2x24600xbf16>
+  %l = log %z : tensor<2x1xf32>
+  %lse = add %l, %m : tensor<2x1xf32>
+  results %y, %lse : tensor<2x24600xbf16>, tensor<2x1xf32>
+})mlir"},
       {"rms_norm_bf16", R"mlir(
 tir.graph @g(%x: tensor<5x48xbf16>, %w: tensor<1x48xbf16>) -> tensor<5x48xbf16> {
   %sq = mul %x, %x : tensor<5x48xbf16>
@@ -115,6 +131,34 @@ tir.graph @g(%x: tensor<5x48xbf16>, %w: tensor<1x48xbf16>) -> tensor<5x48xbf16> 
   %n = mul %x, %r : (tensor<5x48xbf16>, tensor<5x1xbf16>) -> tensor<5x48xbf16>
   %y = mul %n, %w : (tensor<5x48xbf16>, tensor<1x48xbf16>) -> tensor<5x48xbf16>
   results %y : tensor<5x48xbf16>
+})mlir"},
+      // bf16 in and out, f32 arithmetic (Llama's RMS norm): rows move as
+      // 8-element (16-byte) bf16 runs while the math holds f32 values.
+      {"rms_norm_bf16_f32_math", R"mlir(
+tir.graph @g(%x: tensor<5x48xbf16>, %w: tensor<1x48xbf16>) -> tensor<5x48xbf16> {
+  %xf = convert %x : tensor<5x48xbf16> -> tensor<5x48xf32>
+  %wf = convert %w : tensor<1x48xbf16> -> tensor<1x48xf32>
+  %sq = mul %xf, %xf : tensor<5x48xf32>
+  %ms = reduce(%sq)<dimensions = [1], reduction_mode = <mean>> : tensor<5x48xf32> -> tensor<5x1xf32>
+  %eps = constant dense<1.0e-06> : tensor<5x1xf32>
+  %ve = add %ms, %eps : tensor<5x1xf32>
+  %r = rsqrt %ve : tensor<5x1xf32>
+  %n = mul %xf, %r : (tensor<5x48xf32>, tensor<5x1xf32>) -> tensor<5x48xf32>
+  %y = mul %n, %wf : (tensor<5x48xf32>, tensor<1x48xf32>) -> tensor<5x48xf32>
+  %yb = convert %y : tensor<5x48xf32> -> tensor<5x48xbf16>
+  results %yb : tensor<5x48xbf16>
+})mlir"},
+      // A bf16 softmax computed in f32, rows kept on chip.
+      {"softmax_bf16_f32_math", R"mlir(
+tir.graph @g(%x: tensor<6x64xbf16>) -> tensor<6x64xbf16> {
+  %xf = convert %x : tensor<6x64xbf16> -> tensor<6x64xf32>
+  %m = reduce(%xf)<dimensions = [1], reduction_mode = <max>> : tensor<6x64xf32> -> tensor<6x1xf32>
+  %s = sub %xf, %m : (tensor<6x64xf32>, tensor<6x1xf32>) -> tensor<6x64xf32>
+  %e = exp %s : tensor<6x64xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add>> : tensor<6x64xf32> -> tensor<6x1xf32>
+  %p = div %e, %z : (tensor<6x64xf32>, tensor<6x1xf32>) -> tensor<6x64xf32>
+  %y = convert %p : tensor<6x64xf32> -> tensor<6x64xbf16>
+  results %y : tensor<6x64xbf16>
 })mlir"},
       {"matmul_bias_gelu_residual_bf16", R"mlir(
 tir.graph @g(%x: tensor<20x16xbf16>, %w: tensor<16x12xbf16>, %b: tensor<1x12xf32>, %r: tensor<20x12xf32>) -> tensor<20x12xf32> {
