@@ -259,6 +259,19 @@ ok, detail = raises(lambda: tir.fx.export(Bitcast(), (xr,)), "UNSUPPORTED_OP")
 check("view as another dtype is refused, not reshaped", ok, detail)
 
 
+class HalfSoftmax(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+# A bf16 softmax is written in f32 and rounded once, as torch computes it:
+# the max and sum reduce f32 values, the result is converted back.
+half = tir.fx.export(HalfSoftmax(), (torch.randn(4, 64).to(torch.bfloat16),)).text
+check("a bf16 softmax is exported as f32 arithmetic with one conversion back",
+      "reduction_mode = <max>> : tensor<4x64xf32>" in half and "reduction_mode = <add>> : tensor<4x64xf32>" in half
+      and "tensor<4x64xf32> -> tensor<4x64xbf16>" in half, half)
+
+
 class EmptySlice(torch.nn.Module):
     def forward(self, x):
         return x[:, 5:5] * 2

@@ -120,9 +120,12 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smem));
   grid_constant_ = h.tma;
   min_blocks_ = 1;
-  std::string code = absl::StrCat("  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
-                                  "  tir_i64 batches = 1;\n");
-  for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= a.dim[", d, "];\n");
+  // Static extents are constants (DimExpr): the tile coordinates then
+  // divide by constants (a multiply-high, no 64-bit division in the tile
+  // loop); a dynamic extent comes from the launch.
+  std::string code = absl::StrCat("  const tir_i64 M = ", DimExpr(b), ", N = ", DimExpr(b + 1), ", K = ", DimExpr(b + 2),
+                                  ";\n", "  tir_i64 batches = 1;\n");
+  for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= ", DimExpr(d), ";\n");
   absl::StrAppend(
       &code, "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
       "  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n",

@@ -98,7 +98,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulTiled(MatmulOp mm, int64_t bm, 
   }
   const int64_t aBytes = stages * bm * bk * 2, smemBytes = aBytes + stages * bk * bn * 2;
   std::string code = absl::StrCat(
-      "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
+      "  const tir_i64 M = ", DimExpr(b), ", N = ", DimExpr(b + 1), ", K = ", DimExpr(b + 2), ";\n",
       TileCoords(),
       // Tiles live in dynamic shared memory (above the 48 KiB static limit
       // with the launcher's opt-in), stage after stage, each in the swizzled
@@ -350,8 +350,8 @@ absl::StatusOr<std::string> KernelEmitter::MatmulFfma(MatmulOp mm, int64_t bm, i
   std::set<mlir::Operation *> prologue = MatmulPrologue();
   launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smemBytes));
   std::string code = absl::StrCat("  tir_i64 batches = 1;\n");
-  for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= a.dim[", d, "];\n");
-  absl::StrAppend(&code, "  const tir_i64 M = a.dim[", b, "], N = a.dim[", b + 1, "], K = a.dim[", b + 2, "];\n",
+  for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= ", DimExpr(d), ";\n");
+  absl::StrAppend(&code, "  const tir_i64 M = ", DimExpr(b), ", N = ", DimExpr(b + 1), ", K = ", DimExpr(b + 2), ";\n",
                   TileCoords(), "  (void)batches;\n",
                   "  TIR_DYNAMIC_SHARED(tir_smem, ", smemBytes, ");\n",
                   "  tir_sptr<", tilet, "> As = tir_sptr_cast<", tilet, ">(tir_smem);\n",

@@ -202,7 +202,7 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
 }
 
 // The Hopper default: the largest tile whose count fills the machine
-// (kFillFraction of its SMs), else 64 x 64 tiles with the smallest split-K
+// (FillUnits), else 64 x 64 tiles with the smallest split-K
 // that does (each split keeping two K tiles or more). A decode GEMM (M = 1,
 // N = 4096: 64 tiles of 64 x 64) gets split-K 2; a prefill GEMM (M = 512,
 // N = 4096) 128 x 128 tiles, 128 of them.
@@ -210,12 +210,11 @@ struct HopperDefault {
   int bm = 64, bn = 64, consumers = 1, split = 1;
   int64_t tiles = 1;
 };
-constexpr double kFillFraction = 0.9;
 HopperDefault DefaultHopperTile(const KernelFacts &f, const target::ArchInfo &arch) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
   int64_t batch = 1;
   for (int64_t b : f.space.batch) batch *= b;
-  const double fill = kFillFraction * arch.sm_count;
+  const int64_t fill = FillUnits(arch);
   struct Shape {
     int bm, bn, consumers;
   };
@@ -324,21 +323,43 @@ struct Builder {
     // Rows read more than once stay on chip by default when that candidate
     // can run (else the default streams them rather than falling back to
     // whichever candidate comes first).
+    // The cached default takes the most threads a row (from the streaming
+    // default's down to 128) whose registers hold the row: a layer norm's
+    // 8192-wide bf16 rows with a weight and a bias cached at 8 lanes need 512.
+    int64_t cacheTpr = defaultTpr;
     const bool cacheDefault = f.RowPasses() > 1 && f.static_row && !f.ordered_reduction && [&] {
-      Made m = planning::Reduction(f, arch, 0, static_cast<int>(defaultTpr), static_cast<int>(defaultRpb), defaultVec, 1);
-      return m.reject.empty() && WithinLimits(m.c, arch, nullptr);
+      for (int64_t tpr = defaultTpr; tpr >= std::min<int64_t>(defaultTpr, 128); tpr /= 2) {
+        Made m = planning::Reduction(f, arch, 0, static_cast<int>(tpr), static_cast<int>(defaultRpb), defaultVec, 1);
+        if (m.reject.empty() && WithinLimits(m.c, arch, nullptr)) {
+          cacheTpr = tpr;
+          return true;
+        }
+        if (!arch.is_gpu) break;
+      }
+      return false;
     }();
     // Few long rows: split them so every SM gets a block (when the split
     // still leaves each block a full tile).
+    // Fewer threads a row (down to 128) where that lets a split reach the
+    // SMs: 8 rows of 32,000 split 16 ways at 128 threads of 8-element runs.
     int defaultSplit = 1;
+    int64_t splitTpr = defaultTpr;
     if (arch.is_gpu && f.Splittable() && r.rows < arch.sm_count) {
-      for (int split : {4, 16, 64}) {
-        if (r.extent / split < defaultTpr * defaultVec) break;
-        defaultSplit = split;
-        if (r.rows * split >= arch.sm_count) break;
+      int64_t blocks = r.rows;
+      for (int64_t tpr = defaultTpr; tpr >= std::min<int64_t>(defaultTpr, 128) && blocks < arch.sm_count; tpr /= 2) {
+        for (int split : {4, 16, 64}) {
+          if (r.extent / split < tpr * defaultVec) break;
+          if (r.rows * split > blocks) {
+            blocks = r.rows * split;
+            defaultSplit = split;
+            splitTpr = tpr;
+          }
+          if (r.rows * split >= arch.sm_count) break;
+        }
       }
     }
     const int defaultStrategy = defaultSplit > 1 ? 2 : cacheDefault ? 0 : 1;
+    const int64_t strategyTpr = defaultStrategy == 2 ? splitTpr : defaultStrategy == 0 ? cacheTpr : defaultTpr;
     for (int s : {0, 1, 2}) {
       for (int tpr : tprs) {
         for (int rpb : rpbs) {
@@ -348,7 +369,7 @@ struct Builder {
           for (int vec : vecs) {
             for (int split : s == 2 ? std::vector<int>{4, 16, 64} : std::vector<int>{1}) {
               Made m = planning::Reduction(f, arch, s, tpr, rpb, vec, split);
-              m.c.is_default = s == defaultStrategy && tpr == defaultTpr && rpb == defaultRpb && vec == defaultVec &&
+              m.c.is_default = s == defaultStrategy && tpr == strategyTpr && rpb == defaultRpb && vec == defaultVec &&
                                split == defaultSplit;
               Offer(std::move(m));
             }
@@ -543,6 +564,8 @@ Made FromUserTile(const KernelFacts &f, const target::ArchInfo &arch, const Tile
 }
 
 }  // namespace
+
+int64_t FillUnits(const target::ArchInfo &arch) { return (int64_t{arch.sm_count} * 10 + 10) / 11; }
 
 bool WithinLimits(const TileCandidate &c, const target::ArchInfo &arch, std::string *why) {
   auto fail = [&](const char *w) {

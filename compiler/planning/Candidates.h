@@ -56,6 +56,11 @@ CandidateSpace GenerateCandidates(const KernelFacts &facts, const target::ArchIn
 // Whether `c` respects every limit of `arch` (the pruning rule, for tests).
 bool WithinLimits(const TileCandidate &c, const target::ArchInfo &arch, std::string *why);
 
+// Work units that fill `arch`'s GPU: 10/11 of its SMs (120 of an H100's or
+// H200's 132, 99 of an A100's 108). Matmul defaults reach it where tiles or
+// split-K can, and the ranking puts candidates that do first (Plan.cpp).
+int64_t FillUnits(const target::ArchInfo &arch);
+
 }  // namespace tir::planning
 
 #endif  // TIR_COMPILER_PLANNING_CANDIDATES_H_

@@ -95,8 +95,36 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
       for (const TileCandidate &c : space.kept) preds.push_back(model.Predict(facts, c, arch, /*explain=*/true));
       std::vector<size_t> order(space.kept.size());
       std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return preds[a].seconds < preds[b].seconds; });
+      // A GPU matmul whose shape has the work to fill the machine ranks
+      // the candidates that do (FillUnits) first: one that leaves SMs idle
+      // (108 tiles of 64 x 192 on 132 SMs) stays in the space for tuning to
+      // measure, behind them.
+      // A GPU pointwise or reduction kernel ranks the candidates that move
+      // the widest runs its operands allow (16 bytes) first: a warp moves
+      // 512 bytes an instruction at 16 bytes a thread against 64 at 2, so
+      // narrower runs issue up to 8x the loads and stores for the same bytes
+      // and keep fewer bytes in flight, which the model's byte count alone
+      // does not price.
+      int64_t most = 0, widest = 0;
+      auto width = [&](const TileCandidate &c) {
+        auto v = c.params.find("vector_width");
+        return v == c.params.end() ? int64_t{1} : v->second;
+      };
+      for (const TileCandidate &c : space.kept) {
+        most = std::max(most, c.Units());
+        widest = std::max(widest, width(c));
+      }
+      const bool fillFirst = arch.is_gpu && facts.space.kind == KernelKind::kMatmul && most >= FillUnits(arch);
+      const bool wideFirst = arch.is_gpu && facts.space.kind != KernelKind::kMatmul;
+      auto tier = [&](size_t i) {
+        if (fillFirst && space.kept[i].Units() < FillUnits(arch)) return 1;
+        if (wideFirst && width(space.kept[i]) < widest) return 1;
+        return 0;
+      };
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (tier(a) != tier(b)) return tier(a) < tier(b);
+        return preds[a].seconds < preds[b].seconds;
+      });
       CandidateSpace ranked = space;
       ranked.kept.clear();
       std::vector<Prediction> rankedPreds;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/codegen/Emitter.h"
 
 #include "compiler/conversion/GraphProto.h"
@@ -340,6 +341,41 @@ tir.graph @mm(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<
   EXPECT_GE(top.at("block_m") * top.at("block_n"), 128 * 128);
   EXPECT_EQ(top.at("consumers"), 2);
   EXPECT_GE(top.at("stages"), 4);
+}
+
+// Prefill-sized GEMMs whose fastest-predicted tile leaves SMs idle (M=200,
+// N=5120: 108 tiles of 64 x 192 on 132 SMs; M=384, N=3072: 96 of 64 x 192):
+// the default and the top-ranked candidate both give the machine 120 work
+// units or more, and the underfilled candidates stay in the space, ranked
+// after every one that fills it.
+TEST_F(PlanTest, GpuMatmulsRankCandidatesThatFillTheMachineFirst) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (Shape s : {Shape{200, 5120, 5120}, Shape{384, 3072, 768}, Shape{256, 14336, 4096}}) {
+    SCOPED_TRACE(absl::StrCat("M=", s.m, " N=", s.n, " K=", s.k));
+    const std::string a = absl::StrCat(s.m, "x", s.k), b = absl::StrCat(s.k, "x", s.n), c = absl::StrCat(s.m, "x", s.n);
+    PlannedGraph p = Plan(absl::StrCat("tir.graph @mm(%a: tensor<", a, "xbf16>, %b: tensor<", b, "xbf16>) -> tensor<", c,
+                                       "xf32> {\n  %c = matmul(%a, %b) : (tensor<", a, "xbf16>, tensor<", b,
+                                       "xbf16>) -> tensor<", c, "xf32>\n  results %c : tensor<", c, "xf32>\n}"));
+    const target::ArchInfo arch = *target::LookupArch("sm_90a");
+    ASSERT_EQ(FillUnits(arch), 120);
+    const std::vector<TileCandidate> &kept = p.spaces[0].kept;
+    ASSERT_FALSE(kept.empty());
+    EXPECT_GE(kept[0].Units(), 120);
+    int underfilled = 0;
+    bool seenUnder = false;
+    for (const TileCandidate &t : kept) {
+      if (t.is_default) EXPECT_GE(t.Units(), 120);
+      if (t.Units() < 120) {
+        ++underfilled;
+        seenUnder = true;
+      } else {
+        EXPECT_FALSE(seenUnder) << "a candidate that fills the machine ranked after one that does not";
+      }
+    }
+    EXPECT_GT(underfilled, 0);
+  }
 }
 
 TEST_F(PlanTest, F32MatmulIsARegisterTiledKernelThatHonoursItsTile) {

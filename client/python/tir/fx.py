@@ -372,17 +372,23 @@ class _Writer:
         return y
 
     def softmax(self, x, dim, node, log=False):
+        """A half-precision softmax is computed in f32 and rounded once at
+        the end, as PyTorch computes it (and as tir's online max and sum
+        takes it for rows too long to keep on chip)."""
         dtype = self.dtype_of(node)
-        x = self.convert(x, dtype)
+        compute = "f32" if dtype in ("f16", "bf16") else dtype
+        x = self.convert(x, compute)
         dim = dim % x.rank
         m = self.reduce(x, [dim], "max")
-        s = self.emit("sub %s, %s : (%s, %s) -> $T" % (x.name, m.name, x.type, m.type), x.shape, dtype)
+        s = self.emit("sub %s, %s : (%s, %s) -> $T" % (x.name, m.name, x.type, m.type), x.shape, compute)
         e = self.unary("exp", s, node)
         z = self.reduce(e, [dim], "add")
         if log:
             lz = self.unary("log", z, node)
-            return self.emit("sub %s, %s : (%s, %s) -> $T" % (s.name, lz.name, s.type, lz.type), x.shape, dtype)
-        return self.emit("div %s, %s : (%s, %s) -> $T" % (e.name, z.name, e.type, z.type), x.shape, dtype)
+            y = self.emit("sub %s, %s : (%s, %s) -> $T" % (s.name, lz.name, s.type, lz.type), x.shape, compute)
+        else:
+            y = self.emit("div %s, %s : (%s, %s) -> $T" % (e.name, z.name, e.type, z.type), x.shape, compute)
+        return self.convert(y, dtype)
 
     def mean(self, v, dims, node):
         n = 1
