@@ -38,6 +38,8 @@
 
 #include "compiler/codegen/KernelEmitter.h"
 
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "compiler/ir/ReduceBody.h"
 #include "compiler/reference/Elementwise.h"
@@ -48,6 +50,23 @@ namespace {
 
 absl::Status BadCandidate(const std::string &m) {
   return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE", m);
+}
+
+// Phase two of a row split over `split` blocks: the chunk's partial `acc`
+// (of C type `type`) goes to the workspace; the block that takes the row's
+// last ticket starts from `identity`, combines all partials in chunk order
+// (`combine(acc, partial)`, each read through `load`) and resets the
+// counter for the next launch.
+std::string SplitCombine(int64_t split, const std::string &type, const std::string &acc, const std::string &identity,
+                         const std::function<std::string(const std::string &, const std::string &)> &combine,
+                         const std::string &load) {
+  return absl::StrCat(
+      "    if (lane == 0 && active) {\n", "      unsigned *tickets = (unsigned *)a.workspace;\n", "      ", type,
+      " *part = (", type, " *)(a.workspace + rows * 8);\n", "      part[row * ", split, " + chunk] = ", acc,
+      ";\n      tir_fence();\n", "      last_chunk = tir_ticket(&tickets[row]) == ", split - 1, ";\n",
+      "      if (last_chunk) {\n        tir_fence();\n        ", acc, " = ", identity, ";\n",
+      "        for (int c = 0; c < ", split, "; ++c) ", acc, " = ",
+      combine(acc, absl::StrCat(load, "(&part[row * ", split, " + c])")), ";\n        tickets[row] = 0;\n      }\n    }\n");
 }
 
 }  // namespace
@@ -247,11 +266,12 @@ absl::StatusOr<std::string> KernelEmitter::Reduction() {
     // Ticket counters first, 8 bytes a row (the same place for every
     // candidate of the kernel, so another candidate's partials never land
     // on them), then `split` 8-byte partials a row.
-    // An online pair's partial is three values (tir_online).
-    int64_t partial = 8;
-    for (auto &[op, o] : online) {
-      partial = o.max.getInput().getType().cast<mlir::ShapedType>().getElementType().isF64() ? 24 : 12;
-    }
+    // An online pair's partial is three values (tir_online); a split row
+    // has at most one (the check above: one reduction or pair).
+    const int64_t partial =
+        online.empty() ? 8
+                       : online.begin()->second.max.getInput().getType().cast<mlir::ShapedType>().getElementType().isF64() ? 24
+                                                                                                                           : 12;
     auto *w = launch_.mutable_workspace_bytes();
     w->set_constant(rs_.split * partial + 8);
     AddDomainDims(w, /*onlyParallel=*/true);
@@ -504,19 +524,7 @@ absl::Status KernelEmitter::ReductionPass(ReduceOp r, const std::set<mlir::Opera
     absl::StrAppend(&code, "    ", acc, " = tir_group_reduce(", acc, ", tpr, ", scratch, ", ", op, ");\n");
   }
   if (rs_.split > 1) {
-    // Phase two: the chunk's partial goes to the workspace; the block that
-    // takes the row's last ticket combines all partials in chunk order and
-    // resets the counter for the next launch.
-    absl::StrAppend(
-        &code, "    if (lane == 0 && active) {\n",
-        "      unsigned *tickets = (unsigned *)a.workspace;\n",
-        "      ", at, " *part = (", at, " *)(a.workspace + rows * 8);\n",
-        "      part[row * ", rs_.split, " + chunk] = ", acc, ";\n      tir_fence();\n",
-        "      last_chunk = tir_ticket(&tickets[row]) == ", rs_.split - 1, ";\n",
-        "      if (last_chunk) {\n        tir_fence();\n        ", acc, " = (", at, ")(", init, ");\n",
-        "        for (int c = 0; c < ", rs_.split, "; ++c) ", acc, " = ", comb(acc, "tir_volatile_load(&part[row * " +
-                                                                                   std::to_string(rs_.split) + " + c])"),
-        ";\n        tickets[row] = 0;\n      }\n    }\n");
+    absl::StrAppend(&code, SplitCombine(rs_.split, at, acc, absl::StrCat("(", at, ")(", init, ")"), comb, "tir_volatile_load"));
   }
   std::string value = acc;
   if (mode == ReductionMode::avg) value = ints ? acc + " / (len ? len : 1)" : absl::StrCat(acc, " / (", at, ")len");
@@ -556,16 +564,9 @@ absl::Status KernelEmitter::OnlinePass(OnlineSoftmax o, const std::set<mlir::Ope
   const std::string op = absl::StrCat("[](", ot, " x, ", ot, " y) { return tir_online_combine(x, y); }");
   absl::StrAppend(&code, "    ", acc, " = tir_group_reduce(", acc, ", tpr, ", scratch, ", ", op, ");\n");
   if (rs_.split > 1) {
-    absl::StrAppend(
-        &code, "    if (lane == 0 && active) {\n",
-        "      unsigned *tickets = (unsigned *)a.workspace;\n",
-        "      ", ot, " *part = (", ot, " *)(a.workspace + rows * 8);\n",
-        "      part[row * ", rs_.split, " + chunk] = ", acc, ";\n      tir_fence();\n",
-        "      last_chunk = tir_ticket(&tickets[row]) == ", rs_.split - 1, ";\n",
-        "      if (last_chunk) {\n        tir_fence();\n        ", acc, " = tir_online_identity<", at, ">();\n",
-        "        for (int c = 0; c < ", rs_.split, "; ++c) ", acc, " = tir_online_combine(", acc,
-        ", tir_online_volatile_load(&part[row * ", rs_.split, " + c]));\n",
-        "        tickets[row] = 0;\n      }\n    }\n");
+    auto combine = [](const std::string &x, const std::string &y) { return absl::StrCat("tir_online_combine(", x, ", ", y, ")"); };
+    absl::StrAppend(&code, SplitCombine(rs_.split, ot, acc, absl::StrCat("tir_online_identity<", at, ">()"), combine,
+                                        "tir_online_volatile_load"));
   }
   // m is the true max (NaN when any element is); z rescales s from the
   // reference to it: NaN for a row of -inf, as exp(-inf - -inf) sums to.

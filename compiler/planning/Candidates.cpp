@@ -334,7 +334,6 @@ struct Builder {
           cacheTpr = tpr;
           return true;
         }
-        if (!arch.is_gpu) break;
       }
       return false;
     }();
