@@ -10,7 +10,7 @@
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/service/server.h"
+#include "server/api/server.h"
 
 namespace tir {
 namespace {
@@ -105,8 +105,12 @@ TEST_F(ClientTest, HeuristicNowAnswersAtOnceWithTheDefault) {
 
 TEST_F(ClientTest, WatchReportsProgressUntilDone) {
   auto c = Make();
-  auto op = c->Compile(GraphSourceFromText(Graph(48, 64)), Host());
+  // A graph whose tuning (a host compile per candidate) outlasts the start
+  // of the watch, so a progress state comes before the final one; a size no
+  // other test compiles (the suite shares one coordinator and its store).
+  auto op = c->Compile(GraphSourceFromText(Graph(192, 320)), Host());
   ASSERT_TRUE(op.ok());
+  EXPECT_FALSE(op->done());
   int updates = 0;
   auto last = c->Watch(op->name(), absl::Minutes(2), [&](const tir::v1::Operation &) { ++updates; });
   ASSERT_TRUE(last.ok()) << last.status();
@@ -154,10 +158,10 @@ TEST(ClientRetry, UnavailableIsRetriedUntilTheCoordinatorIsUp) {
   }
   config.set_listen(absl::StrCat("127.0.0.1:", port));
   config.set_db(Tmp() + "/retry-db");
-  std::unique_ptr<service::CoordinatorServer> server;
+  std::unique_ptr<api::CoordinatorServer> server;
   std::thread starter([&] {
     absl::SleepFor(absl::Milliseconds(300));
-    auto s = service::CoordinatorServer::Start(config);
+    auto s = api::CoordinatorServer::Start(config);
     ASSERT_TRUE(s.ok()) << s.status();
     server = std::move(*s);
   });

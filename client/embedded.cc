@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const Em
   config.set_work_dir(options.cache_dir + "/coordinator");
   config.set_heartbeat_interval_ms(500);
   config.set_lost_after_ms(5000);
-  TIR_ASSIGN_OR_RETURN(e->server_, service::CoordinatorServer::Start(config));
+  TIR_ASSIGN_OR_RETURN(e->server_, api::CoordinatorServer::Start(config));
   worker::WorkerOptions wo;
   wo.runner_path = runner;
   wo.reference_dir = options.cache_dir + "/worker/reference";

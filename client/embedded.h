@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "server/service/server.h"
+#include "server/api/server.h"
 #include "worker/worker.h"
 
 namespace tir::client {
@@ -40,7 +40,7 @@ class EmbeddedService {
 
  private:
   EmbeddedService() = default;
-  std::unique_ptr<service::CoordinatorServer> server_;
+  std::unique_ptr<api::CoordinatorServer> server_;
   std::unique_ptr<worker::Worker> worker_;
   std::thread thread_;
   std::string arch_;

@@ -64,7 +64,8 @@ absl::StatusOr<std::string> PlanCommand(const std::string &text, const PlanOptio
         header = absl::StrCat("cost model calibration: the store at ", options.store_dir, " cannot be read (",
                               db.status().message(), "): the analytic model alone\n");
       } else {
-        TIR_ASSIGN_OR_RETURN(std::vector<planning::TrialPoint> points, tuning::LoadTrialPoints(**db));
+        const ledger::Ledger trials(std::shared_ptr<store::KernelStore>(*std::move(db)), nullptr);
+        TIR_ASSIGN_OR_RETURN(std::vector<planning::TrialPoint> points, tuning::LoadTrialPoints(trials));
         calibration = planning::Calibration::Fit(std::move(points));
         header = calibration.ToText();
       }

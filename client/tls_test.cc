@@ -13,7 +13,7 @@
 #include "client/client.h"
 #include "compiler/support/status.h"
 #include "gtest/gtest.h"
-#include "server/service/server.h"
+#include "server/api/server.h"
 #include "tests/testing/net.h"
 
 extern char **environ;
@@ -40,7 +40,7 @@ TEST(Tls, ClientsConnectWithTheCaAndTheTokenOnly) {
   config.set_tls_cert_file(dir + "/cert.pem");
   config.set_tls_key_file(dir + "/key.pem");
   config.set_client_token_file(dir + "/client.token");
-  auto server = service::CoordinatorServer::Start(config);
+  auto server = api::CoordinatorServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
 
   ClientOptions o;

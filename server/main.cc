@@ -1,5 +1,5 @@
 // tir-coordinator: flags and the config file only; the service is
-// //server/service:server.
+// //server/api:server.
 //
 //   tir-coordinator [--config=FILE] [--listen=HOST:PORT] [--db=DIR] [--metrics-port=N] [--dashboard-port=N]
 //                   [--insecure]
@@ -17,7 +17,7 @@
 #include "absl/flags/flag.h"
 #include "compiler/support/cli.h"
 #include "server/config/config.h"
-#include "server/service/server.h"
+#include "server/api/server.h"
 
 ABSL_FLAG(std::string, config, "", "JSON configuration file (tir.v1.CoordinatorConfig)");
 ABSL_FLAG(std::string, listen, "", "gRPC address HOST:PORT (default 127.0.0.1:7070)");
@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) config.set_metrics_port(absl::GetFlag(FLAGS_metrics_port));
   if (absl::GetFlag(FLAGS_dashboard_port) >= 0) config.set_dashboard_port(absl::GetFlag(FLAGS_dashboard_port));
   if (config.db().empty()) config.set_db(tir::CacheDir() + "/store");
-  auto server = tir::service::CoordinatorServer::Start(config);
+  auto server = tir::api::CoordinatorServer::Start(config);
   if (!server.ok()) {
     std::fprintf(stderr, "tir-coordinator: %s\n", std::string(server.status().message()).c_str());
     return 1;

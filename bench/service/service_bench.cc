@@ -46,7 +46,7 @@
 #include "compiler/planning/Calibration.h"
 #include "compiler/target/ArchTable.h"
 #include "grpcpp/grpcpp.h"
-#include "server/service/server.h"
+#include "server/api/server.h"
 #include "server/tuning/work_items.h"
 #include "tests/testing/net.h"
 #include "tir/bench/echo.grpc.pb.h"
@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
   config.set_db(dir + "/db");
   config.set_heartbeat_interval_ms(200);
   config.set_lost_after_ms(2000);
-  auto server = tir::service::CoordinatorServer::Start(config);
+  auto server = tir::api::CoordinatorServer::Start(config);
   if (!server.ok()) {
     std::fprintf(stderr, "service bench: %s\n", std::string(server.status().message()).c_str());
     return 1;

@@ -4,17 +4,15 @@
 
 namespace tir::tuning {
 
-absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(store::KernelStore &store) {
+absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(const ledger::Ledger &ledger) {
   std::vector<planning::TrialPoint> out;
-  absl::Status s = store.Scan(store::Family::kTrials, "", [&](absl::string_view key, absl::string_view value) {
-    tir::v1::CandidateResult r;
-    if (!r.ParseFromString(std::string(value))) return true;
+  absl::Status s = ledger.ScanTrials([&](const std::string &id, const tir::v1::CandidateResult &r) {
     if (r.verification().verdict() != tir::v1::VERDICT_PASSED || r.measurement().samples() == 0 ||
         !r.has_candidate() || r.arch().empty()) {
-      return true;
+      return;
     }
     planning::TrialPoint t;
-    t.key = std::string(key);
+    t.key = id;
     t.arch = r.arch();
     t.kind = r.candidate().kernel_kind();
     t.params.insert(r.candidate().params().begin(), r.candidate().params().end());
@@ -26,7 +24,6 @@ absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(store::KernelS
     t.inputs.erase("correction");
     t.measured = r.measurement().median_seconds();
     out.push_back(std::move(t));
-    return true;
   });
   if (!s.ok()) return s;
   return out;

@@ -9,11 +9,11 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/planning/Calibration.h"
-#include "server/store/kernel_store.h"
+#include "server/ledger/ledger.h"
 
 namespace tir::tuning {
 
-absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(store::KernelStore &store);
+absl::StatusOr<std::vector<planning::TrialPoint>> LoadTrialPoints(const ledger::Ledger &ledger);
 
 }  // namespace tir::tuning
 

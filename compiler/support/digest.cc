@@ -1,0 +1,20 @@
+#include "compiler/support/digest.h"
+
+#include "absl/strings/escaping.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/SHA256.h"
+
+namespace tir {
+
+std::array<uint8_t, 32> Sha256(absl::string_view data) {
+  return llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(data.data()), data.size()));
+}
+
+std::string Hex(absl::string_view bytes) { return absl::BytesToHexString(bytes); }
+
+std::string Sha256Hex(absl::string_view data) {
+  const std::array<uint8_t, 32> d = Sha256(data);
+  return Hex(absl::string_view(reinterpret_cast<const char *>(d.data()), d.size()));
+}
+
+}  // namespace tir

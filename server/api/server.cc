@@ -1,0 +1,152 @@
+#include "server/api/server.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "compiler/support/status.h"
+#include "compiler/support/version.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
+#include "prometheus/gauge.h"
+#include "server/config/config.h"
+#include "server/api/rpc_status.h"
+#include "server/store/rocksdb_kernel_store.h"
+
+namespace tir::api {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string &path) {
+  std::ifstream in(path);
+  if (!in) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG", "cannot read " + path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(const tir::v1::CoordinatorConfig &input) {
+  tir::v1::CoordinatorConfig config = input;
+  TIR_RETURN_IF_ERROR(config::Finish(config));
+  // absl's Mutex deadlock detector keeps a process-wide graph of every lock
+  // taken, under its own lock: a cost on every call of a serving process.
+  // The locking order is checked by the thread-safety annotations instead.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  if (config.db().empty()) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG", "db is required");
+  auto s = std::unique_ptr<CoordinatorServer>(new CoordinatorServer());
+  s->registry_ = std::make_shared<prometheus::Registry>();
+  prometheus::BuildGauge()
+      .Name("tir_build_info")
+      .Help("tir version and codegen version of this coordinator")
+      .Register(*s->registry_)
+      .Add({{"version", kTirVersion}, {"codegen", kCodegenVersion}})
+      .Set(1);
+  TIR_ASSIGN_OR_RETURN(std::unique_ptr<store::RocksDbKernelStore> db, store::RocksDbKernelStore::Open(config.db()));
+  s->store_ = std::move(db);
+  coordinator::CoordinatorOptions o;
+  o.heartbeat_interval = absl::Milliseconds(config.heartbeat_interval_ms());
+  o.lost_after = absl::Milliseconds(config.lost_after_ms());
+  o.max_attempts = static_cast<int>(config.max_attempts());
+  o.lease_timeout = absl::Milliseconds(config.lease_timeout_ms());
+  o.tuner.width = static_cast<int>(config.tuning_width());
+  o.tuner.min_runs = static_cast<int>(config.tuning_min_runs());
+  o.tuner.budget_seconds = config.tuning_budget_ms() * 1e-3;
+  o.default_without_worker = config.no_worker() == "default";
+  o.work_dir = config.work_dir().empty() ? config.db() + "/work" : config.work_dir();
+  o.limits.max_ops_per_graph = config.max_ops_per_graph();
+  o.limits.max_jobs = config.max_jobs();
+  o.limits.max_jobs_per_client = config.max_jobs_per_client();
+  o.limits.max_queue_items = config.max_queue_items();
+  o.limits.max_operations = config.max_operations();
+  o.limits.max_planning_queue = config.max_planning_queue();
+  o.planning_threads = static_cast<int>(config.planning_threads());
+  o.quarantine_after = static_cast<int>(config.quarantine_after());
+  o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());
+  o.shape_buckets = config.shape_buckets();
+  if (!config.bundle_key_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file()));
+  }
+  Tokens tokens;
+  if (!config.client_token_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(tokens.client, config::ReadSecret(config.client_token_file()));
+  }
+  if (!config.read_token_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(tokens.read, config::ReadSecret(config.read_token_file()));
+  }
+  if (!config.worker_token_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(tokens.worker, config::ReadSecret(config.worker_token_file()));
+  }
+  // Off loopback, a coordinator without a worker token lets anyone who
+  // reaches the port register as a worker and have its binaries served.
+  if (!config::IsLoopback(config.listen()) && tokens.worker.empty() && !config.insecure()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
+                     "refusing to serve on " + config.listen() +
+                         " without workerTokenFile: anyone who reaches the port could register as a worker and "
+                         "have its binaries served to every client. Set workerTokenFile (and clientTokenFile), "
+                         "listen on loopback, or pass --insecure (config \"insecure\": true)");
+  }
+  s->coordinator_ = std::make_unique<coordinator::Coordinator>(o, s->store_, s->registry_);
+  s->compiler_ = std::make_unique<CompilerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
+  s->workers_ = std::make_unique<WorkerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
+
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!config.tls_cert_file().empty()) {
+    grpc::SslServerCredentialsOptions ssl(config.tls_client_ca_file().empty()
+                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    TIR_ASSIGN_OR_RETURN(std::string cert, ReadFile(config.tls_cert_file()));
+    TIR_ASSIGN_OR_RETURN(std::string key, ReadFile(config.tls_key_file()));
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    if (!config.tls_client_ca_file().empty()) {
+      TIR_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(config.tls_client_ca_file()));
+    }
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  // A bounded server: at most this many threads serve calls (a flood of
+  // clients waits for one instead of growing the process without bound).
+  grpc::ResourceQuota quota("tir-coordinator");
+  quota.SetMaxThreads(static_cast<int>(config.max_server_threads()));
+  builder.SetResourceQuota(quota);
+  builder.AddListeningPort(config.listen(), creds, &s->port_);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MalformedRequestInterceptor());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes()));
+  builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes()));
+  builder.RegisterService(s->compiler_.get());
+  builder.RegisterService(s->workers_.get());
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_ || s->port_ == 0) {
+    return MakeError(absl::StatusCode::kUnavailable, "LISTEN_FAILED", "cannot serve on " + config.listen());
+  }
+  TIR_RETURN_IF_ERROR(s->coordinator_->Start());
+  if (config.dashboard_port() > 0) {
+    TIR_ASSIGN_OR_RETURN(s->dashboard_,
+                         dashboard::Dashboard::Start(s->coordinator_.get(),
+                                                     absl::StrCat(config.http_address(), ":", config.dashboard_port())));
+  }
+  if (config.metrics_port() > 0) {
+    s->exposer_ =
+        std::make_unique<prometheus::Exposer>(absl::StrCat(config.http_address(), ":", config.metrics_port()));
+    s->exposer_->RegisterCollectable(s->registry_);
+  }
+  return s;
+}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+void CoordinatorServer::Wait() {
+  if (server_) server_->Wait();
+}
+
+void CoordinatorServer::Shutdown() {
+  dashboard_.reset();
+  if (coordinator_) coordinator_->Shutdown();  // wakes long polls
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (compiler_) compiler_->DrainSlowCalls();
+}
+
+}  // namespace tir::api

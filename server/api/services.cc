@@ -1,0 +1,208 @@
+#include "server/api/services.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "server/api/rpc_status.h"
+
+namespace tir::api {
+namespace {
+
+absl::Time DeadlineOf(const grpc::ServerContextBase &ctx) {
+  const auto d = ctx.deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(d);
+}
+
+template <typename T>
+absl::Status Assign(absl::StatusOr<T> r, T *out) {
+  if (!r.ok()) return r.status();
+  *out = *std::move(r);
+  return absl::OkStatus();
+}
+
+grpc::Status Counted(prometheus::Family<prometheus::Counter> &requests, const char *method, const absl::Status &s) {
+  requests.Add({{"method", method}, {"code", absl::StatusCodeToString(s.code())}}).Increment();
+  return ToGrpc(s);
+}
+
+}  // namespace
+
+CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)
+    : c_(c),
+      auth_(std::move(tokens)),
+      requests_(prometheus::BuildCounter()
+                    .Name("tir_requests_total")
+                    .Help("Client API calls by method and status code")
+                    .Register(registry)),
+      slow_(static_cast<int>(std::max(4u, std::thread::hardware_concurrency() * 2)), kSlowCalls) {}
+
+grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) { return Counted(requests_, method, s); }
+
+grpc::Status CompilerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method,
+                                      const std::function<absl::Status()> &handler) {
+  absl::Status s = auth_.Check(*ctx, method);
+  if (s.ok()) s = handler();
+  return Done(method, s);
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext *ctx, const char *method,
+                                                     const std::function<Answer()> &handler) {
+  grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
+  const absl::Status allowed = auth_.Check(*ctx, method);
+  if (!allowed.ok()) {
+    r->Finish(Done(method, allowed));
+    return r;
+  }
+  Answer a = handler();
+  if (!a.slow) {
+    r->Finish(Done(method, a.status));
+    return r;
+  }
+  const absl::Status queued =
+      slow_.Submit([this, r, method, call = std::move(a.slow)] { r->Finish(Done(method, call())); }, "slowCalls");
+  if (!queued.ok()) r->Finish(Done(method, queued));
+  return r;
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerContext *ctx,
+                                                       const tir::v1::CompileRequest *req, tir::v1::Operation *out) {
+  return React(ctx, "Compile", [&]() -> Answer {
+    // A cache hit answers here; anything else (parse, plan, join a job) on
+    // the slow-call pool.
+    absl::StatusOr<std::optional<tir::v1::Operation>> hit = c_->CompileIfCached(*req);
+    if (!hit.ok()) return {hit.status()};
+    if (*hit) {
+      *out = **std::move(hit);
+      return {absl::OkStatus()};
+    }
+    return {absl::OkStatus(), [this, ctx, req, out] { return Assign(c_->Compile(*req, ClientOf(*ctx)), out); }};
+  });
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServerContext *ctx,
+                                                            const tir::v1::GetOperationRequest *req,
+                                                            tir::v1::Operation *out) {
+  return React(ctx, "GetOperation", [&]() -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
+}
+
+grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const tir::v1::WaitOperationRequest *req,
+                                                tir::v1::Operation *out) {
+  return Run(ctx, "WaitOperation", [&] {
+    absl::Duration timeout = req->has_timeout()
+                                 ? absl::Seconds(req->timeout().seconds()) + absl::Nanoseconds(req->timeout().nanos())
+                                 : absl::Minutes(10);
+    // Answer a little before the caller's deadline, with the operation as it is.
+    timeout = std::min(timeout, DeadlineOf(*ctx) - absl::Now() - absl::Milliseconds(50));
+    return Assign(c_->WaitOperation(req->name(), std::max(timeout, absl::ZeroDuration())), out);
+  });
+}
+
+grpc::Status CompilerServiceImpl::WatchOperation(grpc::ServerContext *ctx, const tir::v1::WatchOperationRequest *req,
+                                                 grpc::ServerWriter<tir::v1::Operation> *writer) {
+  return Run(ctx, "WatchOperation", [&] {
+    int64_t version = -1;
+    for (;;) {
+      absl::StatusOr<tir::v1::Operation> op = c_->WaitOperation(req->name(), absl::Seconds(1), &version);
+      if (!op.ok()) return op.status();
+      if (!writer->Write(*op) || op->done() || ctx->IsCancelled()) return absl::OkStatus();
+    }
+  });
+}
+
+grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,
+                                                  tir::v1::Operation *out) {
+  return Run(ctx, "CancelOperation", [&] { return Assign(c_->CancelOperation(req->name()), out); });
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::GetKernel(grpc::CallbackServerContext *ctx,
+                                                         const tir::v1::GetKernelRequest *req, tir::v1::KernelBundle *out) {
+  return React(ctx, "GetKernel",
+               [&]() -> Answer { return {Assign(c_->GetKernel(req->name(), req->metadata_only()), out)}; });
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServerContext *ctx,
+                                                            const tir::v1::LookupKernelRequest *req,
+                                                            tir::v1::LookupKernelResponse *out) {
+  return React(ctx, "LookupKernel", [&]() -> Answer {
+    absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> known = c_->LookupIfKnown(*req);
+    if (!known.ok()) return {known.status()};
+    if (*known) {
+      *out = **std::move(known);
+      return {absl::OkStatus()};
+    }
+    return {absl::OkStatus(), [this, req, out] { return Assign(c_->LookupKernel(*req), out); }};
+  });
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::ListKernels(grpc::CallbackServerContext *ctx,
+                                                           const tir::v1::ListKernelsRequest *req,
+                                                           tir::v1::ListKernelsResponse *out) {
+  return React(ctx, "ListKernels", [&]() -> Answer { return {Assign(c_->ListKernels(*req), out)}; });
+}
+
+grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const tir::v1::DeleteKernelRequest *req,
+                                               tir::v1::DeleteKernelResponse *out) {
+  return Run(ctx, "DeleteKernel", [&] { return Assign(c_->DeleteKernel(req->name()), out); });
+}
+
+grpc::ServerUnaryReactor *CompilerServiceImpl::ListWorkers(grpc::CallbackServerContext *ctx,
+                                                           const tir::v1::ListWorkersRequest *req,
+                                                           tir::v1::ListWorkersResponse *out) {
+  return React(ctx, "ListWorkers", [&]() -> Answer {
+    *out = c_->ListWorkers(req->arch());
+    return {absl::OkStatus()};
+  });
+}
+
+WorkerServiceImpl::WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)
+    : c_(c),
+      auth_(std::move(tokens)),
+      requests_(prometheus::BuildCounter()
+                    .Name("tir_worker_requests_total")
+                    .Help("Worker API calls by method and status code")
+                    .Register(registry)) {}
+
+grpc::Status WorkerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method,
+                                    const std::function<absl::Status()> &handler) {
+  absl::Status s = auth_.Check(*ctx, method);
+  if (s.ok()) s = handler();
+  return Counted(requests_, method, s);
+}
+
+grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext *ctx, const tir::v1::RegisterWorkerRequest *req,
+                                               tir::v1::RegisterWorkerResponse *out) {
+  return Run(ctx, "RegisterWorker", [&] { return Assign(c_->RegisterWorker(*req), out); });
+}
+
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext *ctx, const tir::v1::HeartbeatRequest *req,
+                                          tir::v1::HeartbeatResponse *out) {
+  return Run(ctx, "Heartbeat", [&] { return Assign(c_->Heartbeat(*req), out); });
+}
+
+grpc::Status WorkerServiceImpl::LeaseWork(grpc::ServerContext *ctx, const tir::v1::LeaseWorkRequest *req,
+                                          tir::v1::LeaseWorkResponse *out) {
+  return Run(ctx, "LeaseWork",
+             [&] { return Assign(c_->LeaseWork(*req, DeadlineOf(*ctx) - absl::Milliseconds(50)), out); });
+}
+
+grpc::Status WorkerServiceImpl::ReportResult(grpc::ServerContext *ctx, const tir::v1::ReportResultRequest *req,
+                                             tir::v1::ReportResultResponse *out) {
+  return Run(ctx, "ReportResult", [&] { return Assign(c_->ReportResult(*req), out); });
+}
+
+grpc::Status WorkerServiceImpl::Drain(grpc::ServerContext *ctx, const tir::v1::DrainRequest *req,
+                                      tir::v1::DrainResponse *out) {
+  return Run(ctx, "Drain", [&] { return Assign(c_->Drain(*req), out); });
+}
+
+grpc::Status WorkerServiceImpl::ReturnWork(grpc::ServerContext *ctx, const tir::v1::ReturnWorkRequest *req,
+                                           tir::v1::ReturnWorkResponse *out) {
+  return Run(ctx, "ReturnWork", [&] { return Assign(c_->ReturnWork(*req), out); });
+}
+
+}  // namespace tir::api

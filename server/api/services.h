@@ -1,0 +1,105 @@
+// The gRPC services of tir-coordinator over a Coordinator: the client API
+// (tir.v1.CompilerService) and the worker API (tir.v1.WorkerService), with
+// every call authorized (auth.h) by the helpers that run its handler, and
+// counted by method and code.
+
+#ifndef TIR_SERVER_API_SERVICES_H_
+#define TIR_SERVER_API_SERVICES_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
+#include "server/api/auth.h"
+#include "server/coordinator/coordinator.h"
+#include "server/common/work_queue.h"
+#include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/worker_service.grpc.pb.h"
+
+namespace tir::api {
+
+
+// The calls that answer quickly (a cache hit, a read) run on gRPC's callback
+// threads, with no thread of their own per call, so a thousand clients on
+// cache hits need no thousand threads; a Compile or Lookup that must parse
+// or plan goes to a bounded pool (`kSlowCalls` waiting at most, then
+// LIMIT_EXCEEDED). Long polls (Wait, Watch) and writes stay synchronous.
+using CompilerServiceBase = tir::v1::CompilerService::WithCallbackMethod_Compile<
+    tir::v1::CompilerService::WithCallbackMethod_GetOperation<tir::v1::CompilerService::WithCallbackMethod_GetKernel<
+        tir::v1::CompilerService::WithCallbackMethod_LookupKernel<tir::v1::CompilerService::WithCallbackMethod_ListKernels<
+            tir::v1::CompilerService::WithCallbackMethod_ListWorkers<tir::v1::CompilerService::Service>>>>>>;
+
+class CompilerServiceImpl final : public CompilerServiceBase {
+ public:
+  CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry);
+  grpc::ServerUnaryReactor *Compile(grpc::CallbackServerContext *, const tir::v1::CompileRequest *,
+                                    tir::v1::Operation *) override;
+  grpc::ServerUnaryReactor *GetOperation(grpc::CallbackServerContext *, const tir::v1::GetOperationRequest *,
+                                         tir::v1::Operation *) override;
+  grpc::Status WaitOperation(grpc::ServerContext *, const tir::v1::WaitOperationRequest *, tir::v1::Operation *) override;
+  grpc::Status WatchOperation(grpc::ServerContext *, const tir::v1::WatchOperationRequest *,
+                              grpc::ServerWriter<tir::v1::Operation> *) override;
+  grpc::Status CancelOperation(grpc::ServerContext *, const tir::v1::CancelOperationRequest *,
+                               tir::v1::Operation *) override;
+  grpc::ServerUnaryReactor *GetKernel(grpc::CallbackServerContext *, const tir::v1::GetKernelRequest *,
+                                      tir::v1::KernelBundle *) override;
+  grpc::ServerUnaryReactor *LookupKernel(grpc::CallbackServerContext *, const tir::v1::LookupKernelRequest *,
+                                         tir::v1::LookupKernelResponse *) override;
+  grpc::ServerUnaryReactor *ListKernels(grpc::CallbackServerContext *, const tir::v1::ListKernelsRequest *,
+                                        tir::v1::ListKernelsResponse *) override;
+  grpc::Status DeleteKernel(grpc::ServerContext *, const tir::v1::DeleteKernelRequest *,
+                            tir::v1::DeleteKernelResponse *) override;
+  grpc::ServerUnaryReactor *ListWorkers(grpc::CallbackServerContext *, const tir::v1::ListWorkersRequest *,
+                                        tir::v1::ListWorkersResponse *) override;
+
+  // Calls that wait for the slow-call pool at most.
+  static constexpr size_t kSlowCalls = 4096;
+  // Returns once every call handed to the pool has finished (before the
+  // server goes away).
+  void DrainSlowCalls() { slow_.Drain(); }
+
+ private:
+  // What a callback handler answers: a status now, or a call for the
+  // slow-call pool (LIMIT_EXCEEDED at once when kSlowCalls wait already).
+  struct Answer {
+    absl::Status status;
+    std::function<absl::Status()> slow;
+  };
+  // Authorizes `method`, then answers with `handler` (counted).
+  grpc::ServerUnaryReactor *React(grpc::CallbackServerContext *ctx, const char *method,
+                                  const std::function<Answer()> &handler);
+  // The same for a synchronous handler.
+  grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::function<absl::Status()> &handler);
+  grpc::Status Done(const char *method, const absl::Status &s);
+  coordinator::Coordinator *c_;
+  Authenticator auth_;
+  prometheus::Family<prometheus::Counter> &requests_;
+  common::WorkPool slow_;
+};
+
+class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
+ public:
+  WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry);
+  grpc::Status RegisterWorker(grpc::ServerContext *, const tir::v1::RegisterWorkerRequest *,
+                              tir::v1::RegisterWorkerResponse *) override;
+  grpc::Status Heartbeat(grpc::ServerContext *, const tir::v1::HeartbeatRequest *, tir::v1::HeartbeatResponse *) override;
+  grpc::Status LeaseWork(grpc::ServerContext *, const tir::v1::LeaseWorkRequest *, tir::v1::LeaseWorkResponse *) override;
+  grpc::Status ReportResult(grpc::ServerContext *, const tir::v1::ReportResultRequest *,
+                            tir::v1::ReportResultResponse *) override;
+  grpc::Status Drain(grpc::ServerContext *, const tir::v1::DrainRequest *, tir::v1::DrainResponse *) override;
+  grpc::Status ReturnWork(grpc::ServerContext *, const tir::v1::ReturnWorkRequest *,
+                          tir::v1::ReturnWorkResponse *) override;
+
+ private:
+  // Authorizes `method`, then answers with `handler` (counted).
+  grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::function<absl::Status()> &handler);
+  coordinator::Coordinator *c_;
+  Authenticator auth_;
+  prometheus::Family<prometheus::Counter> &requests_;
+};
+
+}  // namespace tir::api
+
+#endif  // TIR_SERVER_API_SERVICES_H_

@@ -1,0 +1,54 @@
+// A bundle's parts from the plan: its identity (key, graph, arch, policy,
+// tensors) and, per kernel, the entry a candidate launches with. Tuned
+// bundles are assembled by their tuning job (server/tuning/tuning_jobs.h);
+// the untuned default, compiled on the coordinator, here (DefaultBundles).
+
+#ifndef TIR_SERVER_BUNDLES_ASSEMBLY_H_
+#define TIR_SERVER_BUNDLES_ASSEMBLY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/nvrtc/compile_cache.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "server/bundles/signer.h"
+#include "server/tuning/work_items.h"
+#include "tir/v1/kernel.pb.h"
+
+namespace tir::bundles {
+
+struct BundleIdentity {
+  std::string key;
+  std::string fingerprint;
+  std::string arch;
+  std::string policy;
+  // Inputs, outputs and intermediates; a dynamic graph's bucket.
+  tir::v1::KernelBundle signature;
+};
+
+// A bundle's identity and provenance; kernels and tuning figures follow.
+tir::v1::KernelBundle NewBundle(const BundleIdentity &id, bool tuned);
+// What kernel entry `partition` says about launching candidate `position`.
+void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::KernelWork &w, int position);
+// Nanosecond resolution (TimeUtil::GetCurrentTime has whole seconds here).
+google::protobuf::Timestamp NowTimestamp();
+
+// The default candidates of a plan compiled here (cubins with NVRTC, host
+// objects with the host compiler), marked untuned, signed. Thread-safe.
+class DefaultBundles {
+ public:
+  DefaultBundles(std::string work_dir, const BundleSigner &signer, prometheus::Registry &registry);
+  absl::StatusOr<tir::v1::KernelBundle> Build(const BundleIdentity &id, const std::vector<tuning::KernelWork> &plan);
+
+ private:
+  const std::string work_dir_;
+  const BundleSigner &signer_;
+  nvrtc::CompileCache compile_cache_;
+  prometheus::Histogram &compile_seconds_;
+};
+
+}  // namespace tir::bundles
+
+#endif  // TIR_SERVER_BUNDLES_ASSEMBLY_H_

@@ -1,0 +1,135 @@
+#include <filesystem>
+
+#include "client/bundle_signature.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/bundles/shape_source.h"
+#include "server/bundles/signing_source.h"
+#include "server/bundles/store_source.h"
+#include "server/store/rocksdb_kernel_store.h"
+
+namespace tir::bundles {
+namespace {
+
+class BundlesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto dir = std::filesystem::path(::testing::TempDir()) /
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir);
+    auto s = store::RocksDbKernelStore::Open(dir.string());
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::shared_ptr<store::KernelStore>(*std::move(s));
+    ledger_ = std::make_unique<ledger::Ledger>(store_, nullptr);
+    sizer_ = std::make_unique<ShapeSizer>(*ledger_, signer_);
+  }
+  // A dynamic bundle of one input of ?x4 f32 (no kernels), tuned at 8x4.
+  tir::v1::KernelBundle Dynamic(const std::string &key) {
+    tir::v1::KernelBundle b;
+    b.set_key(key);
+    b.set_name("kernels/" + key);
+    tir::v1::TensorType *t = b.add_inputs();
+    t->set_dtype(tir::v1::DTYPE_F32);
+    t->add_shape(-1);
+    t->add_shape(4);
+    *b.add_tuned_shape() = Hint("0=8x4");
+    b.mutable_tuning()->set_tuned(true);
+    b.mutable_create_time()->set_seconds(100);
+    return b;
+  }
+  static tir::v1::ShapeHint Hint(const std::string &text) { return common::ParseShapeText(text).hints.at(0); }
+
+  const std::string key_ = "secret";
+  BundleSigner signer_{key_};
+  std::shared_ptr<store::KernelStore> store_;
+  std::unique_ptr<ledger::Ledger> ledger_;
+  std::unique_ptr<ShapeSizer> sizer_;
+};
+
+TEST_F(BundlesTest, TheStoreFindsWhatItHoldsAndSigningSignsIt) {
+  tir::v1::KernelBundle b;
+  b.set_key("k");
+  b.set_name("kernels/k");
+  ASSERT_TRUE(store_->PutKernel(b).ok());
+  StoreSource stored(store_);
+  SigningSource signing(stored, signer_);
+  auto none = signing.Find({"other"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto found = signing.Find({"k"});
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_TRUE((*found)->servable);
+  EXPECT_TRUE(CheckBundleSignature((*found)->bundle, key_).ok());
+  EXPECT_FALSE(CheckBundleSignature((*found)->bundle, "another key").ok());
+}
+
+TEST_F(BundlesTest, ADynamicBundleIsServedAtAShapeOnlyOnceVerifiedThere) {
+  ASSERT_TRUE(store_->PutKernel(Dynamic("d")).ok());
+  StoreSource stored(store_);
+  ShapeSource sized(stored, *sizer_);
+  SigningSource signing(sized, signer_);
+
+  // The shape tuned at is verified by the tuning.
+  const common::Shape tuned = common::ParseShapeText("0=8x4");
+  auto atTuned = signing.Find({"d", &tuned});
+  ASSERT_TRUE(atTuned.ok()) << atTuned.status();
+  ASSERT_TRUE(atTuned->has_value());
+  EXPECT_TRUE((*atTuned)->servable);
+  EXPECT_EQ((*atTuned)->bundle.inputs(0).shape(0), 8);
+  EXPECT_TRUE((*atTuned)->bundle.has_served_shape());
+  EXPECT_TRUE(CheckBundleSignature((*atTuned)->bundle, key_).ok());
+
+  // Another shape of the bucket: found, not servable, unsigned, unsized.
+  const common::Shape other = common::ParseShapeText("0=5x4");
+  auto atOther = signing.Find({"d", &other});
+  ASSERT_TRUE(atOther.ok()) << atOther.status();
+  ASSERT_TRUE(atOther->has_value());
+  EXPECT_FALSE((*atOther)->servable);
+  EXPECT_EQ((*atOther)->bundle.inputs(0).shape(0), -1);
+
+  // Verified there: served sized; the record is in the ledger.
+  tir::v1::ShapeVerification pass;
+  *pass.add_shape() = other.hints[0];
+  pass.set_passed(true);
+  *pass.mutable_bundle_create_time() = (*atOther)->bundle.create_time();
+  sizer_->Verified("d", other, (*atOther)->bundle, pass, true);
+  auto again = signing.Find({"d", &other});
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_TRUE((*again)->servable);
+  EXPECT_TRUE(ledger_->GetShape("d", other.text)->has_value());
+
+  // A bundle retuned under the key (another create time) is not verified
+  // by the old record.
+  tir::v1::KernelBundle retuned = Dynamic("d");
+  retuned.mutable_create_time()->set_seconds(200);
+  ASSERT_TRUE(store_->PutKernel(retuned).ok());
+  auto stale = signing.Find({"d", &other});
+  ASSERT_TRUE(stale.ok() && stale->has_value());
+  EXPECT_FALSE((*stale)->servable);
+}
+
+TEST_F(BundlesTest, ABundleWrongAtAShapeIsRefusedThereWithItsReason) {
+  ASSERT_TRUE(store_->PutKernel(Dynamic("w")).ok());
+  StoreSource stored(store_);
+  ShapeSource sized(stored, *sizer_);
+  const common::Shape shape = common::ParseShapeText("0=3x4");
+  tir::v1::ShapeVerification wrong;
+  wrong.set_passed(false);
+  wrong.add_kernels()->set_verdict(tir::v1::VERDICT_WRONG);
+  wrong.mutable_bundle_create_time()->set_seconds(100);
+  sizer_->Verified("w", shape, Dynamic("w"), wrong, true);
+  auto refused = sized.Find({"w", &shape});
+  EXPECT_EQ(ReasonOf(refused.status()), "WRONG_AT_SHAPE");
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("VERDICT_WRONG"));
+  // Forgetting the key (a new bundle) drops the refusal from memory and ledger.
+  sizer_->Forget("w");
+  EXPECT_FALSE(ledger_->GetShape("w", shape.text)->has_value());
+  auto after = sized.Find({"w", &shape});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE((*after)->servable);
+}
+
+}  // namespace
+}  // namespace tir::bundles

@@ -1,0 +1,18 @@
+#include "server/bundles/shape_source.h"
+
+#include "compiler/support/status.h"
+
+namespace tir::bundles {
+
+absl::StatusOr<std::optional<FoundBundle>> ShapeSource::Find(const BundleQuery &query) {
+  TIR_ASSIGN_OR_RETURN(std::optional<FoundBundle> found, inner_.Find(query));
+  if (!found || query.shape == nullptr) return found;
+  TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::KernelBundle> at, sizer_.AtShape(found->bundle, *query.shape));
+  if (!at) {
+    found->servable = false;
+    return found;
+  }
+  return FoundBundle{*std::move(at), true};
+}
+
+}  // namespace tir::bundles

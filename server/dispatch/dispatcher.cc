@@ -1,0 +1,415 @@
+#include "server/dispatch/dispatcher.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "compiler/support/status.h"
+#include "compiler/target/ArchTable.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace tir::dispatch {
+
+using google::protobuf::util::TimeUtil;
+
+struct Dispatcher::Metrics {
+  explicit Metrics(prometheus::Registry &r)
+      : queue_depth(prometheus::BuildGauge().Name("tir_queue_depth").Help("Work items waiting for a worker, by arch").Register(r)),
+        leases(prometheus::BuildGauge().Name("tir_leases_outstanding").Help("Work items leased to workers").Register(r).Add({})),
+        workers(prometheus::BuildGauge().Name("tir_workers").Help("Registered workers by arch and state").Register(r)),
+        queue_wait_seconds(prometheus::BuildHistogram()
+                               .Name("tir_queue_wait_seconds")
+                               .Help("Time a work item waited before a worker leased it")
+                               .Register(r)
+                               .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.1, 0.5, 1, 5, 10, 60, 300})),
+        measure_seconds(prometheus::BuildHistogram()
+                            .Name("tir_measure_seconds")
+                            .Help("Lease to report of one work item (compile and measure on a worker)")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.1, 0.5, 1, 2, 5, 10, 30, 60, 300})),
+        quarantines(prometheus::BuildCounter()
+                        .Name("tir_worker_quarantines_total")
+                        .Help("Workers quarantined after their candidates faulted or timed out on several kernels in a row")
+                        .Register(r)
+                        .Add({})),
+        leases_expired(prometheus::BuildCounter()
+                           .Name("tir_leases_expired_total")
+                           .Help("Leases re-queued because they passed their deadline unreported")
+                           .Register(r)
+                           .Add({})) {}
+  prometheus::Family<prometheus::Gauge> &queue_depth;
+  prometheus::Gauge &leases;
+  prometheus::Family<prometheus::Gauge> &workers;
+  prometheus::Histogram &queue_wait_seconds, &measure_seconds;
+  prometheus::Counter &quarantines, &leases_expired;
+};
+
+Dispatcher::Dispatcher(DispatchOptions options, prometheus::Registry &registry, common::LimitCounter &limits)
+    : options_(options),
+      limits_(limits),
+      metrics_(std::make_unique<Metrics>(registry)),
+      workers_(WorkerRegistry::Options{options.quarantine_after, options.quarantine_probe}) {}
+
+Dispatcher::~Dispatcher() { Stop(); }
+
+void Dispatcher::Start() {
+  absl::MutexLock l(&mu_);
+  if (!reaper_.joinable() && !stopping_) reaper_ = std::thread([this] { Reap(); });
+}
+
+void Dispatcher::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    stopping_ = true;
+    changed_.SignalAll();
+  }
+  if (reaper_.joinable()) reaper_.join();
+}
+
+void Dispatcher::Touch() {
+  std::map<std::string, int> byArch;
+  for (const std::string &arch : gauge_arches_) byArch[arch] = 0;
+  for (const auto &[name, w] : workers_.all()) byArch[w.capabilities.arch()] += 0;
+  for (const auto &[arch, n] : queue_.QueuedByArch()) byArch[arch] += n;
+  for (const auto &[arch, n] : byArch) {
+    gauge_arches_.insert(arch);
+    metrics_->queue_depth.Add({{"arch", arch}}).Set(n);
+  }
+  metrics_->leases.Set(static_cast<double>(queue_.leased()));
+  changed_.SignalAll();
+}
+
+void Dispatcher::Deliver(std::vector<Delivery> deliveries) {
+  for (Delivery &d : deliveries) {
+    WorkOwner *owner = d.work.owner;
+    if (owner != nullptr) owner->OnResults(std::move(d.work), std::move(d.results), d.worker);
+  }
+}
+
+absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::v1::RegisterWorkerRequest &request) {
+  const tir::v1::WorkerCapabilities &caps = request.capabilities();
+  if (caps.backend() != "cuda" && caps.backend() != "host") {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "backend must be cuda or host");
+  }
+  TIR_RETURN_IF_ERROR(target::LookupArch(caps.arch()).status());
+  absl::MutexLock l(&mu_);
+  tir::v1::RegisterWorkerResponse out;
+  out.set_name(workers_.Register(request.name(), caps, absl::Now()));
+  *out.mutable_heartbeat_interval() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  *out.mutable_lost_after() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.lost_after));
+  Touch();
+  return out;
+}
+
+tir::v1::HeartbeatResponse Dispatcher::Heartbeat(const tir::v1::HeartbeatRequest &request) {
+  absl::MutexLock l(&mu_);
+  tir::v1::HeartbeatResponse out;
+  if (!workers_.Heartbeat(request.name(), request.state(), request.candidates_measured(), absl::Now())) {
+    out.set_reregister(true);
+    return out;
+  }
+  for (const std::string &id : request.lease_ids()) {
+    if (!queue_.Holds(id, request.name())) out.add_cancelled_lease_ids(id);
+  }
+  return out;
+}
+
+absl::StatusOr<tir::v1::LeaseWorkResponse> Dispatcher::Lease(const tir::v1::LeaseWorkRequest &request,
+                                                             absl::Time deadline) {
+  const absl::Duration wait = absl::Seconds(request.wait().seconds()) + absl::Nanoseconds(request.wait().nanos());
+  const absl::Time end = std::min(deadline, absl::Now() + std::min(wait, absl::Seconds(30)));
+  tir::v1::LeaseWorkResponse out;
+  std::vector<std::pair<WorkOwner *, std::string>> leased;
+  {
+    absl::MutexLock l(&mu_);
+    for (;;) {
+      WorkerEntry *w = workers_.FindLive(request.name());
+      if (w == nullptr) {
+        return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
+      }
+      w->last_heartbeat = absl::Now();
+      const std::string arch = w->capabilities.arch();
+      // A quarantined worker gets one probe item per probe interval.
+      const bool probe = w->quarantined;
+      const uint32_t max = workers_.Allowance(*w, std::max(1u, request.max_items()), absl::Now());
+      while (static_cast<uint32_t>(out.items_size()) < max) {
+        dispatch::Lease *lease = queue_.LeaseNext(arch, request.name(), absl::Now() + options_.lease_timeout);
+        if (lease == nullptr) break;
+        metrics_->queue_wait_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease->work.queued_at));
+        lease->work.queued_at = absl::Now();
+        *out.add_items() = lease->work.item;
+        leased.emplace_back(lease->work.owner, lease->work.job);
+        workers_.Leased(*w, absl::Now());
+      }
+      if (out.items_size() > 0 || absl::Now() >= end || stopping_) break;
+      changed_.WaitWithDeadline(&mu_, probe ? std::min(end, w->next_probe) : end);
+    }
+    Touch();
+  }
+  for (const auto &[owner, job] : leased) {
+    if (owner != nullptr) owner->OnLeased(job);
+  }
+  return out;
+}
+
+void Dispatcher::NoteHealth(const std::string &worker, const std::string &job, int kernel,
+                            const std::vector<tir::v1::CandidateResult> &results) {
+  switch (workers_.NoteResults(worker, job, kernel, results, absl::Now())) {
+    case WorkerRegistry::Health::kQuarantined:
+      metrics_->quarantines.Increment();
+      std::fprintf(stderr,
+                   "tir-coordinator: %s quarantined: every candidate faulted or timed out on %d different kernels in a "
+                   "row; a probe every %s\n",
+                   worker.c_str(), options_.quarantine_after, absl::FormatDuration(options_.quarantine_probe).c_str());
+      break;
+    case WorkerRegistry::Health::kReleased:
+      std::fprintf(stderr, "tir-coordinator: %s passed its probe; out of quarantine\n", worker.c_str());
+      break;
+    case WorkerRegistry::Health::kSame:
+      break;
+  }
+}
+
+absl::StatusOr<tir::v1::ReportResultResponse> Dispatcher::Report(const tir::v1::ReportResultRequest &request) {
+  std::vector<Delivery> deliveries;
+  tir::v1::ReportResultResponse out;
+  {
+    absl::MutexLock l(&mu_);
+    dispatch::Lease lease;
+    switch (queue_.TakeReported(request.lease_id(), request.name(), &lease)) {
+      case LeaseQueue::Report::kDuplicate:
+        out.set_duplicate(true);
+        return out;
+      case LeaseQueue::Report::kNotHeld:
+        return MakeError(absl::StatusCode::kFailedPrecondition, "LEASE_EXPIRED",
+                         absl::StrCat(request.lease_id(), " is not held (expired and re-queued, or unknown)"));
+      case LeaseQueue::Report::kOtherWorker:
+        return MakeError(absl::StatusCode::kPermissionDenied, "LEASE_EXPIRED",
+                         absl::StrCat(request.lease_id(), " is held by another worker"));
+      case LeaseQueue::Report::kTaken:
+        break;
+    }
+    metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
+    out.set_accepted(true);
+    if (!lease.work.job.empty()) {
+      std::vector<tir::v1::CandidateResult> results(request.results().begin(), request.results().end());
+      NoteHealth(request.name(), lease.work.job, lease.work.kernel, results);
+      const bool allSick = !results.empty() && std::all_of(results.begin(), results.end(), [](const auto &r) {
+        return r.verification().verdict() == tir::v1::VERDICT_FAULT ||
+               r.verification().verdict() == tir::v1::VERDICT_TIMEOUT;
+      });
+      if (allSick && lease.work.attempts + 1 < options_.max_attempts) {
+        // Every candidate faulted or timed out: the device may be to blame,
+        // not the kernel (a sick GPU fails whatever it runs). The item is
+        // measured again, on a healthy worker once this one is quarantined,
+        // and counts only after max_attempts such reports.
+        ++lease.work.attempts;
+        lease.work.queued_at = absl::Now();
+        queue_.Push(std::move(lease.work));
+      } else {
+        deliveries.push_back({std::move(lease.work), std::move(results), request.name()});
+      }
+    }
+    Touch();
+  }
+  Deliver(std::move(deliveries));
+  return out;
+}
+
+void Dispatcher::Requeue(dispatch::Lease lease, bool count_attempt, std::vector<Delivery> *given_up) {
+  if (lease.work.job.empty()) return;
+  if (count_attempt) ++lease.work.attempts;
+  if (lease.work.attempts >= options_.max_attempts) {
+    // Given up: the item's candidates fail as faults.
+    std::vector<tir::v1::CandidateResult> results;
+    for (const auto &c : lease.work.item.candidates()) {
+      tir::v1::CandidateResult r;
+      r.set_candidate_index(c.candidate_index());
+      r.mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+      r.mutable_verification()->set_detail(absl::StrCat("lost with its worker ", lease.work.attempts, " times"));
+      results.push_back(r);
+    }
+    given_up->push_back({std::move(lease.work), std::move(results), ""});
+    return;
+  }
+  lease.work.queued_at = absl::Now();
+  queue_.Push(std::move(lease.work));
+}
+
+uint32_t Dispatcher::RequeueReturned(const std::string &worker,
+                                     const google::protobuf::RepeatedPtrField<std::string> &ids,
+                                     std::vector<Delivery> *given_up) {
+  uint32_t n = 0;
+  for (dispatch::Lease &lease : queue_.TakeReturned(worker, {ids.begin(), ids.end()})) {
+    Requeue(std::move(lease), false, given_up);
+    ++n;
+  }
+  return n;
+}
+
+tir::v1::DrainResponse Dispatcher::Drain(const tir::v1::DrainRequest &request) {
+  std::vector<Delivery> given_up;
+  tir::v1::DrainResponse out;
+  {
+    absl::MutexLock l(&mu_);
+    out.set_requeued(RequeueReturned(request.name(), request.returned_lease_ids(), &given_up));
+    // Anything else it still held is lost with it.
+    for (dispatch::Lease &lease : queue_.TakeHeldBy(request.name())) Requeue(std::move(lease), true, &given_up);
+    workers_.Remove(request.name());
+    Touch();
+  }
+  Deliver(std::move(given_up));
+  return out;
+}
+
+absl::StatusOr<tir::v1::ReturnWorkResponse> Dispatcher::Return(const tir::v1::ReturnWorkRequest &request) {
+  std::vector<Delivery> given_up;
+  tir::v1::ReturnWorkResponse out;
+  {
+    absl::MutexLock l(&mu_);
+    if (workers_.Find(request.name()) == nullptr) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
+    }
+    out.set_requeued(RequeueReturned(request.name(), request.lease_ids(), &given_up));
+    Touch();
+  }
+  if (out.requeued() > 0) {
+    std::fprintf(stderr, "tir-coordinator: %s gave back %u lease(s): %s\n", request.name().c_str(), out.requeued(),
+                 request.reason().c_str());
+  }
+  Deliver(std::move(given_up));
+  return out;
+}
+
+tir::v1::ListWorkersResponse Dispatcher::ListWorkers(const std::string &arch) const {
+  absl::MutexLock l(&mu_);
+  tir::v1::ListWorkersResponse out;
+  for (const auto &[name, w] : workers_.all()) {
+    if (!arch.empty() && w.capabilities.arch() != arch) continue;
+    tir::v1::WorkerInfo *i = out.add_workers();
+    i->set_name(name);
+    i->set_backend(w.capabilities.backend());
+    i->set_arch(w.capabilities.arch());
+    i->set_device_name(w.capabilities.device_name());
+    i->set_state(w.shown());
+    i->set_active_leases(static_cast<uint32_t>(queue_.HeldBy(name).size()));
+    i->set_candidates_measured(w.measured);
+    *i->mutable_last_heartbeat() = TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(w.last_heartbeat));
+  }
+  return out;
+}
+
+void Dispatcher::Push(QueuedWork work) {
+  absl::MutexLock l(&mu_);
+  queue_.Push(std::move(work));
+  Touch();
+}
+
+void Dispatcher::Reprioritize(const std::string &job, int priority) {
+  absl::MutexLock l(&mu_);
+  queue_.Reprioritize(job, priority);
+}
+
+void Dispatcher::DropJob(const std::string &job) {
+  absl::MutexLock l(&mu_);
+  queue_.DropJob(job);
+  Touch();
+}
+
+bool Dispatcher::Leased(const std::string &job) const {
+  absl::MutexLock l(&mu_);
+  return queue_.Leased(job);
+}
+
+size_t Dispatcher::queued() const {
+  absl::MutexLock l(&mu_);
+  return queue_.queued();
+}
+
+absl::Status Dispatcher::Room(size_t items, const std::string &what) const {
+  size_t queued;
+  {
+    absl::MutexLock l(&mu_);
+    queued = queue_.queued();
+  }
+  if (queued + items <= options_.max_queue_items) return absl::OkStatus();
+  return limits_.Exceeded("maxQueueItems", options_.max_queue_items,
+                          absl::StrCat(queued, " work items are queued and ", what, " adds ", items));
+}
+
+bool Dispatcher::HasHealthy(const std::string &arch) const {
+  absl::MutexLock l(&mu_);
+  return workers_.HasHealthy(arch);
+}
+
+std::string Dispatcher::DeviceOf(const std::string &arch) const {
+  absl::MutexLock l(&mu_);
+  return workers_.DeviceOf(arch);
+}
+
+std::optional<tir::v1::WorkerCapabilities> Dispatcher::CapabilitiesOf(const std::string &worker) const {
+  absl::MutexLock l(&mu_);
+  auto it = workers_.all().find(worker);
+  if (it == workers_.all().end()) return std::nullopt;
+  return it->second.capabilities;
+}
+
+DispatchSnapshot Dispatcher::Snapshot(absl::Time now, bool sample) {
+  absl::MutexLock l(&mu_);
+  DispatchSnapshot out;
+  const double dt = sample && last_sample_ != absl::Time() ? absl::ToDoubleSeconds(now - last_sample_) : 0;
+  if (sample) last_sample_ = now;
+  for (auto &[name, w] : workers_.all()) {
+    if (sample) {
+      if (dt > 0) w.rate = (w.measured - w.sampled_measured) / dt;
+      w.sampled_measured = w.measured;
+    }
+    out.alive += w.state != "lost";
+    tir::v1::WorkerStatus &s = out.workers.emplace_back();
+    s.set_name(name);
+    s.set_backend(w.capabilities.backend());
+    s.set_arch(w.capabilities.arch());
+    s.set_device(w.capabilities.device_name());
+    s.set_state(w.shown());
+    for (const std::string &id : queue_.HeldBy(name)) s.add_leases(id);
+    s.set_candidates_measured(w.measured);
+    s.set_candidates_per_second(w.rate);
+    s.set_heartbeat_age_seconds(absl::ToDoubleSeconds(now - w.last_heartbeat));
+  }
+  out.queued = static_cast<uint32_t>(queue_.queued());
+  return out;
+}
+
+void Dispatcher::Reap() {
+  for (;;) {
+    std::vector<Delivery> given_up;
+    {
+      absl::MutexLock l(&mu_);
+      changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+      if (stopping_) return;
+      const absl::Time now = absl::Now();
+      // Leases past their deadline go back to the queue (an attempt counts);
+      // a late report for one is refused as from a lease no longer held.
+      for (dispatch::Lease &lease : queue_.TakeExpired(now)) {
+        metrics_->leases_expired.Increment();
+        Requeue(std::move(lease), true, &given_up);
+        Touch();
+      }
+      for (const std::string &name : workers_.MarkLost(now, options_.lost_after)) {
+        for (dispatch::Lease &lease : queue_.TakeHeldBy(name)) Requeue(std::move(lease), true, &given_up);
+        Touch();
+      }
+      std::map<std::string, std::map<std::string, int>> byArch;
+      for (const auto &[name, w] : workers_.all()) ++byArch[w.capabilities.arch()][w.shown()];
+      for (const char *state : {"ready", "busy", "draining", "unavailable", "lost", "quarantined"}) {
+        for (auto &[arch, states] : byArch) {
+          metrics_->workers.Add({{"arch", arch}, {"state", state}}).Set(states.count(state) ? states[state] : 0);
+        }
+      }
+    }
+    Deliver(std::move(given_up));
+  }
+}
+
+}  // namespace tir::dispatch

@@ -1,0 +1,188 @@
+#include "server/dispatch/dispatcher.h"
+
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::dispatch {
+namespace {
+
+// An owner that records what it is told and, like the real owners, queues
+// more work from inside its callback (which would deadlock were the
+// dispatcher's lock held while it calls out).
+class FakeOwner : public WorkOwner {
+ public:
+  explicit FakeOwner(Dispatcher *d) : d_(d) {}
+  void OnResults(QueuedWork work, std::vector<tir::v1::CandidateResult> results, const std::string &worker) override {
+    absl::MutexLock l(&mu_);
+    reports.push_back({work.job, work.round, worker, results});
+    if (requeue_next) {
+      requeue_next = false;
+      work.round += 1;
+      d_->Push(std::move(work));
+    }
+  }
+  void OnLeased(const std::string &job) override {
+    absl::MutexLock l(&mu_);
+    leased.push_back(job);
+  }
+  struct Report {
+    std::string job;
+    int round;
+    std::string worker;
+    std::vector<tir::v1::CandidateResult> results;
+  };
+  absl::Mutex mu_;
+  std::vector<Report> reports;
+  std::vector<std::string> leased;
+  bool requeue_next = false;
+
+ private:
+  Dispatcher *d_;
+};
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  DispatcherTest() : limits_(registry_), d_(Options(), registry_, limits_), owner_(&d_) {}
+  static DispatchOptions Options() {
+    DispatchOptions o;
+    o.max_attempts = 2;
+    o.max_queue_items = 3;
+    o.quarantine_after = 0;
+    return o;
+  }
+  std::string Register() {
+    tir::v1::RegisterWorkerRequest r;
+    r.mutable_capabilities()->set_backend("host");
+    r.mutable_capabilities()->set_arch("host");
+    auto out = d_.Register(r);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out->name();
+  }
+  QueuedWork Item(const std::string &job, int candidates = 1) {
+    QueuedWork q;
+    q.job = job;
+    q.owner = &owner_;
+    q.item.set_arch("host");
+    for (int c = 0; c < candidates; ++c) q.item.add_candidates()->set_candidate_index(c);
+    q.queued_at = absl::Now();
+    return q;
+  }
+  tir::v1::LeaseWorkResponse Lease(const std::string &worker) {
+    tir::v1::LeaseWorkRequest r;
+    r.set_name(worker);
+    auto out = d_.Lease(r, absl::Now());
+    EXPECT_TRUE(out.ok()) << out.status();
+    return *out;
+  }
+  static tir::v1::CandidateResult Result(tir::v1::Verdict v) {
+    tir::v1::CandidateResult r;
+    r.mutable_verification()->set_verdict(v);
+    return r;
+  }
+  prometheus::Registry registry_;
+  common::LimitCounter limits_;
+  Dispatcher d_;
+  FakeOwner owner_;
+};
+
+TEST_F(DispatcherTest, AReportReachesItsOwnerWhoMayQueueTheNextRoundFromItsCallback) {
+  const std::string w = Register();
+  d_.Push(Item("job"));
+  auto leased = Lease(w);
+  ASSERT_EQ(leased.items_size(), 1);
+  EXPECT_TRUE(d_.Leased("job"));
+  EXPECT_THAT(owner_.leased, ::testing::ElementsAre("job"));
+
+  owner_.requeue_next = true;
+  tir::v1::ReportResultRequest report;
+  report.set_name(w);
+  report.set_lease_id(leased.items(0).lease_id());
+  *report.add_results() = Result(tir::v1::VERDICT_PASSED);
+  auto out = d_.Report(report);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->accepted());
+  ASSERT_EQ(owner_.reports.size(), 1u);
+  EXPECT_EQ(owner_.reports[0].worker, w);
+  EXPECT_EQ(d_.queued(), 1u) << "the owner's next round";
+
+  auto again = d_.Report(report);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->duplicate());
+  EXPECT_EQ(owner_.reports.size(), 1u) << "a repeated report is not delivered twice";
+}
+
+TEST_F(DispatcherTest, AllFaultsAreMeasuredAgainBeforeTheyCount) {
+  const std::string w = Register();
+  d_.Push(Item("job"));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto leased = Lease(w);
+    ASSERT_EQ(leased.items_size(), 1) << attempt;
+    tir::v1::ReportResultRequest report;
+    report.set_name(w);
+    report.set_lease_id(leased.items(0).lease_id());
+    *report.add_results() = Result(tir::v1::VERDICT_FAULT);
+    ASSERT_TRUE(d_.Report(report).ok());
+  }
+  // max_attempts = 2: the first all-fault report re-queues, the second counts.
+  ASSERT_EQ(owner_.reports.size(), 1u);
+  EXPECT_EQ(owner_.reports[0].results[0].verification().verdict(), tir::v1::VERDICT_FAULT);
+  EXPECT_EQ(d_.queued(), 0u);
+}
+
+TEST_F(DispatcherTest, LeasesLostWithTheirWorkerAreGivenUpAfterMaxAttempts) {
+  d_.Push(Item("job", 2));
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const std::string w = Register();
+    ASSERT_EQ(Lease(w).items_size(), 1) << attempt;
+    tir::v1::DrainRequest drain;
+    drain.set_name(w);  // leaves holding it: an attempt lost
+    d_.Drain(drain);
+  }
+  ASSERT_EQ(owner_.reports.size(), 1u);
+  EXPECT_EQ(owner_.reports[0].worker, "") << "given up, not reported";
+  ASSERT_EQ(owner_.reports[0].results.size(), 2u);
+  for (const auto &r : owner_.reports[0].results) {
+    EXPECT_EQ(r.verification().verdict(), tir::v1::VERDICT_FAULT);
+    EXPECT_THAT(r.verification().detail(), ::testing::HasSubstr("lost with its worker 2 times"));
+  }
+}
+
+TEST_F(DispatcherTest, ADroppedJobsLateReportIsADuplicateAndTheQueueIsBounded) {
+  const std::string w = Register();
+  d_.Push(Item("job"));
+  auto leased = Lease(w);
+  ASSERT_EQ(leased.items_size(), 1);
+  d_.DropJob("job");
+  tir::v1::ReportResultRequest report;
+  report.set_name(w);
+  report.set_lease_id(leased.items(0).lease_id());
+  auto late = d_.Report(report);
+  ASSERT_TRUE(late.ok());
+  EXPECT_TRUE(late->duplicate());
+  EXPECT_TRUE(owner_.reports.empty());
+
+  EXPECT_TRUE(d_.Room(3, "this job").ok());
+  EXPECT_EQ(ReasonOf(d_.Room(4, "this job")), "LIMIT_EXCEEDED");
+}
+
+TEST_F(DispatcherTest, TheSnapshotShowsWorkersAndTheQueue) {
+  const std::string w = Register();
+  d_.Push(Item("a"));
+  d_.Push(Item("b"));
+  ASSERT_EQ(Lease(w).items_size(), 1);
+  DispatchSnapshot s = d_.Snapshot(absl::Now(), true);
+  ASSERT_EQ(s.workers.size(), 1u);
+  EXPECT_EQ(s.workers[0].name(), w);
+  EXPECT_EQ(s.workers[0].leases_size(), 1);
+  EXPECT_EQ(s.queued, 1u);
+  EXPECT_EQ(s.alive, 1u);
+  EXPECT_TRUE(d_.HasHealthy("host"));
+  EXPECT_FALSE(d_.HasHealthy("sm_90a"));
+}
+
+}  // namespace
+}  // namespace tir::dispatch

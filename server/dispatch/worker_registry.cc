@@ -1,0 +1,116 @@
+#include "server/dispatch/worker_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+
+namespace tir::dispatch {
+namespace {
+
+bool Sick(const tir::v1::CandidateResult &r) {
+  return r.verification().verdict() == tir::v1::VERDICT_FAULT || r.verification().verdict() == tir::v1::VERDICT_TIMEOUT;
+}
+
+}  // namespace
+
+WorkerRegistry::WorkerRegistry(Options options, uint64_t seed) : options_(options), names_(seed) {}
+
+std::string WorkerRegistry::Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now) {
+  std::string n = name;
+  if (n.empty() || !workers_.count(n)) {
+    do {
+      n = absl::StrFormat("workers/%016x", names_());
+    } while (workers_.count(n));
+  }
+  WorkerEntry &w = workers_[n];
+  w.capabilities = caps;
+  w.last_heartbeat = now;
+  w.state = "ready";
+  return n;
+}
+
+WorkerEntry *WorkerRegistry::Find(const std::string &name) {
+  auto it = workers_.find(name);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+WorkerEntry *WorkerRegistry::FindLive(const std::string &name) {
+  WorkerEntry *w = Find(name);
+  return w == nullptr || w->state == "lost" ? nullptr : w;
+}
+
+bool WorkerRegistry::Heartbeat(const std::string &name, tir::v1::WorkerState state, uint64_t measured, absl::Time now) {
+  WorkerEntry *w = FindLive(name);
+  if (w == nullptr) return false;
+  w->last_heartbeat = now;
+  w->measured = measured;
+  w->state = state == tir::v1::WORKER_STATE_DRAINING      ? "draining"
+             : state == tir::v1::WORKER_STATE_BUSY        ? "busy"
+             : state == tir::v1::WORKER_STATE_UNAVAILABLE ? "unavailable"
+                                                          : "ready";
+  return true;
+}
+
+bool WorkerRegistry::HasHealthy(const std::string &arch) const {
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [&](const auto &w) { return w.second.capabilities.arch() == arch && w.second.healthy(); });
+}
+
+std::string WorkerRegistry::DeviceOf(const std::string &arch) const {
+  std::map<std::string, int> count;
+  for (const auto &[name, w] : workers_) {
+    if (w.capabilities.arch() == arch && w.healthy()) ++count[w.capabilities.device_name()];
+  }
+  std::string best;
+  int most = 0;
+  for (const auto &[device, n] : count) {
+    if (n > most) best = device, most = n;
+  }
+  return best;
+}
+
+std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration lost_after) {
+  std::vector<std::string> lost;
+  for (auto &[name, w] : workers_) {
+    if (w.state != "lost" && now - w.last_heartbeat > lost_after) {
+      w.state = "lost";
+      lost.push_back(name);
+    }
+  }
+  return lost;
+}
+
+uint32_t WorkerRegistry::Allowance(const WorkerEntry &w, uint32_t asked, absl::Time now) const {
+  if (!w.quarantined) return asked;
+  return now >= w.next_probe ? std::min(asked, 1u) : 0;
+}
+
+void WorkerRegistry::Leased(WorkerEntry &w, absl::Time now) {
+  if (w.quarantined) w.next_probe = now + options_.quarantine_probe;
+}
+
+WorkerRegistry::Health WorkerRegistry::NoteResults(const std::string &name, const std::string &job, int kernel,
+                                                   const std::vector<tir::v1::CandidateResult> &results,
+                                                   absl::Time now) {
+  WorkerEntry *w = Find(name);
+  if (w == nullptr || options_.quarantine_after <= 0) return Health::kSame;
+  const bool passed = std::any_of(results.begin(), results.end(), [](const tir::v1::CandidateResult &r) {
+    return r.verification().verdict() == tir::v1::VERDICT_PASSED;
+  });
+  if (passed) {
+    const bool was = w->quarantined;
+    w->quarantined = false;
+    w->sick.clear();
+    return was ? Health::kReleased : Health::kSame;
+  }
+  if (results.empty() || !std::all_of(results.begin(), results.end(), Sick)) return Health::kSame;
+  w->sick.insert({job, kernel});
+  w->next_probe = now + options_.quarantine_probe;
+  if (!w->quarantined && static_cast<int>(w->sick.size()) >= options_.quarantine_after) {
+    w->quarantined = true;
+    return Health::kQuarantined;
+  }
+  return Health::kSame;
+}
+
+}  // namespace tir::dispatch

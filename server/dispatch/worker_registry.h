@@ -1,0 +1,96 @@
+// The workers a coordinator knows: their capabilities, heartbeats and
+// states, and their health. Names are "workers/" and 16 random hex digits,
+// so a worker that still holds a name from before a coordinator restart
+// never takes over another's.
+//
+// Health: a worker whose reports have every candidate fault or time out on
+// `quarantine_after` different kernels in a row is quarantined (a sick GPU
+// fails whatever it touches): it is leased one probe item every
+// `quarantine_probe`, and a report with a passing candidate lets it back.
+// Wrong results and compile failures are the kernel's, not the worker's.
+//
+// Not thread-safe: the Dispatcher's mutex guards it.
+
+#ifndef TIR_SERVER_DISPATCH_WORKER_REGISTRY_H_
+#define TIR_SERVER_DISPATCH_WORKER_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "tir/v1/worker_service.pb.h"
+
+namespace tir::dispatch {
+
+struct WorkerEntry {
+  tir::v1::WorkerCapabilities capabilities;
+  absl::Time last_heartbeat;
+  std::string state = "ready";  // ready, busy, draining, unavailable, lost
+  uint64_t measured = 0;
+  uint64_t sampled_measured = 0;  // at the last series sample
+  double rate = 0;                // candidates per second over the last sample
+  // Kernels (job, kernel) whose reports from it had every candidate fault or
+  // time out, since its last passing candidate.
+  std::set<std::pair<std::string, int>> sick;
+  bool quarantined = false;
+  absl::Time next_probe;
+  // "quarantined" while quarantined, else `state`.
+  std::string shown() const { return quarantined ? "quarantined" : state; }
+  // Takes work: not lost, draining, unavailable or quarantined.
+  bool healthy() const { return !quarantined && state != "lost" && state != "draining" && state != "unavailable"; }
+};
+
+class WorkerRegistry {
+ public:
+  struct Options {
+    int quarantine_after = 3;  // 0: never
+    absl::Duration quarantine_probe = absl::Minutes(1);
+  };
+  explicit WorkerRegistry(Options options, uint64_t seed = std::random_device{}());
+
+  // Registers a worker: `name` again when it is known (its health kept),
+  // else a new name. It is "ready" and heard from `now`.
+  std::string Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now);
+  // Null when unknown.
+  WorkerEntry *Find(const std::string &name);
+  // Null when unknown or lost (it must register again).
+  WorkerEntry *FindLive(const std::string &name);
+  void Remove(const std::string &name) { workers_.erase(name); }
+
+  // A heartbeat: state and count; false when the worker must register again.
+  bool Heartbeat(const std::string &name, tir::v1::WorkerState state, uint64_t measured, absl::Time now);
+  // A healthy worker of `arch` exists.
+  bool HasHealthy(const std::string &arch) const;
+  // The device name most healthy workers of `arch` report ("" when none):
+  // the device whose figures planning ranks candidates for.
+  std::string DeviceOf(const std::string &arch) const;
+  // Workers heard from last before `now - lost_after` become "lost"; their
+  // names.
+  std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after);
+
+  // How many of `asked` items `w` may lease now: all of them, or for a
+  // quarantined worker one when its probe is due (Leased moves the probe on).
+  uint32_t Allowance(const WorkerEntry &w, uint32_t asked, absl::Time now) const;
+  void Leased(WorkerEntry &w, absl::Time now);
+
+  enum class Health { kSame, kQuarantined, kReleased };
+  // After `name` reported `results` for kernel `kernel` of `job`.
+  Health NoteResults(const std::string &name, const std::string &job, int kernel,
+                     const std::vector<tir::v1::CandidateResult> &results, absl::Time now);
+
+  const std::map<std::string, WorkerEntry> &all() const { return workers_; }
+  std::map<std::string, WorkerEntry> &all() { return workers_; }
+
+ private:
+  Options options_;
+  std::mt19937_64 names_;
+  std::map<std::string, WorkerEntry> workers_;
+};
+
+}  // namespace tir::dispatch
+
+#endif  // TIR_SERVER_DISPATCH_WORKER_REGISTRY_H_

@@ -1,0 +1,126 @@
+#include "server/dispatch/worker_registry.h"
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::dispatch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::MatchesRegex;
+
+tir::v1::WorkerCapabilities Caps(const std::string &arch) {
+  tir::v1::WorkerCapabilities c;
+  c.set_arch(arch);
+  c.set_backend(arch == "host" ? "host" : "cuda");
+  return c;
+}
+
+std::vector<tir::v1::CandidateResult> Verdicts(std::vector<tir::v1::Verdict> vs) {
+  std::vector<tir::v1::CandidateResult> out;
+  for (auto v : vs) {
+    out.emplace_back();
+    out.back().mutable_verification()->set_verdict(v);
+  }
+  return out;
+}
+
+TEST(WorkerRegistryTest, NamesAreRandomAndAKnownNameKeepsItsEntry) {
+  WorkerRegistry r({}, /*seed=*/3);
+  const absl::Time t0 = absl::Now();
+  const std::string a = r.Register("", Caps("host"), t0);
+  EXPECT_THAT(a, MatchesRegex("workers/[0-9a-f]{16}"));
+  EXPECT_EQ(r.Register(a, Caps("host"), t0), a);
+  // A name from another coordinator's life is not taken over.
+  EXPECT_NE(r.Register("workers/0000000000000001", Caps("host"), t0), "workers/0000000000000001");
+  WorkerRegistry other({}, /*seed=*/4);
+  EXPECT_NE(other.Register("", Caps("host"), t0), a);
+}
+
+TEST(WorkerRegistryTest, HeartbeatsKeepAWorkerAliveAndSilenceLosesIt) {
+  WorkerRegistry r({});
+  const absl::Time t0 = absl::Now();
+  const std::string a = r.Register("", Caps("sm_90a"), t0), b = r.Register("", Caps("sm_90a"), t0);
+  EXPECT_TRUE(r.HasHealthy("sm_90a"));
+  EXPECT_FALSE(r.HasHealthy("host"));
+  EXPECT_TRUE(r.Heartbeat(a, tir::v1::WORKER_STATE_BUSY, 7, t0 + absl::Seconds(4)));
+  EXPECT_EQ(r.Find(a)->state, "busy");
+  EXPECT_EQ(r.Find(a)->measured, 7u);
+  EXPECT_THAT(r.MarkLost(t0 + absl::Seconds(6), absl::Seconds(5)), ElementsAre(b));
+  EXPECT_EQ(r.FindLive(b), nullptr);
+  EXPECT_FALSE(r.Heartbeat(b, tir::v1::WORKER_STATE_READY, 0, t0 + absl::Seconds(7))) << "lost: register again";
+  EXPECT_TRUE(r.Heartbeat(a, tir::v1::WORKER_STATE_DRAINING, 7, t0 + absl::Seconds(7)));
+  EXPECT_FALSE(r.HasHealthy("sm_90a")) << "draining and lost";
+  EXPECT_EQ(r.Register(b, Caps("sm_90a"), t0 + absl::Seconds(8)), b);
+  EXPECT_TRUE(r.HasHealthy("sm_90a"));
+}
+
+// Tests that planning's device is the one most healthy workers of the arch
+// report, and that a lost worker's device no longer counts.
+TEST(WorkerRegistryTest, DeviceOfIsTheHealthyMajority) {
+  WorkerRegistry r({});
+  const absl::Time t0 = absl::Now();
+  EXPECT_EQ(r.DeviceOf("sm_90a"), "");
+  auto caps = [](const char *device) {
+    tir::v1::WorkerCapabilities c = Caps("sm_90a");
+    c.set_device_name(device);
+    return c;
+  };
+  const std::string a = r.Register("", caps("NVIDIA H200"), t0);
+  r.Register("", caps("NVIDIA H200"), t0);
+  r.Register("", caps("NVIDIA H100 80GB HBM3"), t0);
+  EXPECT_EQ(r.DeviceOf("sm_90a"), "NVIDIA H200");
+  EXPECT_EQ(r.DeviceOf("sm_80"), "");
+  EXPECT_TRUE(r.Heartbeat(a, tir::v1::WORKER_STATE_DRAINING, 0, t0));
+  r.Register("", caps("NVIDIA H100 80GB HBM3"), t0);
+  EXPECT_EQ(r.DeviceOf("sm_90a"), "NVIDIA H100 80GB HBM3");
+}
+
+TEST(WorkerRegistryTest, FaultsOnSeveralKernelsInARowQuarantineUntilAProbePasses) {
+  WorkerRegistry r({/*quarantine_after=*/3, /*quarantine_probe=*/absl::Seconds(60)});
+  const absl::Time t0 = absl::Now();
+  const std::string w = r.Register("", Caps("sm_90a"), t0);
+  using V = tir::v1::Verdict;
+  const auto faults = Verdicts({V::VERDICT_FAULT, V::VERDICT_TIMEOUT});
+  // The same kernel twice counts once; wrong results are the kernel's.
+  EXPECT_EQ(r.NoteResults(w, "j", 0, faults, t0), WorkerRegistry::Health::kSame);
+  EXPECT_EQ(r.NoteResults(w, "j", 0, faults, t0), WorkerRegistry::Health::kSame);
+  EXPECT_EQ(r.NoteResults(w, "j", 1, Verdicts({V::VERDICT_WRONG, V::VERDICT_FAULT}), t0), WorkerRegistry::Health::kSame);
+  EXPECT_EQ(r.NoteResults(w, "k", 0, faults, t0), WorkerRegistry::Health::kSame);
+  EXPECT_EQ(r.Find(w)->sick.size(), 2u);
+  EXPECT_EQ(r.NoteResults(w, "k", 1, faults, t0), WorkerRegistry::Health::kQuarantined);
+  WorkerEntry &e = *r.Find(w);
+  EXPECT_EQ(e.shown(), "quarantined");
+  EXPECT_FALSE(r.HasHealthy("sm_90a"));
+  // No work before the probe is due; then one item, whatever is asked.
+  EXPECT_EQ(r.Allowance(e, 4, t0 + absl::Seconds(30)), 0u);
+  EXPECT_EQ(r.Allowance(e, 4, t0 + absl::Seconds(61)), 1u);
+  r.Leased(e, t0 + absl::Seconds(61));
+  EXPECT_EQ(r.Allowance(e, 4, t0 + absl::Seconds(62)), 0u) << "one probe per interval";
+  EXPECT_EQ(r.NoteResults(w, "p", 0, Verdicts({V::VERDICT_FAULT}), t0 + absl::Seconds(63)), WorkerRegistry::Health::kSame);
+  EXPECT_TRUE(e.quarantined);
+  EXPECT_EQ(r.NoteResults(w, "p", 1, Verdicts({V::VERDICT_FAULT, V::VERDICT_PASSED}), t0 + absl::Seconds(130)),
+            WorkerRegistry::Health::kReleased);
+  EXPECT_EQ(e.shown(), "ready");
+  EXPECT_TRUE(e.sick.empty());
+  EXPECT_EQ(r.Allowance(e, 4, t0), 4u);
+}
+
+TEST(WorkerRegistryTest, APassingCandidateBetweenFaultsStartsTheCountAgain) {
+  WorkerRegistry r({/*quarantine_after=*/2, absl::Seconds(60)});
+  const absl::Time t0 = absl::Now();
+  const std::string w = r.Register("", Caps("host"), t0);
+  using V = tir::v1::Verdict;
+  r.NoteResults(w, "a", 0, Verdicts({V::VERDICT_FAULT}), t0);
+  r.NoteResults(w, "b", 0, Verdicts({V::VERDICT_PASSED}), t0);
+  EXPECT_EQ(r.NoteResults(w, "c", 0, Verdicts({V::VERDICT_FAULT}), t0), WorkerRegistry::Health::kSame);
+  EXPECT_FALSE(r.Find(w)->quarantined);
+  WorkerRegistry never({/*quarantine_after=*/0, absl::Seconds(60)});
+  const std::string n = never.Register("", Caps("host"), t0);
+  for (int k = 0; k < 5; ++k) never.NoteResults(n, "x", k, Verdicts({V::VERDICT_FAULT}), t0);
+  EXPECT_FALSE(never.Find(n)->quarantined);
+}
+
+}  // namespace
+}  // namespace tir::dispatch
