@@ -3,26 +3,16 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/sha.h>
 
 #include "compiler/support/status.h"
 #include "google/protobuf/io/coded_stream.h"
+#include "compiler/support/digest.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 
 namespace tir {
 namespace {
 
 constexpr char kAlgorithm[] = "hmac-sha256";
-
-std::string Hex(const unsigned char *p, size_t n) {
-  static const char *kHex = "0123456789abcdef";
-  std::string s;
-  for (size_t k = 0; k < n; ++k) {
-    s.push_back(kHex[p[k] >> 4]);
-    s.push_back(kHex[p[k] & 15]);
-  }
-  return s;
-}
 
 // The signed bytes: the deterministic serialization (map entries sorted by
 // key, as Python's SerializeToString(deterministic=True) writes them).
@@ -49,11 +39,7 @@ std::string Mac(const std::string &data, absl::string_view key) {
 
 }  // namespace
 
-std::string BundleKeyId(absl::string_view key) {
-  unsigned char d[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char *>(key.data()), key.size(), d);
-  return Hex(d, 8);
-}
+std::string BundleKeyId(absl::string_view key) { return Sha256Hex(key).substr(0, 16); }
 
 void SignBundle(tir::v1::KernelBundle &bundle, absl::string_view key) {
   const std::string mac = Mac(SignedBytes(bundle), key);

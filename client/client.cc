@@ -22,6 +22,23 @@ std::string KernelName(const std::string &key_or_name) {
 
 }  // namespace
 
+std::string RetryServiceConfig(int max_attempts, absl::Duration initial_backoff) {
+  // gRPC retries at most 5 attempts.
+  const int attempts = std::min(max_attempts, 5);
+  if (attempts < 2) return "";
+  // Every call but DeleteKernel (a write that is not idempotent) and
+  // WatchOperation (a stream; the watcher polls again): Compile carries a
+  // request id, so a retried one joins the operation it started.
+  std::string names;
+  for (const char *m : {"Compile", "GetOperation", "WaitOperation", "CancelOperation", "GetKernel", "LookupKernel",
+                        "ListKernels", "ListWorkers"}) {
+    absl::StrAppend(&names, names.empty() ? "" : ",", R"({"service":"tir.v1.CompilerService","method":")", m, R"("})");
+  }
+  return absl::StrCat(R"({"methodConfig":[{"name":[)", names, R"(],"retryPolicy":{"maxAttempts":)", attempts,
+                      R"(,"initialBackoff":")", absl::ToDoubleSeconds(initial_backoff),
+                      R"(s","maxBackoff":"10s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]})");
+}
+
 absl::Status FromGrpc(const grpc::Status &status) {
   if (status.ok()) return absl::OkStatus();
   tir::v1::Error e;
@@ -44,6 +61,17 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ClientOptions &opt
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options.max_message_bytes);
   args.SetMaxSendMessageSize(options.max_message_bytes);
+  // Calls are retried by gRPC's retry policy while the coordinator is
+  // UNAVAILABLE; a lost connection is tried again soon, not after the
+  // default second of reconnect backoff.
+  const std::string retry = RetryServiceConfig(options.max_attempts, options.initial_backoff);
+  if (!retry.empty()) {
+    args.SetServiceConfigJSON(retry);
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+  }
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(absl::ToInt64Milliseconds(options.initial_backoff)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10000);
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!options.tls_root_certs.empty()) {
     grpc::SslCredentialsOptions ssl;
@@ -70,20 +98,12 @@ absl::Status Client::Check(const tir::v1::Operation &op) const {
 }
 
 template <typename Req, typename Resp, typename Fn>
-absl::Status Client::Call(Fn fn, const Req &req, Resp *resp, bool retry, absl::Duration timeout) {
-  absl::Duration backoff = options_.initial_backoff;
-  for (int attempt = 1;; ++attempt) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    Authorize(ctx);
-    const grpc::Status s = (stub_.get()->*fn)(&ctx, req, resp);
-    if (s.ok()) return absl::OkStatus();
-    if (!retry || s.error_code() != grpc::StatusCode::UNAVAILABLE || attempt >= options_.max_attempts) {
-      return FromGrpc(s);
-    }
-    absl::SleepFor(backoff);
-    backoff *= 2;
-  }
+absl::Status Client::Call(Fn fn, const Req &req, Resp *resp, absl::Duration timeout) {
+  // One call; gRPC retries it under the channel's retry policy.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  Authorize(ctx);
+  return FromGrpc((stub_.get()->*fn)(&ctx, req, resp));
 }
 
 absl::StatusOr<tir::v1::Operation> Client::Compile(const tir::v1::GraphSource &graph,
@@ -120,7 +140,7 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Client::Lookup(const tir::v1::Grap
 absl::StatusOr<tir::v1::Operation> Client::Compile(tir::v1::CompileRequest request) {
   if (request.request_id().empty()) request.set_request_id(NewRequestId());
   tir::v1::Operation op;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::Compile, request, &op, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::Compile, request, &op, options_.call_timeout));
   TIR_RETURN_IF_ERROR(Check(op));
   return op;
 }
@@ -129,7 +149,7 @@ absl::StatusOr<tir::v1::Operation> Client::GetOperation(const std::string &name)
   tir::v1::GetOperationRequest r;
   r.set_name(name);
   tir::v1::Operation op;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetOperation, r, &op, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetOperation, r, &op, options_.call_timeout));
   TIR_RETURN_IF_ERROR(Check(op));
   return op;
 }
@@ -149,7 +169,7 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
     r.mutable_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(poll) % 1000000000));
     tir::v1::Operation op;
     TIR_RETURN_IF_ERROR(
-        Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op, true, poll + absl::Seconds(10)));
+        Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op, poll + absl::Seconds(10)));
     const std::string &got = op.metadata().key();
     if (key.empty()) key = got;
     if (!got.empty() && got != key) {
@@ -202,7 +222,7 @@ absl::StatusOr<tir::v1::Operation> Client::Cancel(const std::string &name) {
   tir::v1::CancelOperationRequest r;
   r.set_name(name);
   tir::v1::Operation op;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::CancelOperation, r, &op, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::CancelOperation, r, &op, options_.call_timeout));
   return op;
 }
 
@@ -211,7 +231,7 @@ absl::StatusOr<tir::v1::KernelBundle> Client::GetKernel(const std::string &key_o
   r.set_name(KernelName(key_or_name));
   r.set_metadata_only(metadata_only);
   tir::v1::KernelBundle b;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetKernel, r, &b, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::GetKernel, r, &b, options_.call_timeout));
   TIR_RETURN_IF_ERROR(Check(b));
   return b;
 }
@@ -222,7 +242,7 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Client::Lookup(const tir::v1::Grap
   *r.mutable_graph() = graph;
   *r.mutable_options() = options;
   tir::v1::LookupKernelResponse out;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::LookupKernel, r, &out, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::LookupKernel, r, &out, options_.call_timeout));
   if (out.found()) TIR_RETURN_IF_ERROR(Check(out.bundle()));
   return out;
 }
@@ -234,7 +254,7 @@ absl::StatusOr<tir::v1::ListKernelsResponse> Client::ListKernels(uint32_t page_s
   r.set_page_token(page_token);
   r.set_arch(arch);
   tir::v1::ListKernelsResponse out;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListKernels, r, &out, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListKernels, r, &out, options_.call_timeout));
   for (const tir::v1::KernelBundle &b : out.kernels()) TIR_RETURN_IF_ERROR(Check(b));
   return out;
 }
@@ -244,7 +264,7 @@ absl::StatusOr<bool> Client::DeleteKernel(const std::string &key_or_name) {
   r.set_name(KernelName(key_or_name));
   tir::v1::DeleteKernelResponse out;
   // Not retried: a retry after a lost answer would report "did not exist".
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::DeleteKernel, r, &out, false, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::DeleteKernel, r, &out, options_.call_timeout));
   return out.deleted();
 }
 
@@ -252,7 +272,7 @@ absl::StatusOr<tir::v1::ListWorkersResponse> Client::ListWorkers(const std::stri
   tir::v1::ListWorkersRequest r;
   r.set_arch(arch);
   tir::v1::ListWorkersResponse out;
-  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListWorkers, r, &out, true, options_.call_timeout));
+  TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::ListWorkers, r, &out, options_.call_timeout));
   return out;
 }
 

@@ -41,7 +41,10 @@ struct ClientOptions {
   std::string token;
   // Deadline of one call (Wait and Watch use their own timeouts on top).
   absl::Duration call_timeout = absl::Seconds(30);
-  // Attempts of a retryable call while the coordinator is UNAVAILABLE.
+  // Attempts of a retryable call while the coordinator is UNAVAILABLE
+  // (gRPC's retry policy: at most 5; every call but DeleteKernel and
+  // WatchOperation), the first retry at most `initial_backoff` later, each
+  // next one up to twice as late (gRPC draws each delay at random below it).
   int max_attempts = 4;
   absl::Duration initial_backoff = absl::Milliseconds(100);
   // PEM root certificates for TLS ("" for a plaintext channel).
@@ -59,6 +62,11 @@ struct ClientOptions {
 };
 
 // A graph in tir's or TensorIR's MLIR text form.
+// The channel's service config that retries the client's calls (empty for
+// a single attempt): RetryServiceConfig(options.max_attempts,
+// options.initial_backoff).
+std::string RetryServiceConfig(int max_attempts, absl::Duration initial_backoff);
+
 tir::v1::GraphSource GraphSourceFromText(const std::string &mlir_text);
 
 // Sizes for a graph with dynamic dims: graph input index -> its full shape
@@ -103,7 +111,7 @@ class Client {
 
  private:
   template <typename Req, typename Resp, typename Fn>
-  absl::Status Call(Fn fn, const Req &req, Resp *resp, bool retry, absl::Duration timeout);
+  absl::Status Call(Fn fn, const Req &req, Resp *resp, absl::Duration timeout);
   void Authorize(grpc::ClientContext &ctx) const;
   // The bundle key's check of what an answer carries (OK without a key).
   absl::Status Check(const tir::v1::KernelBundle &bundle) const;

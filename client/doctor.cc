@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "absl/strings/str_format.h"
 #include "compiler/support/cli.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -102,24 +104,6 @@ Check HostCompilerCheck() {
   return c;
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          out += absl::StrFormat("\\u%04x", ch);
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -132,14 +116,9 @@ std::vector<Check> RunDoctor(const std::string& cache_dir) {
 std::string FormatChecks(const std::vector<Check>& checks, bool json) {
   std::string out;
   if (json) {
-    out = "{\"checks\": [";
-    for (size_t i = 0; i < checks.size(); ++i) {
-      absl::StrAppend(&out, i ? ", " : "", "{\"name\": \"", JsonEscape(checks[i].name),
-                      "\", \"ok\": ", checks[i].ok ? "true" : "false", ", \"detail\": \"",
-                      JsonEscape(checks[i].detail), "\"}");
-    }
-    out += "]}\n";
-    return out;
+    llvm::json::Array list;
+    for (const Check& c : checks) list.push_back(llvm::json::Object{{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+    return llvm::formatv("{0}\n", llvm::json::Value(llvm::json::Object{{"checks", std::move(list)}})).str();
   }
   for (const Check& c : checks) {
     absl::StrAppendFormat(&out, "%-14s %-4s %s\n", c.name, c.ok ? "ok" : "no", c.detail);

@@ -25,7 +25,7 @@ TEST(Doctor, ReportsEveryCheckAndTheToolchainWorks) {
 
 TEST(Doctor, JsonEscapesDetails) {
   std::string json = FormatChecks({{"x", false, "a \"quoted\"\nline"}}, /*json=*/true);
-  EXPECT_EQ(json, "{\"checks\": [{\"name\": \"x\", \"ok\": false, \"detail\": \"a \\\"quoted\\\"\\nline\"}]}\n");
+  EXPECT_EQ(json, "{\"checks\":[{\"detail\":\"a \\\"quoted\\\"\\nline\",\"name\":\"x\",\"ok\":false}]}\n");
 }
 
 TEST(Doctor, CacheDirFollowsXdg) {

@@ -8,6 +8,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "compiler/codegen/Emitter.h"
@@ -196,40 +198,48 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     google::protobuf::util::JsonPrintOptions json;
     json.add_whitespace = true;
     (void)google::protobuf::util::MessageToJsonString(emitted.launch, &launch, json);
-    std::string layout = "{\n  \"entry\": \"tir_kernel\",\n  \"params\": \"one struct tir_args by value\",\n  \"fields\": [";
-    for (size_t f = 0; f < emitted.fields.size(); ++f) absl::StrAppend(&layout, f ? ", " : "", "\"", emitted.fields[f], "\"");
-    // What a launcher needs without MLIR: each argument's dtype, shape and
-    // strides, the outputs, and the iteration domain (-1 dynamic).
+    // What a launcher needs without MLIR: the parameter struct's fields, each
+    // argument's dtype, shape and strides, the outputs, the iteration domain
+    // (-1 dynamic), the arch, the kind and the launch rule.
     auto typeJson = [](mlir::Type t, mlir::DictionaryAttr attrs) {
-      std::string j = "{";
       auto r = t.dyn_cast<mlir::RankedTensorType>();
       mlir::Type e = r ? r.getElementType() : t;
-      absl::StrAppend(&j, "\"dtype\": \"", DTypeName(*ToDType(e)), "\", \"shape\": [");
+      llvm::json::Array shape;
       if (r) {
-        for (int64_t d = 0; d < r.getRank(); ++d) absl::StrAppend(&j, d ? ", " : "", r.isDynamicDim(d) ? -1 : r.getDimSize(d));
+        for (int64_t d = 0; d < r.getRank(); ++d) shape.push_back(r.isDynamicDim(d) ? -1 : r.getDimSize(d));
       }
-      absl::StrAppend(&j, "]");
+      llvm::json::Object o{{"dtype", DTypeName(*ToDType(e))}, {"shape", std::move(shape)}};
       if (attrs) {
-        if (auto s = attrs.getAs<mlir::StringAttr>("tir.stride")) absl::StrAppend(&j, ", \"stride\": \"", s.getValue().str(), "\"");
+        if (auto s = attrs.getAs<mlir::StringAttr>("tir.stride")) o["stride"] = s.getValue().str();
       }
-      return j + (r ? "" : ", \"scalar\": true") + "}";
+      if (!r) o["scalar"] = true;
+      return o;
     };
-    absl::StrAppend(&layout, "],\n  \"inputs\": [");
+    llvm::json::Array fields, inputs, outputs, domainJson;
+    for (const std::string &f : emitted.fields) fields.push_back(f);
     for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
-      absl::StrAppend(&layout, i ? ", " : "", typeJson(kernel.getArgumentTypes()[i], kernel.getArgAttrDict(i)));
+      inputs.push_back(typeJson(kernel.getArgumentTypes()[i], kernel.getArgAttrDict(i)));
     }
-    absl::StrAppend(&layout, "],\n  \"outputs\": [");
-    for (unsigned i = 0; i < kernel.getNumResults(); ++i) {
-      absl::StrAppend(&layout, i ? ", " : "", typeJson(kernel.getResultTypes()[i], {}));
-    }
-    absl::StrAppend(&layout, "],\n  \"domain\": [");
+    for (unsigned i = 0; i < kernel.getNumResults(); ++i) outputs.push_back(typeJson(kernel.getResultTypes()[i], {}));
     auto domain = kernel->getAttrOfType<mlir::DenseI64ArrayAttr>("tir.iteration_domain").asArrayRef();
-    for (size_t d = 0; d < domain.size(); ++d) absl::StrAppend(&layout, d ? ", " : "", domain[d]);
-    absl::StrAppend(&layout, "]");
+    for (int64_t d : domain) domainJson.push_back(d);
+    llvm::json::Object top{{"entry", "tir_kernel"},
+                           {"params", "one struct tir_args by value"},
+                           {"fields", std::move(fields)},
+                           {"inputs", std::move(inputs)},
+                           {"outputs", std::move(outputs)},
+                           {"domain", std::move(domainJson)},
+                           {"arch", arch.name},
+                           {"kind", KernelKindName(planned.partition.kernels[k].space.kind)}};
     // The verification bound of tf32 products (tirctl verify reads it).
-    if (space[pick].params.count("tf32")) absl::StrAppend(&layout, ",\n  \"precision\": \"tf32\"");
-    absl::StrAppend(&layout, ",\n  \"arch\": \"", arch.name, "\",\n  \"kind\": \"", KernelKindName(planned.partition.kernels[k].space.kind),
-                    "\",\n  \"launch\": ", launch, "}\n");
+    if (space[pick].params.count("tf32")) top["precision"] = "tf32";
+    llvm::Expected<llvm::json::Value> rule = llvm::json::parse(launch);
+    if (!rule) {
+      return MakeError(absl::StatusCode::kInternal, "INTERNAL",
+                       "the launch rule's JSON does not parse: " + llvm::toString(rule.takeError()));
+    }
+    top["launch"] = *std::move(rule);
+    const std::string layout = llvm::formatv("{0:2}\n", llvm::json::Value(std::move(top))).str();
     TIR_RETURN_IF_ERROR(Write(dir / (stem + ".launch.json"), layout));
     std::string params;
     for (const auto &[p, v] : space[pick].params) absl::StrAppend(&params, params.empty() ? "" : " ", p, "=", v);
@@ -358,19 +368,21 @@ absl::StatusOr<std::string> VerifyCommand(const std::string &dir_name, const Ver
     TIR_ASSIGN_OR_RETURN(std::string source, Read(dir / (stem + ".cu")));
     TIR_ASSIGN_OR_RETURN(std::string graph_text, Read(dir / (stem + ".mlir")));
     TIR_ASSIGN_OR_RETURN(std::string layout, Read(dir / (stem + ".launch.json")));
-    // tirctl emit writes the launch rule last: "launch": {...}}.
-    const size_t at = layout.find("\"launch\":");
-    const size_t end = layout.rfind('}');
+    // The layout file is JSON: its "launch" rule (a tir.v1.LaunchRule) and "arch".
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(layout);
+    const llvm::json::Object *top = json ? json->getAsObject() : nullptr;
+    const llvm::json::Value *rule = top != nullptr ? top->get("launch") : nullptr;
     tir::v1::LaunchRule launch;
-    if (at == std::string::npos || end == std::string::npos || end <= at ||
-        !google::protobuf::util::JsonStringToMessage(layout.substr(at + 9, end - at - 9), &launch).ok()) {
+    if (!json) llvm::consumeError(json.takeError());
+    if (rule == nullptr ||
+        !google::protobuf::util::JsonStringToMessage(llvm::formatv("{0}", *rule).str(), &launch).ok()) {
       return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
                        (dir / (stem + ".launch.json")).string() + " has no readable \"launch\" rule");
     }
     std::string arch_name = options.arch;
     if (arch_name.empty()) {
-      const size_t a = layout.find("\"arch\": \"");
-      arch_name = a == std::string::npos ? "host" : layout.substr(a + 9, layout.find('"', a + 9) - a - 9);
+      std::optional<llvm::StringRef> a = top->getString("arch");
+      arch_name = a ? a->str() : "host";
     }
     TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(arch_name));
     build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;

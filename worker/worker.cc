@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "llvm/Support/ThreadPool.h"
 #include "compiler/support/status.h"
 #include "compiler/support/version.h"
 #include "google/protobuf/util/time_util.h"
@@ -109,15 +110,16 @@ grpc::Status Worker::Call(Fn fn, const Req &req, Resp *resp, absl::Duration dead
   return (stub_.get()->*fn)(&ctx, req, resp);
 }
 
+absl::Duration BackoffDelay(int attempt, absl::Duration min, absl::Duration max, double jitter) {
+  absl::Duration d = min;
+  for (int i = 0; i < attempt && d < max; ++i) d *= 2;
+  return std::min(d, max) * std::clamp(jitter, 0.5, 1.0);
+}
+
 void Worker::SleepBackoff(int attempt, bool until_stop) {
-  // Exponential with full jitter in [d/2, d]: never a busy loop, and workers
-  // that lost the coordinator together do not return in lockstep.
   static thread_local std::mt19937_64 rng(std::random_device{}());
-  absl::Duration d = options_.backoff_min;
-  for (int i = 0; i < attempt && d < options_.backoff_max; ++i) d *= 2;
-  d = std::min(d, options_.backoff_max);
-  const double f = std::uniform_real_distribution<double>(0.5, 1.0)(rng);
-  const absl::Time end = absl::Now() + d * f;
+  const double jitter = std::uniform_real_distribution<double>(0.5, 1.0)(rng);
+  const absl::Time end = absl::Now() + BackoffDelay(attempt, options_.backoff_min, options_.backoff_max, jitter);
   while (absl::Now() < end && !done_ && !(until_stop && stopping_)) absl::SleepFor(std::min(absl::Milliseconds(50), end - absl::Now()));
 }
 
@@ -278,18 +280,15 @@ absl::StatusOr<tir::v1::ReportResultRequest> Worker::Process(const tir::v1::Work
   // 1. Compile in a pool.
   std::vector<std::optional<absl::StatusOr<CompiledCandidate>>> compiled(n);
   {
-    std::atomic<int> next{0};
-    auto work = [&] {
-      for (int i = next++; i < n; i = next++) {
+    llvm::ThreadPool pool(llvm::hardware_concurrency(static_cast<unsigned>(std::max(1, std::min(n, options_.compile_threads)))));
+    for (int i = 0; i < n; ++i) {
+      pool.async([this, &item, &compiled, i] {
         compiled[i] = backend_->Compile(item.candidates(i), item.arch());
         metrics_->compiled.Increment();
         if (compiled[i]->ok()) metrics_->compile_seconds.Observe((*compiled[i])->info.compile_seconds());
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < std::min(n, std::max(1, options_.compile_threads)); ++t) pool.emplace_back(work);
-    work();
-    for (std::thread &t : pool) t.join();
+      });
+    }
+    pool.wait();
   }
   // 2. Make the item current in the runner.
   absl::Status prepared = absl::OkStatus();

@@ -60,6 +60,11 @@ struct WorkerOptions {
   absl::Duration prepare_deadline = absl::Minutes(5);
 };
 
+// The backoff before retry `attempt` (0 first): `min` doubled per attempt up
+// to `max`, times `jitter` in [0.5, 1] (so workers that lost the coordinator
+// together do not return in lockstep, and it is never a busy loop).
+absl::Duration BackoffDelay(int attempt, absl::Duration min, absl::Duration max, double jitter);
+
 class Worker {
  public:
   Worker(WorkerOptions options, std::unique_ptr<Backend> backend, std::shared_ptr<grpc::Channel> channel,

@@ -225,7 +225,6 @@ TEST_F(WorkerTest, CrashingHangingAndWrongCandidatesAreRecordedAndTheWorkerKeeps
   coordinator_.Enqueue(item);
   coordinator_.Enqueue(items[0]);  // served after the faults
   Start();
-  const auto start = absl::Now();
   WaitForReport(2);
   const auto &r = state_.reports.at(state_.leased[0]);
   ASSERT_EQ(r.results_size(), 7);
@@ -253,7 +252,6 @@ TEST_F(WorkerTest, CrashingHangingAndWrongCandidatesAreRecordedAndTheWorkerKeeps
   EXPECT_EQ(Counter("tir_worker_candidates_failed_total", "timeout"), 1);
   EXPECT_EQ(Counter("tir_worker_candidates_failed_total", "wrong"), 1);
   EXPECT_EQ(Counter("tir_worker_candidates_failed_total", "compile_failed"), 1);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(60));
 }
 
 TEST_F(WorkerTest, AReportWhoseAnswerWasLostIsRetriedAndRecordedOnce) {
@@ -332,11 +330,17 @@ TEST_F(WorkerTest, RetriesRegistrationWithBackoffWhileTheCoordinatorRefuses) {
   ASSERT_TRUE(coordinator_.WaitFor([](const auto &s) { return !s.registrations.empty(); }, absl::Seconds(30)));
   const auto attempts = coordinator_.state().registration_attempts;
   ASSERT_EQ(attempts.size(), 5u);
-  // Backoff 50 ms doubling, jittered to at least half: never a busy loop.
-  for (size_t i = 1; i < attempts.size(); ++i) {
-    EXPECT_GE(attempts[i] - attempts[i - 1], absl::Milliseconds(20)) << "attempt " << i;
-  }
-  EXPECT_GE(attempts.back() - attempts.front(), absl::Milliseconds(150));
+  // The delays between them: BackoffDelay's (its own test).
+}
+
+TEST(BackoffDelayTest, DoublesFromTheMinimumUpToTheMaximumJitteredToAtLeastHalf) {
+  const absl::Duration min = absl::Milliseconds(50), max = absl::Milliseconds(400);
+  EXPECT_EQ(BackoffDelay(0, min, max, 1.0), absl::Milliseconds(50));
+  EXPECT_EQ(BackoffDelay(1, min, max, 1.0), absl::Milliseconds(100));
+  EXPECT_EQ(BackoffDelay(3, min, max, 1.0), absl::Milliseconds(400));
+  EXPECT_EQ(BackoffDelay(30, min, max, 1.0), absl::Milliseconds(400)) << "capped, no overflow";
+  EXPECT_EQ(BackoffDelay(2, min, max, 0.5), absl::Milliseconds(100));
+  EXPECT_EQ(BackoffDelay(2, min, max, 0.0), absl::Milliseconds(100)) << "never below half: never a busy loop";
 }
 
 

@@ -16,6 +16,18 @@ def check(name, ok):
         failures.append(name)
 
 
+import json  # noqa: E402
+
+from tir import client as tir_client  # noqa: E402
+
+policy = json.loads(tir_client.retry_service_config(8, 0.25))["methodConfig"][0]
+retried = {n["method"] for n in policy["name"]}
+check("gRPC's retry policy retries reads and Compile, at most 5 attempts, on UNAVAILABLE only",
+      {"Compile", "GetOperation", "WaitOperation", "LookupKernel"} <= retried and
+      policy["retryPolicy"]["maxAttempts"] == 5 and policy["retryPolicy"]["retryableStatusCodes"] == ["UNAVAILABLE"])
+check("DeleteKernel and WatchOperation are not retried", not ({"DeleteKernel", "WatchOperation"} & retried))
+check("one attempt: no retry policy", tir_client.retry_service_config(1, 0.1) is None)
+
 for _ in range(150):
     try:
         if any(w.state == "ready" for w in client.workers()):

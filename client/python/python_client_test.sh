@@ -26,4 +26,4 @@ pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 # Runfiles hold the generated modules inside the package (client/python/tir/v1/);
 # the embedded default finds the service's binaries under TIR_BIN_DIR.
-PYTHONPATH="$root/client/python" TIR_BIN_DIR="$root" $py "$root/$script" 127.0.0.1:$port
+PYTHONPATH="$root/client/python:$root/tests/testing" TIR_BIN_DIR="$root" $py "$root/$script" 127.0.0.1:$port

@@ -16,6 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import junit  # tests/testing: results as JUnit XML, skips counted as skips
+
 import tir
 import tir.fx
 from tir import bundle as tir_bundle
@@ -23,13 +25,12 @@ from tir import bundle as tir_bundle
 address = sys.argv[1]
 KEY = "bundle-key-1"
 client = tir.Client(address, token="client-token", bundle_key=KEY, client_name="torch-test")
-failures = []
+results = junit.Results("tir_torch_test")
+failures = results.failures
 
 
 def check(name, ok, detail=""):
-    print(("ok: " if ok else "FAIL: ") + name + ("" if ok or not detail else " (%s)" % detail))
-    if not ok:
-        failures.append(name)
+    results.check(name, ok, detail)
 
 
 def raises(fn, reason):
@@ -370,7 +371,7 @@ if not torch.cuda.is_available():
     except tir.TirError as e:
         check("no GPU here: the CUDA driver is reported unavailable (%s)" % e.reason,
               e.reason in ("CUDA_DRIVER_UNAVAILABLE",), str(e))
-    print("skipped: the CUDA run of Bundle.run needs a GPU (torch.cuda.is_available() is False)")
+    results.skip("the CUDA run of Bundle.run", "needs a GPU (torch.cuda.is_available() is False)")
 
 # The CUDA launch of the same records, packed without a GPU: every record of
 # this bundle is an 8-byte field (pointers, sizes, strides, the domain), so
@@ -504,11 +505,13 @@ if hasattr(torch, "compile"):
         ok, detail = close(model(xc), model._orig_mod(xc))
     check("torch.compile(backend=tir.torch_backend()) matches eager", ok and backend.regions_compiled >= 1, detail)
 else:
-    print("skipped: torch.compile needs torch >= 2; this is torch %s (the backend was tested by calling it on "
-          "traced graphs above)" % torch.__version__)
+    results.skip("torch.compile(backend=tir.torch_backend())",
+                 "needs torch >= 2; this is torch %s (the backend was tested by calling it on traced graphs above)"
+                 % torch.__version__)
 
 client.close()
-if failures:
-    print("%d failed: %s" % (len(failures), failures))
-    sys.exit(1)
-print("all passed")
+if results.failures:
+    print("%d failed: %s" % (len(results.failures), results.failures))
+else:
+    print("all passed")
+sys.exit(results.exit())

@@ -14,29 +14,22 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "compiler/codegen/LaunchContract.h"
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/reference/Interpreter.h"
 #include "compiler/reference/ShapeSolver.h"
+#include "compiler/support/digest.h"
 #include "compiler/support/status.h"
-#include "llvm/Support/SHA256.h"
+#include "llvm/Support/Program.h"
 
 namespace tir::codegen {
 namespace {
 
 absl::Status Invalid(const std::string &m) { return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", m); }
 
-std::string Hex(llvm::StringRef data) {
-  std::array<uint8_t, 32> d = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(data.data()), data.size()));
-  static const char *kHex = "0123456789abcdef";
-  std::string s;
-  for (int i = 0; i < 12; ++i) {
-    s.push_back(kHex[d[i] >> 4]);
-    s.push_back(kHex[d[i] & 15]);
-  }
-  return s;
-}
+// The first 12 bytes of the source's SHA-256, in hex: a file name.
+std::string Hex(llvm::StringRef data) { return Sha256Hex(absl::string_view(data.data(), data.size())).substr(0, 24); }
 
 }  // namespace
 
@@ -81,19 +74,37 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   if (std::filesystem::exists(so)) return so;
   for (const auto &[name, text] : headers) std::ofstream(dir / name) << text;
   std::ofstream(src) << source;
+  // The compiler: TIR_HOST_CXX (a program and its own flags) or c++, run
+  // directly (no shell: paths are arguments, never parsed).
   const char *cxx = std::getenv("TIR_HOST_CXX");
+  std::vector<std::string> args = absl::StrSplit(cxx && *cxx ? cxx : "c++", ' ', absl::SkipEmpty());
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(args[0]);
+  if (!program) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "HOST_COMPILER_MISSING",
+                     absl::StrCat("no host compiler ", args[0], " on PATH (TIR_HOST_CXX names another)"));
+  }
   // A private temporary name per call, so concurrent compiles of one source
   // never hand out a half-written object.
   const std::string tmp = absl::StrCat(so, ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  const std::string cmd = absl::StrCat(cxx && *cxx ? cxx : "c++", " -std=c++17 -O1 -fPIC -shared -w ", lanes ? "-DTIR_EMULATE=1 " : "", "-I", dir.string(),
-                                       " -o ", tmp, " ", src, " > ", log, ".", ::getpid(), " 2>&1 && mv ", tmp, " ", so);
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream in(absl::StrCat(log, ".", ::getpid()));
+  const std::string callLog = absl::StrCat(log, ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+  for (const char *flag : {"-std=c++17", "-O1", "-fPIC", "-shared", "-w"}) args.push_back(flag);
+  if (lanes) args.push_back("-DTIR_EMULATE=1");
+  args.push_back("-I" + dir.string());
+  for (const std::string &a : {std::string("-o"), tmp, src}) args.push_back(a);
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  const std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(callLog), llvm::StringRef(callLog)};
+  std::string error;
+  const int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0, 0, &error);
+  if (rc != 0 || !std::filesystem::exists(tmp)) {
+    std::ifstream in(callLog);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!error.empty()) text = error + "\n" + text;
     std::filesystem::remove(tmp, ec);
     return MakeError(absl::StatusCode::kInvalidArgument, "HOST_COMPILE_FAILED",
                      absl::StrCat("the system compiler rejected generated kernel ", src, ":\n", text.substr(0, 4000)));
   }
+  std::filesystem::rename(tmp, so, ec);
+  if (ec) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot move " + tmp + " to " + so + ": " + ec.message());
   return so;
 }
 

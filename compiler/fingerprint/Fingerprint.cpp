@@ -6,6 +6,7 @@
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/ir/TileHints.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -49,13 +50,7 @@ class Hasher {
       Str(top, hints->ToString());
     }
     Digest d = top.final();
-    static const char *kHex = "0123456789abcdef";
-    std::string hex;
-    for (uint8_t b : d) {
-      hex.push_back(kHex[b >> 4]);
-      hex.push_back(kHex[b & 15]);
-    }
-    return hex;
+    return llvm::toHex(llvm::ArrayRef<uint8_t>(d.data(), d.size()), /*LowerCase=*/true);
   }
 
  private:

@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/ThreadPool.h"
 
 namespace tir::nvrtc {
 namespace {
@@ -43,13 +45,8 @@ std::string CompileCache::Key(const std::string &source, const CompileOptions &o
     add(name);
     add(text);
   }
-  static const char *kHex = "0123456789abcdef";
-  std::string hex;
-  for (uint8_t b : h.final()) {
-    hex.push_back(kHex[b >> 4]);
-    hex.push_back(kHex[b & 15]);
-  }
-  return hex;
+  const std::array<uint8_t, 32> d = h.final();
+  return llvm::toHex(llvm::ArrayRef<uint8_t>(d.data(), d.size()), /*LowerCase=*/true);
 }
 
 absl::StatusOr<CompiledKernel> CompileCache::Compile(const std::string &source, const CompileOptions &options,
@@ -114,13 +111,11 @@ absl::StatusOr<CompiledKernel> CompileCache::Compile(const std::string &source, 
 std::vector<absl::StatusOr<CompiledKernel>> CompileCache::CompileAll(
     const std::vector<std::pair<std::string, CompileOptions>> &jobs, int threads) {
   std::vector<absl::StatusOr<CompiledKernel>> results(jobs.size(), absl::UnknownError("not run"));
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < jobs.size(); i = next++) results[i] = Compile(jobs[i].first, jobs[i].second);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, threads); ++t) pool.emplace_back(work);
-  for (std::thread &t : pool) t.join();
+  llvm::ThreadPool pool(llvm::hardware_concurrency(static_cast<unsigned>(std::max(1, threads))));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    pool.async([this, &jobs, &results, i] { results[i] = Compile(jobs[i].first, jobs[i].second); });
+  }
+  pool.wait();
   return results;
 }
 

@@ -4,6 +4,7 @@
 #include "compiler/ir/Registration.h"
 #include "compiler/reference/Interpreter.h"
 #include "gmock/gmock.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "mlir/IR/Verifier.h"
 
@@ -24,7 +25,9 @@ class PartitionTest : public ::testing::Test {
     EXPECT_TRUE(p.ok()) << p.status();
     if (!p.ok()) return {};
     EXPECT_EQ(static_cast<int>(p->kernels.size()), kernels);
-    for (const auto &k : p->kernels) SCOPED_TRACE(k.space.ToString());
+    std::string spaces;
+    for (const auto &k : p->kernels) absl::StrAppend(&spaces, spaces.empty() ? "" : "; ", k.space.ToString());
+    SCOPED_TRACE("kernel spaces: " + spaces);  // shown with any failure below
     mlir::OwningOpRef<mlir::ModuleOp> module = BuildPartitionedModule(loaded->graph, *p);
     EXPECT_TRUE(mlir::succeeded(mlir::verify(*module)));
     if (run) {

@@ -4,10 +4,11 @@
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/bundles/kernel_admin.h"
 #include "server/bundles/shape_source.h"
 #include "server/bundles/signing_source.h"
 #include "server/bundles/store_source.h"
-#include "server/store/rocksdb_kernel_store.h"
+#include "server/store/test_store.h"
 
 namespace tir::bundles {
 namespace {
@@ -15,12 +16,8 @@ namespace {
 class BundlesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto dir = std::filesystem::path(::testing::TempDir()) /
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir);
-    auto s = store::RocksDbKernelStore::Open(dir.string());
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::shared_ptr<store::KernelStore>(*std::move(s));
+    store_ = store::FreshTestStore();
+    ASSERT_NE(store_, nullptr);
     ledger_ = std::make_unique<ledger::Ledger>(store_, nullptr);
     sizer_ = std::make_unique<ShapeSizer>(*ledger_, signer_);
   }
@@ -129,6 +126,35 @@ TEST_F(BundlesTest, ABundleWrongAtAShapeIsRefusedThereWithItsReason) {
   auto after = sized.Find({"w", &shape});
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_FALSE((*after)->servable);
+}
+
+TEST_F(BundlesTest, AdminServesSignedMetadataListsAndDeletesWithTheShapeRecords) {
+  tir::v1::KernelBundle b = Dynamic("a");
+  tir::v1::KernelEntry *k = b.add_kernels();
+  k->set_binary("cubin");
+  k->set_source("source");
+  ASSERT_TRUE(store_->PutKernel(b).ok());
+  KernelAdmin admin(store_, signer_, *sizer_);
+  auto meta = admin.Get("kernels/a", true);
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  EXPECT_TRUE(meta->kernels(0).binary().empty());
+  EXPECT_TRUE(meta->kernels(0).source().empty());
+  EXPECT_TRUE(CheckBundleSignature(*meta, key_).ok()) << "metadata is signed as served";
+  EXPECT_EQ(admin.Get("a", false)->kernels(0).binary(), "cubin");
+  auto page = admin.List({});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->kernels_size(), 1);
+  EXPECT_TRUE(CheckBundleSignature(page->kernels(0), key_).ok());
+
+  tir::v1::ShapeVerification v;
+  v.set_passed(true);
+  ledger_->PutShape("a", "0=5x4", v);
+  auto deleted = admin.Delete("kernels/a");
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_TRUE(deleted->deleted());
+  EXPECT_FALSE(ledger_->GetShape("a", "0=5x4")->has_value()) << "its shape records go with it";
+  EXPECT_FALSE(admin.Delete("kernels/a")->deleted());
+  EXPECT_EQ(ReasonOf(admin.Get("a", false).status()), "NOT_FOUND");
 }
 
 }  // namespace

@@ -20,10 +20,6 @@ reference::BucketPolicy Buckets(const std::string &text) {
   return reference::BucketPolicy();
 }
 
-std::string KeyFromName(const std::string &name) {
-  return name.rfind("kernels/", 0) == 0 ? name.substr(8) : name;
-}
-
 bundles::BundleIdentity IdentityOf(const frontend::Parsed &p, const std::string &arch) {
   return {p.key, p.fingerprint, arch, p.policy, p.signature};
 }
@@ -49,6 +45,7 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       shape_source_(store_source_, sizer_),
       served_(shape_source_, signer_),
       defaults_(options_.work_dir, signer_, *registry_),
+      admin_(store_, signer_, sizer_),
       keyer_(options_.limits.max_ops_per_graph, options_.tuner, Buckets(options_.shape_buckets), limits_),
       ops_(options_.limits.max_operations, limits_, ledger_),
       dispatcher_(DispatchOptionsOf(options_), *registry_, limits_),
@@ -57,7 +54,12 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
               tuning::SuccessiveHalvingFactory(options_.tuner), options_.limits,
               [this](const std::string &key) { sizer_.Forget(key); },
               [this](int trials) {
-                if (models_.NoteTrials(trials)) writer_.Post([this] { models_.Refit(ledger_); });
+                // The ledger scan runs on the planning pool (at most one
+                // waits); a full pool leaves it to the next trials.
+                if (models_.NoteTrials(trials) &&
+                    !planner_.Submit([this] { models_.Refit(ledger_); }, "maxPlanningQueue").ok()) {
+                  models_.RefitDropped();
+                }
               }),
       status_({[this](absl::Time now, bool sample) { return dispatcher_.Snapshot(now, sample); },
                [this](auto *running, auto *recent) { tuning_.Snapshot(running, recent); },
@@ -77,7 +79,13 @@ void Coordinator::Shutdown() {
   dispatcher_.Stop();
   ops_.Stop();
   status_.Stop();
-  writer_.Flush();
+  // The pool's tasks post to the writer and the writer's submit to the pool:
+  // both are drained twice, so neither is left a task for the other once
+  // they go (the writer first).
+  for (int i = 0; i < 2; ++i) {
+    planner_.Drain();
+    writer_.Flush();
+  }
 }
 
 absl::Status Coordinator::Start() {
@@ -152,8 +160,14 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   }
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
   ++counts_.requests;
-  // 1. Parsed once: the key now, the plan below from the same graph.
-  TIR_ASSIGN_OR_RETURN(frontend::Parsed parsed, keyer_.Parse(request.graph(), request.options(), arch));
+  // 1. The key: of a request seen before without parsing; else parsed
+  // (once: the plan below is made from the same graph).
+  frontend::Parsed parsed;
+  if (std::shared_ptr<const frontend::Parsed> known = keyer_.Known(request.graph(), request.options(), arch)) {
+    parsed = *known;
+  } else {
+    TIR_ASSIGN_OR_RETURN(parsed, keyer_.Parse(request.graph(), request.options(), arch));
+  }
   // 2. The cache (a retried request that has a bundle by now gets it). A
   // dynamic graph's bundle not verified at the shape yet is `unchecked`.
   tir::v1::KernelBundle unchecked;
@@ -200,6 +214,10 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   if (answerNow && !now && !options_.default_without_worker) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "NO_WORKER_FOR_ARCH",
                      absl::StrCat("no worker for ", arch, " is registered"));
+  }
+  // A request known by its bytes is parsed now, for its plan.
+  if (parsed.graph == nullptr) {
+    TIR_ASSIGN_OR_RETURN(parsed, keyer_.Parse(request.graph(), request.options(), arch));
   }
   const std::string device = dispatcher_.DeviceOf(arch);
   std::vector<tuning::KernelWork> plan;
@@ -352,40 +370,6 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const fro
     signer_.Served(found->bundle);
     *out.mutable_bundle() = std::move(found->bundle);
   }
-  return out;
-}
-
-absl::StatusOr<tir::v1::KernelBundle> Coordinator::GetKernel(const std::string &name, bool metadata_only) {
-  TIR_ASSIGN_OR_RETURN(tir::v1::KernelBundle b, store_->GetKernel(KeyFromName(name)));
-  if (metadata_only) {
-    for (auto &k : *b.mutable_kernels()) {
-      k.clear_binary();
-      k.clear_source();
-    }
-    signer_.Sign(b);  // what is served is signed
-  } else {
-    signer_.Served(b);
-  }
-  return b;
-}
-
-absl::StatusOr<tir::v1::ListKernelsResponse> Coordinator::ListKernels(const tir::v1::ListKernelsRequest &request) {
-  const uint32_t size = request.page_size() == 0 ? 100 : std::min(request.page_size(), 1000u);
-  TIR_ASSIGN_OR_RETURN(store::KernelPage page, store_->ListKernels(size, request.page_token(), request.arch()));
-  tir::v1::ListKernelsResponse out;
-  for (auto &k : page.kernels) {
-    signer_.Sign(k);
-    *out.add_kernels() = std::move(k);
-  }
-  out.set_next_page_token(page.next_page_token);
-  return out;
-}
-
-absl::StatusOr<tir::v1::DeleteKernelResponse> Coordinator::DeleteKernel(const std::string &name) {
-  TIR_ASSIGN_OR_RETURN(bool deleted, store_->DeleteKernel(KeyFromName(name)));
-  sizer_.Forget(KeyFromName(name));
-  tir::v1::DeleteKernelResponse out;
-  out.set_deleted(deleted);
   return out;
 }
 

@@ -45,6 +45,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/bundles/assembly.h"
+#include "server/bundles/kernel_admin.h"
 #include "server/bundles/shape_sizer.h"
 #include "server/bundles/shape_source.h"
 #include "server/bundles/signer.h"
@@ -125,9 +126,14 @@ class Coordinator {
                                                    int64_t *version = nullptr);
   absl::StatusOr<tir::v1::Operation> CancelOperation(const std::string &name);
   absl::StatusOr<tir::v1::LookupKernelResponse> LookupKernel(const tir::v1::LookupKernelRequest &request);
-  absl::StatusOr<tir::v1::KernelBundle> GetKernel(const std::string &name, bool metadata_only);
-  absl::StatusOr<tir::v1::ListKernelsResponse> ListKernels(const tir::v1::ListKernelsRequest &request);
-  absl::StatusOr<tir::v1::DeleteKernelResponse> DeleteKernel(const std::string &name);
+  // Kernel admin (bundles/kernel_admin.h).
+  absl::StatusOr<tir::v1::KernelBundle> GetKernel(const std::string &name, bool metadata_only) {
+    return admin_.Get(name, metadata_only);
+  }
+  absl::StatusOr<tir::v1::ListKernelsResponse> ListKernels(const tir::v1::ListKernelsRequest &request) {
+    return admin_.List(request);
+  }
+  absl::StatusOr<tir::v1::DeleteKernelResponse> DeleteKernel(const std::string &name) { return admin_.Delete(name); }
   tir::v1::ListWorkersResponse ListWorkers(const std::string &arch) { return dispatcher_.ListWorkers(arch); }
 
   // Worker API (dispatch/).
@@ -184,6 +190,7 @@ class Coordinator {
   bundles::ShapeSource shape_source_;
   bundles::SigningSource served_;
   bundles::DefaultBundles defaults_;
+  bundles::KernelAdmin admin_;
   frontend::RequestKeyer keyer_;
   frontend::CostModels models_;
   operations::Operations ops_;

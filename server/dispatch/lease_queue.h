@@ -30,6 +30,7 @@ class WorkOwner;
 struct QueuedWork {
   std::string job;  // the job's key or the check's id ("" once it is gone)
   WorkOwner *owner = nullptr;  // told its results (Dispatcher)
+  uint64_t epoch = 0;          // the owner's: which opening of `job` queued it
   int kernel = 0;
   int round = 0;
   tir::v1::WorkItem item;

@@ -133,20 +133,29 @@ absl::StatusOr<std::vector<tuning::KernelWork>> RequestKeyer::Plan(Parsed &parse
 }
 
 void CostModels::Refit(const ledger::Ledger &ledger) {
+  {
+    absl::MutexLock l(&mu_);
+    pending_ = false;  // trials from now on count toward the next one
+    since_fit_ = 0;
+  }
   absl::StatusOr<std::vector<planning::TrialPoint>> points = tuning::LoadTrialPoints(ledger);
   if (!points.ok()) return;  // the model stays as it was
   auto fit = std::make_shared<const planning::Calibration>(planning::Calibration::Fit(*std::move(points)));
   absl::MutexLock l(&mu_);
   calibration_ = std::move(fit);
-  since_fit_ = 0;
 }
 
 bool CostModels::NoteTrials(int n) {
   absl::MutexLock l(&mu_);
   since_fit_ += n;
-  if (since_fit_ < 32) return false;
-  since_fit_ = 0;
+  if (since_fit_ < 32 || pending_) return false;
+  pending_ = true;
   return true;
+}
+
+void CostModels::RefitDropped() {
+  absl::MutexLock l(&mu_);
+  pending_ = false;
 }
 
 void CostModels::With(const std::function<void(const planning::CostModel &)> &fn) const {

@@ -99,8 +99,11 @@ class CostModels {
   // Fits again from every stored trial (the model stays when they cannot
   // be read).
   void Refit(const ledger::Ledger &ledger) ABSL_LOCKS_EXCLUDED(mu_);
-  // Counts new trials; true when 32 have come since the last refit.
+  // Counts new trials; true when 32 have come since the last refit and no
+  // refit is pending already (the caller then runs one: at most one waits).
   bool NoteTrials(int n) ABSL_LOCKS_EXCLUDED(mu_);
+  // The refit NoteTrials asked for could not be run: the next trials ask again.
+  void RefitDropped() ABSL_LOCKS_EXCLUDED(mu_);
   // Runs `fn` with the model planning uses now (calibrated once fit).
   void With(const std::function<void(const planning::CostModel &)> &fn) const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -109,6 +112,7 @@ class CostModels {
   mutable absl::Mutex mu_;
   std::shared_ptr<const planning::Calibration> calibration_ ABSL_GUARDED_BY(mu_);
   int since_fit_ ABSL_GUARDED_BY(mu_) = 0;
+  bool pending_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tir::frontend

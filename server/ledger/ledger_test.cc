@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/rocksdb_kernel_store.h"
+#include "server/store/test_store.h"
 
 namespace tir::ledger {
 namespace {
@@ -12,15 +12,10 @@ namespace {
 class LedgerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    auto s = store::RocksDbKernelStore::Open(dir_.string());
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::shared_ptr<store::KernelStore>(*std::move(s));
+    store_ = store::FreshTestStore();
+    ASSERT_NE(store_, nullptr);
     ledger_ = std::make_unique<Ledger>(store_, &writer_);
   }
-  std::filesystem::path dir_;
   std::shared_ptr<store::KernelStore> store_;
   common::StoreWriter writer_;
   std::unique_ptr<Ledger> ledger_;

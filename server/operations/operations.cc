@@ -77,8 +77,9 @@ std::optional<tir::v1::Operation> Operations::Get(const std::string &name) const
   return std::nullopt;
 }
 
-std::optional<tir::v1::Operation> Operations::ByRequest(const std::string &request_id) const {
+std::optional<tir::v1::Operation> Operations::ByRequest(const std::string &request_id) {
   absl::MutexLock l(&mu_);
+  PruneIfDue(absl::Now());  // a request id of an operation no longer kept names nothing
   if (const OperationTable::Entry *e = table_.ByRequest(request_id)) return e->op;
   return std::nullopt;
 }
@@ -103,6 +104,7 @@ void Operations::SetJob(const std::vector<std::string> &names, const std::string
 
 void Operations::Finish(const std::vector<std::string> &names, const absl::StatusOr<tir::v1::KernelBundle> &result) {
   absl::MutexLock l(&mu_);
+  PruneIfDue(absl::Now());
   for (const std::string &n : names) table_.Finish(n, result);
   changed_.SignalAll();
 }

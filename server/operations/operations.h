@@ -47,7 +47,7 @@ class Operations {
   bool Restore(const std::string &name, const std::string &arch, const std::string &key, const std::string &job);
 
   std::optional<tir::v1::Operation> Get(const std::string &name) const;
-  std::optional<tir::v1::Operation> ByRequest(const std::string &request_id) const;
+  std::optional<tir::v1::Operation> ByRequest(const std::string &request_id);
   bool Contains(const std::string &name) const;
   // The job (or check) it waits for ("" when done or unknown).
   std::string JobOf(const std::string &name) const;

@@ -6,7 +6,7 @@
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/rocksdb_kernel_store.h"
+#include "server/store/test_store.h"
 
 namespace tir::operations {
 namespace {
@@ -15,12 +15,9 @@ class OperationsTest : public ::testing::Test {
  protected:
   OperationsTest() : limits_(registry_) {}
   void SetUp() override {
-    const auto dir = std::filesystem::path(::testing::TempDir()) /
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir);
-    auto s = store::RocksDbKernelStore::Open(dir.string());
-    ASSERT_TRUE(s.ok()) << s.status();
-    ledger_ = std::make_unique<ledger::Ledger>(std::shared_ptr<store::KernelStore>(*std::move(s)), nullptr);
+    std::shared_ptr<store::KernelStore> s = store::FreshTestStore();
+    ASSERT_NE(s, nullptr);
+    ledger_ = std::make_unique<ledger::Ledger>(s, nullptr);
     ops_ = std::make_unique<Operations>(2, limits_, *ledger_);
   }
   prometheus::Registry registry_;

@@ -4,7 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/rocksdb_kernel_store.h"
+#include "server/store/test_store.h"
 
 namespace tir::status {
 namespace {
@@ -12,11 +12,8 @@ namespace {
 // The board reads every part through its sources; here they are counters
 // the test moves, so the rates and copies can be checked exactly.
 TEST(StatusBoardTest, SamplesRatesAndRendersFromSnapshots) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "status_board";
-  std::filesystem::remove_all(dir);
-  auto s = store::RocksDbKernelStore::Open(dir.string());
-  ASSERT_TRUE(s.ok()) << s.status();
-  std::shared_ptr<store::KernelStore> kernels(*std::move(s));
+  std::shared_ptr<store::KernelStore> kernels = store::FreshTestStore();
+  ASSERT_NE(kernels, nullptr);
   tir::v1::KernelBundle b;
   b.set_key("k");
   b.set_name("kernels/k");

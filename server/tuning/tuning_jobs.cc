@@ -106,6 +106,7 @@ absl::StatusOr<tir::v1::Operation> TuningJobs::Open(JobSpec spec, std::vector<Ke
       Job &job = jobs_[key];
       job = Job();
       job.spec = std::move(spec);
+      job.epoch = ++epochs_;
       job.spec.request.clear_request_id();
       job.start = absl::Now();
       job.stored_rounds = std::move(rounds);
@@ -120,14 +121,17 @@ absl::StatusOr<tir::v1::Operation> TuningJobs::Open(JobSpec spec, std::vector<Ke
       persistJob = !resume;
     }
     Job &job = it->second;
+    absl::StatusOr<tir::v1::Operation> op =
+        untuned ? parts_.operations.New(arch, key, "", waiter.request_id, waiter.describe) : Attach(job, waiter);
+    if (!op.ok()) {
+      // No operation (maxOperations): a job just made for it goes too.
+      if (fresh) jobs_.erase(it);
+      return op.status();
+    }
+    name = op->name();
     if (untuned) {
-      TIR_ASSIGN_OR_RETURN(tir::v1::Operation op,
-                           parts_.operations.New(arch, key, "", waiter.request_id, waiter.describe));
-      parts_.operations.Finish({op.name()}, *untuned);
-      name = op.name();
+      parts_.operations.Finish({name}, *untuned);
     } else {
-      TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, Attach(job, waiter));
-      name = op.name();
       persistOp = !resume;
     }
     if (persistJob) jobRecord = job.spec.request;
@@ -181,7 +185,8 @@ void TuningJobs::OnResults(dispatch::QueuedWork work, std::vector<tir::v1::Candi
                            const std::string &worker) {
   absl::MutexLock l(&mu_);
   auto it = jobs_.find(work.job);
-  if (it == jobs_.end()) return;
+  // A late result for a job that ended (and was opened again since) is not this one's.
+  if (it == jobs_.end() || it->second.epoch != work.epoch) return;
   Record(it->second, work, results, worker, false);
   Advance(work.job);
 }
@@ -198,6 +203,7 @@ void TuningJobs::Advance(const std::string &key) {
     for (std::optional<SearchStrategy::Round> round = kj.strategy->done() ? std::nullopt : kj.strategy->Next(); round;) {
       dispatch::QueuedWork q;
       q.job = key;
+      q.epoch = job.epoch;
       q.owner = this;
       q.kernel = static_cast<int>(k);
       q.round = round->number;

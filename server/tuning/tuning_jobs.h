@@ -125,6 +125,7 @@ class TuningJobs : public dispatch::WorkOwner {
     ledger::Rounds stored_rounds;                  // from before a restart, replayed
     bool cancelled = false;
     bool storing = false;  // the bundle is being written
+    uint64_t epoch = 0;    // which opening of the key this is (work items carry it)
     absl::Time start;
   };
   absl::Status Fits(const std::string &client, size_t kernels) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -152,6 +153,7 @@ class TuningJobs : public dispatch::WorkOwner {
   std::atomic<uint64_t> measured_{0};
   mutable absl::Mutex mu_;
   std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);  // by key
+  uint64_t epochs_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<tir::v1::JobStatus> recent_ ABSL_GUARDED_BY(mu_);  // newest last
 };
 

@@ -8,7 +8,7 @@
 #include "compiler/target/ArchTable.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/store/rocksdb_kernel_store.h"
+#include "server/store/test_store.h"
 #include "server/tuning/successive_halving.h"
 
 namespace tir::tuning {
@@ -30,12 +30,8 @@ class TuningJobsTest : public ::testing::Test {
         signer_(""),
         pool_(1, 16) {}
   void SetUp() override {
-    const auto dir = std::filesystem::path(::testing::TempDir()) /
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir);
-    auto s = store::RocksDbKernelStore::Open(dir.string());
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::shared_ptr<store::KernelStore>(*std::move(s));
+    store_ = store::FreshTestStore();
+    ASSERT_NE(store_, nullptr);
     ledger_ = std::make_unique<ledger::Ledger>(store_, &writer_);
     ops_ = std::make_unique<operations::Operations>(100, limits_, *ledger_);
     sizer_ = std::make_unique<bundles::ShapeSizer>(*ledger_, signer_);

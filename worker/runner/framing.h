@@ -1,5 +1,7 @@
-// Length-prefixed protobuf messages on a file descriptor: a 4-byte
-// little-endian length, then the serialized message.
+// Protobuf messages on a pipe, delimited as protobuf's own utilities write
+// them (a varint length, then the message: util/delimited_message_util.h).
+// The daemon and its runner take turns: each end writes one message and
+// waits for the other's, so a reader never finds more than one in the pipe.
 
 #ifndef TIR_WORKER_RUNNER_FRAMING_H_
 #define TIR_WORKER_RUNNER_FRAMING_H_
@@ -16,7 +18,7 @@ inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
 absl::Status WriteFrame(int fd, const google::protobuf::MessageLite &message);
 
 // Reads one frame. Errors: UNAVAILABLE at end of file or on a read error,
-// DATA_LOSS for an oversized or unparsable frame.
+// DATA_LOSS for an oversized, truncated or unparsable frame.
 absl::Status ReadFrame(int fd, google::protobuf::MessageLite *message);
 
 }  // namespace tir::runner

@@ -1,8 +1,8 @@
 """Python client of a tir coordinator (tir.v1.CompilerService).
 
 Every call has a deadline; reads and compile (idempotent by the request id
-this client sets) are retried with backoff while the coordinator is
-UNAVAILABLE, nothing else is. Errors raise TirError with the coordinator's
+this client sets) are retried by gRPC's retry policy (the channel's service
+config) while the coordinator is UNAVAILABLE, nothing else is. Errors raise TirError with the coordinator's
 code and stable reason (INVALID_GRAPH, UNKNOWN_ARCH, UNAUTHENTICATED, ...).
 Given the coordinator's bundle key, every bundle answered is checked against
 its HMAC-SHA256 signature before it is returned (BUNDLE_UNSIGNED,
@@ -18,6 +18,7 @@ generated modules (tir.v1, built by setup.py or Bazel's
 //client/python:python), python3-grpcio and python3-protobuf.
 """
 
+import json
 import copy
 import hashlib
 import hmac
@@ -90,6 +91,24 @@ def _set_shapes(options, shapes):
         hint.shape.extend(int(d) for d in shape)
 
 
+# The calls retried while the coordinator is UNAVAILABLE: all but
+# DeleteKernel (a write that is not idempotent) and WatchOperation (a stream).
+RETRIED = ("Compile", "GetOperation", "WaitOperation", "CancelOperation", "GetKernel", "LookupKernel",
+           "ListKernels", "ListWorkers")
+
+
+def retry_service_config(max_attempts, initial_backoff):
+    """The channel's service config that retries the client's calls (None for
+    one attempt); gRPC retries at most 5 attempts."""
+    attempts = min(int(max_attempts), 5)
+    if attempts < 2:
+        return None
+    return json.dumps({"methodConfig": [{
+        "name": [{"service": "tir.v1.CompilerService", "method": m} for m in RETRIED],
+        "retryPolicy": {"maxAttempts": attempts, "initialBackoff": "%gs" % initial_backoff, "maxBackoff": "10s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})
+
+
 class Client:
     def __init__(self, address, token=None, timeout=30.0, max_attempts=4, initial_backoff=0.1,
                  max_message_bytes=64 << 20, bundle_key=None, client_name=None, tls_root_certs=None,
@@ -101,7 +120,13 @@ class Client:
         channel (None: plaintext), `tls_server_name` the name the
         certificate must carry when it is not the address's host."""
         options = [("grpc.max_receive_message_length", max_message_bytes),
-                   ("grpc.max_send_message_length", max_message_bytes)]
+                   ("grpc.max_send_message_length", max_message_bytes),
+                   ("grpc.initial_reconnect_backoff_ms", int(initial_backoff * 1000)),
+                   ("grpc.min_reconnect_backoff_ms", int(initial_backoff * 1000)),
+                   ("grpc.max_reconnect_backoff_ms", 10000)]
+        config = retry_service_config(max_attempts, initial_backoff)
+        if config:
+            options += [("grpc.enable_retries", 1), ("grpc.service_config", config)]
         self.address = address
         if tls_root_certs:
             roots = tls_root_certs.encode() if isinstance(tls_root_certs, str) else bytes(tls_root_certs)
@@ -117,7 +142,7 @@ class Client:
             metadata.append(("tir-client", client_name))
         self._metadata = tuple(metadata)
         self._key = bundle_key.strip() if isinstance(bundle_key, str) else bundle_key
-        self._timeout, self._attempts, self._backoff = timeout, max_attempts, initial_backoff
+        self._timeout = timeout
 
     def _checked(self, op):
         if self._key and op.HasField("response"):
@@ -133,16 +158,12 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def _call(self, method, request, retry, timeout=None):
-        backoff = self._backoff
-        for attempt in range(1, self._attempts + 1):
-            try:
-                return method(request, timeout=timeout or self._timeout, metadata=self._metadata)
-            except grpc.RpcError as e:
-                if not retry or e.code() != grpc.StatusCode.UNAVAILABLE or attempt == self._attempts:
-                    raise TirError.from_rpc(e) from None
-                time.sleep(backoff)
-                backoff *= 2
+    def _call(self, method, request, timeout=None):
+        # One call; gRPC retries it under the channel's retry policy.
+        try:
+            return method(request, timeout=timeout or self._timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise TirError.from_rpc(e) from None
 
     def compile(self, mlir_text, arch, heuristic_now=False, max_candidates_per_kernel=0, priority=0, shapes=None):
         """Submits a graph (tir or TensorIR text); returns the Operation.
@@ -158,10 +179,10 @@ class Client:
         request.options.mode = pb.COMPILE_MODE_HEURISTIC_NOW if heuristic_now else pb.COMPILE_MODE_WAIT
         request.options.budget.max_candidates_per_kernel = max_candidates_per_kernel
         request.options.priority = priority
-        return self._checked(self._call(self._stub.Compile, request, retry=True))
+        return self._checked(self._call(self._stub.Compile, request))
 
     def get_operation(self, name):
-        return self._checked(self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name), retry=True))
+        return self._checked(self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name)))
 
     def wait(self, name, timeout):
         """The operation once done, or as it is when `timeout` seconds passed."""
@@ -170,7 +191,7 @@ class Client:
             poll = max(0.0, min(end - time.monotonic(), 60.0))
             request = pb.WaitOperationRequest(name=name)
             request.timeout.FromMilliseconds(int(poll * 1000))
-            op = self._checked(self._call(self._stub.WaitOperation, request, retry=True, timeout=poll + 10))
+            op = self._checked(self._call(self._stub.WaitOperation, request, timeout=poll + 10))
             if op.done or time.monotonic() >= end:
                 return op
 
@@ -186,12 +207,11 @@ class Client:
             raise TirError.from_rpc(e) from None
 
     def cancel(self, name):
-        return self._call(self._stub.CancelOperation, pb.CancelOperationRequest(name=name), retry=True)
+        return self._call(self._stub.CancelOperation, pb.CancelOperationRequest(name=name))
 
     def get_kernel(self, key, metadata_only=False):
         name = key if key.startswith("kernels/") else "kernels/" + key
-        bundle = self._call(self._stub.GetKernel, pb.GetKernelRequest(name=name, metadata_only=metadata_only),
-                            retry=True)
+        bundle = self._call(self._stub.GetKernel, pb.GetKernelRequest(name=name, metadata_only=metadata_only))
         if self._key:
             check_bundle(bundle, self._key)
         return bundle
@@ -202,7 +222,7 @@ class Client:
         request = pb.LookupKernelRequest(graph=graph_pb2.GraphSource(mlir_text=mlir_text))
         request.options.target_arch = arch
         _set_shapes(request.options, shapes)
-        found = self._call(self._stub.LookupKernel, request, retry=True)
+        found = self._call(self._stub.LookupKernel, request)
         if self._key and found.found:
             check_bundle(found.bundle, self._key)
         return found
@@ -211,8 +231,7 @@ class Client:
         """Every stored bundle (metadata), following the pages."""
         token, out = "", []
         while True:
-            page = self._call(self._stub.ListKernels, pb.ListKernelsRequest(page_size=500, page_token=token, arch=arch),
-                              retry=True)
+            page = self._call(self._stub.ListKernels, pb.ListKernelsRequest(page_size=500, page_token=token, arch=arch))
             for bundle in page.kernels:
                 if self._key:
                     check_bundle(bundle, self._key)
@@ -224,7 +243,7 @@ class Client:
     def delete_kernel(self, key):
         name = key if key.startswith("kernels/") else "kernels/" + key
         # Not retried: a retry after a lost answer would say "did not exist".
-        return self._call(self._stub.DeleteKernel, pb.DeleteKernelRequest(name=name), retry=False).deleted
+        return self._call(self._stub.DeleteKernel, pb.DeleteKernelRequest(name=name)).deleted
 
     def workers(self, arch=""):
-        return list(self._call(self._stub.ListWorkers, pb.ListWorkersRequest(arch=arch), retry=True).workers)
+        return list(self._call(self._stub.ListWorkers, pb.ListWorkersRequest(arch=arch)).workers)
