@@ -13,14 +13,18 @@ bool SameTime(const google::protobuf::Timestamp &a, const google::protobuf::Time
 
 }  // namespace
 
-absl::Status WrongAtShape(const std::string &key, const std::string &shape, const tir::v1::ShapeVerification &record) {
-  std::string why;
-  for (int k = 0; k < record.kernels_size() && why.empty(); ++k) {
+std::string FirstFailure(const tir::v1::ShapeVerification &record) {
+  for (int k = 0; k < record.kernels_size(); ++k) {
     if (record.kernels(k).verdict() != tir::v1::VERDICT_PASSED) {
-      why = absl::StrCat("kernel ", k, ": ", tir::v1::Verdict_Name(record.kernels(k).verdict()), " ",
-                         record.kernels(k).detail());
+      return absl::StrCat("kernel ", k, ": ", tir::v1::Verdict_Name(record.kernels(k).verdict()), " ",
+                          record.kernels(k).detail());
     }
   }
+  return "";
+}
+
+absl::Status WrongAtShape(const std::string &key, const std::string &shape, const tir::v1::ShapeVerification &record) {
+  const std::string why = FirstFailure(record);
   return MakeError(absl::StatusCode::kFailedPrecondition, "WRONG_AT_SHAPE",
                    absl::StrCat("bundle ", key, " failed its check at shape ", shape, " (", why,
                                 "); it is not served there. Compile with force_retune to tune again"));

@@ -49,6 +49,8 @@ class ShapeSizer {
   ShapeRecords records_;
 };
 
+// "kernel K: VERDICT detail" of the record's first kernel that did not pass.
+std::string FirstFailure(const tir::v1::ShapeVerification &record);
 // The refusal of a bundle that failed its check at a shape.
 absl::Status WrongAtShape(const std::string &key, const std::string &shape, const tir::v1::ShapeVerification &record);
 

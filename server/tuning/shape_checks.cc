@@ -181,16 +181,9 @@ void ShapeChecks::Complete(Checks::iterator it) {
   } else if (wrong) {
     answer = bundles::WrongAtShape(c.key, c.shape.text, record);
   } else {
-    std::string why;
-    for (int k = 0; k < record.kernels_size() && why.empty(); ++k) {
-      if (record.kernels(k).verdict() != tir::v1::VERDICT_PASSED) {
-        why = absl::StrCat("kernel ", k, ": ", tir::v1::Verdict_Name(record.kernels(k).verdict()), " ",
-                           record.kernels(k).detail());
-      }
-    }
     answer = MakeError(absl::StatusCode::kUnavailable, "SHAPE_CHECK_FAILED",
                        absl::StrCat("the check of bundle ", c.key, " at shape ", c.shape.text, " did not complete (",
-                                    why, "); asking again checks it again"));
+                                    bundles::FirstFailure(record), "); asking again checks it again"));
   }
   ops_.Finish(c.operations, answer);
   if (!answer.ok()) ops_.Forget(c.operations);
