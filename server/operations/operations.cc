@@ -115,15 +115,6 @@ void Operations::SetProgress(const std::vector<std::string> &names, const tir::v
   changed_.SignalAll();
 }
 
-void Operations::Describe(const std::string &name, const std::function<void(tir::v1::Operation &)> &describe) {
-  absl::MutexLock l(&mu_);
-  if (OperationTable::Entry *e = table_.Find(name)) {
-    describe(e->op);
-    ++e->version;
-  }
-  changed_.SignalAll();
-}
-
 std::optional<tir::v1::Operation> Operations::Wait(const std::string &name, absl::Time end, int64_t *version) {
   absl::MutexLock l(&mu_);
   for (;;) {

@@ -55,7 +55,6 @@ class Operations {
 
   void Finish(const std::vector<std::string> &names, const absl::StatusOr<tir::v1::KernelBundle> &result);
   void SetProgress(const std::vector<std::string> &names, const tir::v1::CompileProgress &progress);
-  void Describe(const std::string &name, const std::function<void(tir::v1::Operation &)> &describe);
 
   // Waits until it is done, its version moves past `*version` (when >= 0),
   // `end`, or Stop; sets `*version`. nullopt when it is not kept.
