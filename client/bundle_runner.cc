@@ -1,5 +1,7 @@
 #include "client/bundle_runner.h"
 
+#include <unistd.h>
+
 #include <dlfcn.h>
 
 #include <cstring>
@@ -114,6 +116,7 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
                                                              const std::string &work_dir,
                                                              const std::string &bundle_key) {
   if (!bundle_key.empty()) TIR_RETURN_IF_ERROR(CheckBundleSignature(bundle, bundle_key));
+  TIR_RETURN_IF_ERROR(CheckBinaryHashes(bundle));
   if (inputs.size() != static_cast<size_t>(bundle.inputs_size())) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
                      absl::StrCat("the bundle takes ", bundle.inputs_size(), " inputs, got ", inputs.size()));
@@ -160,13 +163,15 @@ absl::StatusOr<std::vector<reference::Tensor>> RunHostBundle(const tir::v1::Kern
     layouts[ref] = LaunchTensor{b.dtype, b.shape, b.strides};
   }
 
-  std::error_code ec;
-  std::filesystem::create_directories(work_dir, ec);
   for (const tir::v1::KernelEntry &k : bundle.kernels()) {
     if (k.format() != tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT) return Precondition("not a host bundle");
-    const std::string so = absl::StrCat(work_dir, "/", bundle.key().substr(0, 16), "_k", k.partition(), ".so");
-    std::ofstream(so, std::ios::binary) << k.binary();
+    // A new file in a directory only this user may write, named by nothing
+    // the server sent, read back and hashed before it is loaded; removed
+    // once loaded (the mapping stays).
+    TIR_ASSIGN_OR_RETURN(const std::string so, WriteCheckedBinary(work_dir, absl::StrCat("k", k.partition(), "_so"),
+                                                                 k.binary(), k.binary_sha256()));
     void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ::unlink(so.c_str());
     if (handle == nullptr) return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("dlopen ", dlerror()));
     using CallFn = void (*)(void **, unsigned, unsigned, unsigned);
     auto call = reinterpret_cast<CallFn>(dlsym(handle, "tir_host_call"));

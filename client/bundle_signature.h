@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tir/v1/kernel.pb.h"
 
@@ -28,6 +29,23 @@ bool SignedWith(const tir::v1::KernelBundle &bundle, absl::string_view key);
 // BUNDLE_UNSIGNED (no signature), BUNDLE_KEY_MISMATCH (another key signed it),
 // BUNDLE_SIGNATURE_INVALID (the bytes are not what was signed).
 absl::Status CheckBundleSignature(const tir::v1::KernelBundle &bundle, absl::string_view key);
+
+// OK when every kernel's binary is the one the bundle names by hash
+// (KernelEntry.binary_sha256, set by the coordinator that built it).
+// Errors (FAILED_PRECONDITION): BINARY_UNCHECKED (a binary without a hash,
+// or a hash that is not 64 hex digits), BINARY_HASH_MISMATCH.
+absl::Status CheckBinaryHashes(const tir::v1::KernelBundle &bundle);
+
+// Makes `path` (and its parents) a directory only this user may use: created
+// 0700, then checked to be a directory (not a link), owned by this user,
+// without group or other access. Errors: UNSAFE_DIRECTORY, INTERNAL.
+absl::Status PrivateDirectory(const std::string &path);
+
+// Writes `bytes` to a new file in private directory `dir` (O_EXCL, 0600,
+// every write checked, synced) and reads it back to check its SHA-256 is
+// `sha256`; its path. Errors: INTERNAL (a failed write), BINARY_HASH_MISMATCH.
+absl::StatusOr<std::string> WriteCheckedBinary(const std::string &dir, absl::string_view name,
+                                               absl::string_view bytes, absl::string_view sha256);
 
 }  // namespace tir
 

@@ -39,6 +39,7 @@ struct CudaBundleRunner::State {
 absl::StatusOr<std::unique_ptr<CudaBundleRunner>> CudaBundleRunner::Load(const tir::v1::KernelBundle &bundle,
                                                                          const std::string &bundle_key, int device) {
   if (!bundle_key.empty()) TIR_RETURN_IF_ERROR(CheckBundleSignature(bundle, bundle_key));
+  TIR_RETURN_IF_ERROR(CheckBinaryHashes(bundle));
   if (bundle.kernels_size() == 0) return NotRunnable("the bundle holds no kernels");
   for (const tir::v1::KernelEntry &k : bundle.kernels()) {
     if (k.format() != tir::v1::BINARY_FORMAT_CUBIN) {

@@ -5,6 +5,8 @@
 
 #include "client/cuda_bundle_runner.h"
 
+#include "compiler/support/digest.h"
+
 #include "client/bundle_runner.h"
 #include "client/bundle_signature.h"
 #include "compiler/support/status.h"
@@ -82,6 +84,7 @@ tir::v1::KernelBundle CubinBundle() {
   tir::v1::KernelEntry *k = b.add_kernels();
   k->set_format(tir::v1::BINARY_FORMAT_CUBIN);
   k->set_binary("not a cubin");
+  k->set_binary_sha256(Sha256Hex("not a cubin"));
   k->add_iteration_domain(4);
   return b;
 }
@@ -99,6 +102,13 @@ TEST(CudaBundleRunner, RefusesWhatItCannotRunBeforeLoadingAnything) {
   signed_.mutable_kernels(0)->mutable_binary()->append("x");
   EXPECT_EQ(ReasonOf(CudaBundleRunner::Load(signed_, "key").status()), "BUNDLE_SIGNATURE_INVALID");
   EXPECT_EQ(ReasonOf(RunCudaBundle(CubinBundle(), {}).status()), "INPUT_MISMATCH");
+  // A binary that is not the one its bundle names, or one named by no hash.
+  tir::v1::KernelBundle swapped = CubinBundle();
+  swapped.mutable_kernels(0)->set_binary("another binary");
+  EXPECT_EQ(ReasonOf(CudaBundleRunner::Load(swapped).status()), "BINARY_HASH_MISMATCH");
+  tir::v1::KernelBundle unnamed = CubinBundle();
+  unnamed.mutable_kernels(0)->clear_binary_sha256();
+  EXPECT_EQ(ReasonOf(CudaBundleRunner::Load(unnamed).status()), "BINARY_UNCHECKED");
 }
 
 TEST(CudaBundleRunner, WithoutAGpuTheDriverIsReportedMissing) {

@@ -2,7 +2,7 @@
 // //server/api:server.
 //
 //   tir-coordinator [--config=FILE] [--listen=HOST:PORT] [--db=DIR] [--metrics-port=N] [--dashboard-port=N]
-//                   [--insecure]
+//                   [--insecure] [--repair-store]
 
 #include <signal.h>
 #include <unistd.h>
@@ -18,6 +18,7 @@
 #include "compiler/support/cli.h"
 #include "server/config/config.h"
 #include "server/api/server.h"
+#include "server/store/rocksdb_kernel_store.h"
 
 ABSL_FLAG(std::string, config, "", "JSON configuration file (tir.v1.CoordinatorConfig)");
 ABSL_FLAG(std::string, listen, "", "gRPC address HOST:PORT (default 127.0.0.1:7070)");
@@ -25,6 +26,8 @@ ABSL_FLAG(bool, insecure, false, "serve off loopback without a worker token (any
 ABSL_FLAG(std::string, db, "", "RocksDB directory of the kernel store");
 ABSL_FLAG(int, metrics_port, -1, "Prometheus /metrics port (0: off)");
 ABSL_FLAG(int, dashboard_port, -1, "dashboard and /api/status port (0: off)");
+ABSL_FLAG(bool, repair_store, false,
+          "salvage a damaged store (--db) and say what was kept, then exit; a coordinator refuses to start on one");
 
 int main(int argc, char **argv) {
   tir::ParseDashedFlags(argc, argv);
@@ -50,6 +53,15 @@ int main(int argc, char **argv) {
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) config.set_metrics_port(absl::GetFlag(FLAGS_metrics_port));
   if (absl::GetFlag(FLAGS_dashboard_port) >= 0) config.set_dashboard_port(absl::GetFlag(FLAGS_dashboard_port));
   if (config.db().empty()) config.set_db(tir::CacheDir() + "/store");
+  if (absl::GetFlag(FLAGS_repair_store)) {
+    auto report = tir::store::RocksDbKernelStore::Repair(config.db());
+    if (!report.ok()) {
+      std::fprintf(stderr, "tir-coordinator: %s\n", std::string(report.status().message()).c_str());
+      return 1;
+    }
+    std::printf("%s\n", report->c_str());
+    return 0;
+  }
   auto server = tir::api::CoordinatorServer::Start(config);
   if (!server.ok()) {
     std::fprintf(stderr, "tir-coordinator: %s\n", std::string(server.status().message()).c_str());

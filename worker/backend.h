@@ -15,7 +15,8 @@ namespace tir::worker {
 
 struct CompiledCandidate {
   std::string path;                // the binary on disk, for the runner
-  std::string binary;              // its bytes, for the report
+  std::string binary;              // its bytes
+  std::string sha256;              // their hex SHA-256, for the report
   tir::v1::BinaryFormat format = tir::v1::BINARY_FORMAT_UNSPECIFIED;
   tir::v1::CompileInfo info;
 };

@@ -107,6 +107,10 @@ grpc::Status Worker::Call(Fn fn, const Req &req, Resp *resp, absl::Duration dead
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(deadline));
   if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+  {
+    absl::MutexLock l(&mu_);
+    if (!session_.empty()) ctx.AddMetadata("tir-worker-session", session_);
+  }
   return (stub_.get()->*fn)(&ctx, req, resp);
 }
 
@@ -138,6 +142,7 @@ bool Worker::Register() {
     if (s.ok()) {
       absl::MutexLock l(&mu_);
       name_ = resp.name();
+      session_ = resp.session();
       reregister_ = false;
       if (resp.has_heartbeat_interval() && Seconds(resp.heartbeat_interval()) > 0) {
         heartbeat_interval_ = absl::Seconds(Seconds(resp.heartbeat_interval()));
@@ -195,6 +200,7 @@ bool Worker::Report(const tir::v1::ReportResultRequest &report) {
     grpc::Status s = Call(&tir::v1::WorkerService::Stub::ReportResult, report, &resp, absl::Seconds(30));
     if (s.ok()) return resp.accepted() || resp.duplicate();
     if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        s.error_code() == grpc::StatusCode::INVALID_ARGUMENT || s.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
         Cancelled(report.lease_id())) {
       std::fprintf(stderr, "tir-worker: report of %s refused: %s\n", report.lease_id().c_str(), s.error_message().c_str());
       return false;
@@ -340,7 +346,7 @@ absl::StatusOr<tir::v1::ReportResultRequest> Worker::Process(const tir::v1::Work
     if (compiled[i]->ok()) {
       *r->mutable_compile_info() = (*compiled[i])->info;
       if (r->verification().verdict() == tir::v1::VERDICT_PASSED) {
-        r->set_binary((*compiled[i])->binary);
+        r->set_binary_sha256((*compiled[i])->sha256);
         r->set_format((*compiled[i])->format);
       }
     }

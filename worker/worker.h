@@ -117,6 +117,7 @@ class Worker {
 
   mutable absl::Mutex mu_;
   std::string name_ ABSL_GUARDED_BY(mu_);
+  std::string session_ ABSL_GUARDED_BY(mu_);  // the name's secret, presented on every call
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(5);
   std::set<std::string> leases_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> cancelled_ ABSL_GUARDED_BY(mu_);

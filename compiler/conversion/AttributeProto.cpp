@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "compiler/conversion/DTypes.h"
+#include "compiler/conversion/InputLimits.h"
 #include "compiler/ir/ShapeRules.h"
 #include "compiler/ir/TirDialect.h"
 #include "compiler/support/status.h"
@@ -287,6 +288,7 @@ absl::StatusOr<mlir::Attribute> ImportAttribute(const tir::v1::Attribute &attr,
       return mlir::Attribute(mlir::DenseElementsAttr::get(type, values));
     }
     case tir::v1::Attribute::kMlir: {
+      if (absl::Status deep = CheckTextNesting(attr.mlir(), absl::StrCat(where, "'s text")); !deep.ok()) return deep;
       size_t consumed = 0;
       mlir::Attribute a = mlir::parseAttribute(attr.mlir(), ctx, consumed);
       if (!a || consumed != attr.mlir().size()) {

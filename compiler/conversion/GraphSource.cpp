@@ -3,11 +3,31 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/conversion/DiagnosticStatus.h"
 #include "compiler/conversion/GraphProto.h"
+#include "compiler/conversion/InputLimits.h"
 #include "compiler/ir/Registration.h"
+#include "llvm/Support/MemoryBufferRef.h"
+#include "mlir/Bytecode/BytecodeReader.h"
 #include "compiler/support/status.h"
 
 namespace tir {
 namespace {
+
+// Parses untrusted text or bytecode within the nesting limits
+// (InputLimits.h). INVALID_GRAPH with the parser's diagnostics.
+absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseBounded(llvm::StringRef text, mlir::MLIRContext *context,
+                                                               llvm::StringRef bufferName) {
+  if (!mlir::isBytecode(llvm::MemoryBufferRef(text, bufferName))) {
+    TIR_RETURN_IF_ERROR(CheckTextNesting(text, absl::StrCat("the graph's text (", bufferName.str(), ")")));
+  }
+  DiagnosticCollector diagnostics(context);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  TIR_RETURN_IF_ERROR(RunOnLargeStack([&] {
+    module = parseTirModule(text, context, bufferName);
+  }));
+  if (!module) return diagnostics.ToStatus("INVALID_GRAPH", "graph does not parse or verify");
+  TIR_RETURN_IF_ERROR(CheckAttributeDepth(module->getOperation()));
+  return module;
+}
 
 absl::StatusOr<LoadedGraph> SingleGraph(mlir::OwningOpRef<mlir::ModuleOp> module) {
   LoadedGraph out;
@@ -34,17 +54,13 @@ absl::StatusOr<LoadedGraph> SingleGraph(mlir::OwningOpRef<mlir::ModuleOp> module
 
 absl::StatusOr<LoadedGraph> LoadGraphText(llvm::StringRef text, mlir::MLIRContext *context,
                                           llvm::StringRef bufferName) {
-  DiagnosticCollector diagnostics(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = parseTirModule(text, context, bufferName);
-  if (!module) return diagnostics.ToStatus("INVALID_GRAPH", "graph does not parse or verify");
+  TIR_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ParseBounded(text, context, bufferName));
   return SingleGraph(std::move(module));
 }
 
 absl::StatusOr<LoadedGraphs> LoadGraphsText(llvm::StringRef text, mlir::MLIRContext *context,
                                             llvm::StringRef bufferName) {
-  DiagnosticCollector diagnostics(context);
-  mlir::OwningOpRef<mlir::ModuleOp> module = parseTirModule(text, context, bufferName);
-  if (!module) return diagnostics.ToStatus("INVALID_GRAPH", "graph does not parse or verify");
+  TIR_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ParseBounded(text, context, bufferName));
   LoadedGraphs out;
   for (mlir::Operation &op : module->getBody()->getOperations()) {
     if (auto g = llvm::dyn_cast<GraphOp>(op)) {
@@ -65,6 +81,7 @@ absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
   switch (source.source_case()) {
     case tir::v1::GraphSource::kGraph: {
       TIR_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ImportGraph(source.graph(), context));
+      TIR_RETURN_IF_ERROR(CheckAttributeDepth(module->getOperation()));
       return SingleGraph(std::move(module));
     }
     case tir::v1::GraphSource::kMlirText:

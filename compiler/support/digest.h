@@ -15,6 +15,11 @@ namespace tir {
 std::array<uint8_t, 32> Sha256(absl::string_view data);
 // Lowercase hex of Sha256(data).
 std::string Sha256Hex(absl::string_view data);
+
+// `bytes` bytes from the operating system's CSPRNG (OpenSSL RAND_bytes), as
+// hex: names and ids that must not be guessed (lease ids, worker names,
+// sessions). Aborts when the generator fails (it cannot, once seeded).
+std::string RandomHex(size_t bytes);
 // Lowercase hex of any bytes.
 std::string Hex(absl::string_view bytes);
 

@@ -25,6 +25,16 @@ absl::StatusOr<std::string> ReadFile(const std::string &path) {
 
 }  // namespace
 
+// The tokens that open the dashboard's status: the read and client tokens
+// (none when no client token is set: the gRPC read calls are open then too).
+static std::vector<std::string> DashboardTokens(const Tokens &tokens) {
+  std::vector<std::string> out;
+  if (tokens.client.empty()) return out;
+  out.push_back(tokens.client);
+  if (!tokens.read.empty()) out.push_back(tokens.read);
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(const tir::v1::CoordinatorConfig &input) {
   tir::v1::CoordinatorConfig config = input;
   TIR_RETURN_IF_ERROR(config::Finish(config));
@@ -126,7 +136,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   if (config.dashboard_port() > 0) {
     TIR_ASSIGN_OR_RETURN(s->dashboard_,
                          dashboard::Dashboard::Start(s->coordinator_.get(),
-                                                     absl::StrCat(config.http_address(), ":", config.dashboard_port())));
+                                                     absl::StrCat(config.http_address(), ":", config.dashboard_port()),
+                                                     DashboardTokens(tokens)));
   }
   if (config.metrics_port() > 0) {
     s->exposer_ =

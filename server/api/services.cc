@@ -167,42 +167,55 @@ WorkerServiceImpl::WorkerServiceImpl(coordinator::Coordinator *c, Tokens tokens,
                     .Help("Worker API calls by method and status code")
                     .Register(registry)) {}
 
-grpc::Status WorkerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method,
+namespace {
+
+// The worker session a call presents (metadata tir-worker-session).
+std::string SessionOf(const grpc::ServerContextBase &ctx) {
+  const auto &md = ctx.client_metadata();
+  auto it = md.find("tir-worker-session");
+  return it == md.end() ? "" : std::string(it->second.data(), std::min<size_t>(it->second.size(), 128));
+}
+
+}  // namespace
+
+grpc::Status WorkerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method, const std::string *name,
                                     const std::function<absl::Status()> &handler) {
   absl::Status s = auth_.Check(*ctx, method);
+  // Every call under a name but the registration presents the name's secret.
+  if (s.ok() && name != nullptr) s = c_->CheckWorkerSession(*name, SessionOf(*ctx));
   if (s.ok()) s = handler();
   return Counted(requests_, method, s);
 }
 
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext *ctx, const tir::v1::RegisterWorkerRequest *req,
                                                tir::v1::RegisterWorkerResponse *out) {
-  return Run(ctx, "RegisterWorker", [&] { return Assign(c_->RegisterWorker(*req), out); });
+  return Run(ctx, "RegisterWorker", nullptr, [&] { return Assign(c_->RegisterWorker(*req, SessionOf(*ctx)), out); });
 }
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext *ctx, const tir::v1::HeartbeatRequest *req,
                                           tir::v1::HeartbeatResponse *out) {
-  return Run(ctx, "Heartbeat", [&] { return Assign(c_->Heartbeat(*req), out); });
+  return Run(ctx, "Heartbeat", &req->name(), [&] { return Assign(c_->Heartbeat(*req), out); });
 }
 
 grpc::Status WorkerServiceImpl::LeaseWork(grpc::ServerContext *ctx, const tir::v1::LeaseWorkRequest *req,
                                           tir::v1::LeaseWorkResponse *out) {
-  return Run(ctx, "LeaseWork",
+  return Run(ctx, "LeaseWork", &req->name(),
              [&] { return Assign(c_->LeaseWork(*req, DeadlineOf(*ctx) - absl::Milliseconds(50)), out); });
 }
 
 grpc::Status WorkerServiceImpl::ReportResult(grpc::ServerContext *ctx, const tir::v1::ReportResultRequest *req,
                                              tir::v1::ReportResultResponse *out) {
-  return Run(ctx, "ReportResult", [&] { return Assign(c_->ReportResult(*req), out); });
+  return Run(ctx, "ReportResult", &req->name(), [&] { return Assign(c_->ReportResult(*req), out); });
 }
 
 grpc::Status WorkerServiceImpl::Drain(grpc::ServerContext *ctx, const tir::v1::DrainRequest *req,
                                       tir::v1::DrainResponse *out) {
-  return Run(ctx, "Drain", [&] { return Assign(c_->Drain(*req), out); });
+  return Run(ctx, "Drain", &req->name(), [&] { return Assign(c_->Drain(*req), out); });
 }
 
 grpc::Status WorkerServiceImpl::ReturnWork(grpc::ServerContext *ctx, const tir::v1::ReturnWorkRequest *req,
                                            tir::v1::ReturnWorkResponse *out) {
-  return Run(ctx, "ReturnWork", [&] { return Assign(c_->ReturnWork(*req), out); });
+  return Run(ctx, "ReturnWork", &req->name(), [&] { return Assign(c_->ReturnWork(*req), out); });
 }
 
 }  // namespace tir::api

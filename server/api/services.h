@@ -94,7 +94,10 @@ class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
 
  private:
   // Authorizes `method`, then answers with `handler` (counted).
-  grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::function<absl::Status()> &handler);
+  // `name`: the worker the call is made under (null for RegisterWorker),
+  // whose session the call must present.
+  grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::string *name,
+                   const std::function<absl::Status()> &handler);
   coordinator::Coordinator *c_;
   Authenticator auth_;
   prometheus::Family<prometheus::Counter> &requests_;

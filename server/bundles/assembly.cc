@@ -1,10 +1,8 @@
 #include "server/bundles/assembly.h"
 
-#include <fstream>
-#include <iterator>
 
 #include "compiler/codegen/Emitter.h"
-#include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/KernelBuild.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
 #include "compiler/support/status.h"
 #include "compiler/support/version.h"
@@ -46,19 +44,51 @@ void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::Kern
   *e->mutable_kernel_outputs() = {w.output_refs.begin(), w.output_refs.end()};
 }
 
-DefaultBundles::DefaultBundles(std::string work_dir, const BundleSigner &signer, prometheus::Registry &registry)
+BinaryBuilder::BinaryBuilder(std::string work_dir, prometheus::Registry &registry)
     : work_dir_(std::move(work_dir)),
-      signer_(signer),
       compile_cache_(work_dir_ + "/nvrtc"),
       compile_seconds_(prometheus::BuildHistogram()
                            .Name("tir_compile_seconds")
-                           .Help("Compile of a default candidate on the coordinator")
+                           .Help("Compile of a served kernel (a default or a tuned winner) on the coordinator")
                            .Register(registry)
                            .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5})) {}
 
+absl::Status BinaryBuilder::Build(const std::string &arch, const std::vector<std::string> &options,
+                                  tir::v1::KernelEntry *e) {
+  const absl::Time start = absl::Now();
+  TIR_ASSIGN_OR_RETURN(codegen::KernelBinary k,
+                       codegen::BuildKernel(e->source(), arch, options, compile_cache_, work_dir_ + "/host"));
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  compile_seconds_.Observe(seconds);
+  e->set_format(k.format);
+  e->set_binary(std::move(k.binary));
+  e->set_binary_sha256(k.sha256);
+  *e->mutable_compile_info() = k.info;
+  e->mutable_compile_info()->set_compile_seconds(seconds);
+  return absl::OkStatus();
+}
+
+std::string BinaryBuilder::Toolchain(const std::string &arch) { return codegen::ToolchainOf(arch); }
+
+void MarkBuilt(tir::v1::KernelBundle &b) {
+  tir::v1::Provenance *p = b.mutable_provenance();
+  p->set_builder("coordinator");
+  p->set_builder_toolchain(BinaryBuilder::Toolchain(b.arch()));
+  absl::StatusOr<target::ArchInfo> info = target::LookupArch(b.arch());
+  if (info.ok() && info->is_gpu) {
+    p->set_nvrtc_version(nvrtc::Version());
+    p->clear_host_compiler();
+  } else {
+    p->set_host_compiler(p->builder_toolchain());
+    p->clear_nvrtc_version();
+  }
+}
+
+DefaultBundles::DefaultBundles(BinaryBuilder &builder, const BundleSigner &signer) : builder_(builder), signer_(signer) {}
+
 absl::StatusOr<tir::v1::KernelBundle> DefaultBundles::Build(const BundleIdentity &id,
                                                             const std::vector<tuning::KernelWork> &plan) {
-  TIR_ASSIGN_OR_RETURN(target::ArchInfo info, target::LookupArch(id.arch));
+  TIR_RETURN_IF_ERROR(target::LookupArch(id.arch).status());
   tir::v1::KernelBundle b = NewBundle(id, false);
   for (size_t k = 0; k < plan.size(); ++k) {
     const tuning::KernelWork &w = plan[k];
@@ -66,30 +96,10 @@ absl::StatusOr<tir::v1::KernelBundle> DefaultBundles::Build(const BundleIdentity
     const tir::v1::CandidateWork &cw = w.item.candidates(pos);
     tir::v1::KernelEntry *e = b.add_kernels();
     DescribeEntry(e, k, w, pos);
-    const absl::Time start = absl::Now();
-    if (info.is_gpu) {
-      nvrtc::CompileOptions o;
-      o.arch = id.arch;
-      o.headers = codegen::RuntimeHeaders();
-      bool hit = false;
-      TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel c, compile_cache_.Compile(cw.source(), o, &hit));
-      e->set_format(tir::v1::BINARY_FORMAT_CUBIN);
-      e->set_binary(c.cubin);
-      e->mutable_compile_info()->set_registers(std::max(0, c.registers));
-      e->mutable_compile_info()->set_spill_bytes(c.spill_bytes);
-      e->mutable_compile_info()->set_cache_hit(hit);
-      b.mutable_provenance()->set_nvrtc_version(nvrtc::Version());
-    } else {
-      TIR_ASSIGN_OR_RETURN(std::string so, codegen::CompileHostObject(cw.source(), work_dir_ + "/host"));
-      std::ifstream in(so, std::ios::binary);
-      e->set_format(tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
-      e->set_binary(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
-    }
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    compile_seconds_.Observe(seconds);
-    e->mutable_compile_info()->set_compile_seconds(seconds);
+    TIR_RETURN_IF_ERROR(builder_.Build(id.arch, {cw.compile_options().begin(), cw.compile_options().end()}, e));
     b.mutable_tuning()->set_candidates_total(b.tuning().candidates_total() + static_cast<uint32_t>(w.space_size));
   }
+  MarkBuilt(b);
   *b.mutable_create_time() = NowTimestamp();
   signer_.Sign(b);
   return b;

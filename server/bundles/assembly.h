@@ -35,18 +35,37 @@ void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::Kern
 // Nanosecond resolution (TimeUtil::GetCurrentTime has whole seconds here).
 google::protobuf::Timestamp NowTimestamp();
 
+// What the coordinator serves it builds itself, from the source it
+// generated (codegen::BuildKernel, the routine workers build with too):
+// workers measure, they are never a source of code. Thread-safe.
+class BinaryBuilder {
+ public:
+  BinaryBuilder(std::string work_dir, prometheus::Registry &registry);
+  // Builds entry `e`'s source for `arch` with `options` (the candidate's
+  // compile options): its binary, format, binary_sha256 and compile facts.
+  absl::Status Build(const std::string &arch, const std::vector<std::string> &options, tir::v1::KernelEntry *e);
+  // What it builds `arch` with (codegen::ToolchainOf).
+  static std::string Toolchain(const std::string &arch);
+
+ private:
+  const std::string work_dir_;
+  nvrtc::CompileCache compile_cache_;
+  prometheus::Histogram &compile_seconds_;
+};
+
+// Marks `b`'s provenance as built by the coordinator with its toolchain.
+void MarkBuilt(tir::v1::KernelBundle &b);
+
 // The default candidates of a plan compiled here (cubins with NVRTC, host
 // objects with the host compiler), marked untuned, signed. Thread-safe.
 class DefaultBundles {
  public:
-  DefaultBundles(std::string work_dir, const BundleSigner &signer, prometheus::Registry &registry);
+  DefaultBundles(BinaryBuilder &builder, const BundleSigner &signer);
   absl::StatusOr<tir::v1::KernelBundle> Build(const BundleIdentity &id, const std::vector<tuning::KernelWork> &plan);
 
  private:
-  const std::string work_dir_;
+  BinaryBuilder &builder_;
   const BundleSigner &signer_;
-  nvrtc::CompileCache compile_cache_;
-  prometheus::Histogram &compile_seconds_;
 };
 
 }  // namespace tir::bundles

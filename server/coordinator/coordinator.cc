@@ -44,13 +44,14 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       store_source_(store_),
       shape_source_(store_source_, sizer_),
       served_(shape_source_, signer_),
-      defaults_(options_.work_dir, signer_, *registry_),
+      builder_(options_.work_dir, *registry_),
+      defaults_(builder_, signer_),
       admin_(store_, signer_, sizer_),
       keyer_(options_.limits.max_ops_per_graph, options_.tuner, Buckets(options_.shape_buckets), limits_),
       ops_(options_.limits.max_operations, limits_, ledger_),
       dispatcher_(DispatchOptionsOf(options_), *registry_, limits_),
       checks_(dispatcher_, ops_, sizer_, limits_, options_.limits.max_jobs, *registry_),
-      tuning_({dispatcher_, ops_, checks_, ledger_, *store_, signer_, planner_, writer_, limits_, *registry_},
+      tuning_({dispatcher_, ops_, checks_, ledger_, *store_, signer_, builder_, planner_, writer_, limits_, *registry_},
               tuning::SuccessiveHalvingFactory(options_.tuner), options_.limits,
               [this](const std::string &key) { sizer_.Forget(key); },
               [this](int trials) {
@@ -175,7 +176,18 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::Operation> hit, CacheHit(parsed, &unchecked));
     if (hit) return *std::move(hit);
   }
-  if (std::optional<tir::v1::Operation> op = ops_.ByRequest(request.request_id())) return *op;
+  // Request ids are the client's own: scoped by who sent them, and one
+  // reused for another graph (or options) is refused, not answered with the
+  // first request's operation.
+  const std::string requestId = request.request_id().empty() ? "" : absl::StrCat(client, "\n", request.request_id());
+  if (std::optional<tir::v1::Operation> op = ops_.ByRequest(requestId)) {
+    if (op->metadata().key() != parsed.key) {
+      return MakeError(absl::StatusCode::kAlreadyExists, "REQUEST_ID_REUSED",
+                       absl::StrCat("request id ", request.request_id(), " was used for another graph or options (",
+                                    op->name(), "); use a new id per request"));
+    }
+    return *op;
+  }
   CountLookup(false);
   const int priority = request.options().priority();
   const bool now = request.options().mode() == tir::v1::COMPILE_MODE_HEURISTIC_NOW;
@@ -186,14 +198,14 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     ledger_.DropJob(parsed.key);
     return tir::v1::Operation();
   }
-  tuning::Waiter waiter{request.request_id(), [&parsed](tir::v1::Operation &op) { frontend::DescribeShape(op, parsed); },
+  tuning::Waiter waiter{requestId, [&parsed](tir::v1::Operation &op) { frontend::DescribeShape(op, parsed); },
                         parsed.dynamic ? std::optional<common::Shape>(parsed.shape) : std::nullopt};
   const bool live = dispatcher_.HasHealthy(arch);
   // 2b. The bucket's bundle is checked at this shape first (in heuristic-now
   // mode, or without a worker, the check waits and the default answers now).
   if (checkOnly && !now && live) {
     TIR_ASSIGN_OR_RETURN(tir::v1::Operation op,
-                         ops_.New(arch, parsed.key, "", request.request_id(), [&](tir::v1::Operation &o) {
+                         ops_.New(arch, parsed.key, "", requestId, [&](tir::v1::Operation &o) {
                            waiter.describe(o);
                            o.mutable_metadata()->set_shape_checked(true);
                          }));
@@ -247,7 +259,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   TIR_RETURN_IF_ERROR(planned);
   if (checkOnly) {
     // The bundle is only being checked at the shape: the default answers.
-    TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, ops_.New(arch, parsed.key, "", request.request_id(), waiter.describe));
+    TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, ops_.New(arch, parsed.key, "", requestId, waiter.describe));
     ops_.Finish({op.name()}, *untuned);
     return ops_.Get(op.name()).value_or(op);
   }

@@ -137,8 +137,12 @@ class Coordinator {
   tir::v1::ListWorkersResponse ListWorkers(const std::string &arch) { return dispatcher_.ListWorkers(arch); }
 
   // Worker API (dispatch/).
-  absl::StatusOr<tir::v1::RegisterWorkerResponse> RegisterWorker(const tir::v1::RegisterWorkerRequest &request) {
-    return dispatcher_.Register(request);
+  absl::StatusOr<tir::v1::RegisterWorkerResponse> RegisterWorker(const tir::v1::RegisterWorkerRequest &request,
+                                                                 const std::string &session = "") {
+    return dispatcher_.Register(request, session);
+  }
+  absl::Status CheckWorkerSession(const std::string &name, const std::string &session) const {
+    return dispatcher_.CheckSession(name, session);
   }
   absl::StatusOr<tir::v1::HeartbeatResponse> Heartbeat(const tir::v1::HeartbeatRequest &request) {
     return dispatcher_.Heartbeat(request);
@@ -189,6 +193,7 @@ class Coordinator {
   bundles::StoreSource store_source_;
   bundles::ShapeSource shape_source_;
   bundles::SigningSource served_;
+  bundles::BinaryBuilder builder_;
   bundles::DefaultBundles defaults_;
   bundles::KernelAdmin admin_;
   frontend::RequestKeyer keyer_;

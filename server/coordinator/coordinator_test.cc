@@ -3,6 +3,8 @@
 // deterministic.
 
 #include "server/coordinator/coordinator_test_fixture.h"
+#include "compiler/codegen/KernelBuild.h"
+#include "compiler/support/digest.h"
 
 namespace tir::coordinator {
 namespace {
@@ -19,7 +21,12 @@ TEST_F(CoordinatorTest, TunesRoundByRoundAndStoresTheWinner) {
   EXPECT_TRUE(b.tuning().tuned());
   ASSERT_EQ(b.kernels_size(), 1);
   EXPECT_EQ(b.kernels(0).candidate().rank(), 1u) << "the fastest measured candidate wins";
-  EXPECT_EQ(b.kernels(0).binary(), "\x7f" "ELF-candidate-1");
+  // Served: the coordinator's own build of the winner, not the worker's.
+  EXPECT_EQ(b.kernels(0).binary().substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(b.kernels(0).binary_sha256(), Sha256Hex(b.kernels(0).binary()));
+  EXPECT_EQ(b.provenance().builder(), "coordinator");
+  EXPECT_EQ(b.provenance().builder_toolchain(), codegen::ToolchainOf("host"));
+  EXPECT_FALSE(b.provenance().measured_binary_checked()) << "the worker named no toolchain";
   EXPECT_EQ(b.provenance().worker(), w);
   EXPECT_GT(b.tuning().default_seconds(), b.tuning().best_seconds());
   EXPECT_EQ(c_->jobs_in_flight(), 0);
@@ -310,6 +317,26 @@ TEST_F(CoordinatorTest, BadRequestsHaveTheirReasons) {
   EXPECT_EQ(ReasonOf(c_->GetKernel("kernels/nope", false).status()), "NOT_FOUND");
 }
 
+// An operation answered at once with the untuned default is persisted like
+// the others: after a restart its name is found, and it answers with the
+// tuned bundle once its resumed job stores one.
+TEST_F(CoordinatorTest, AnOperationAnsweredAtOnceIsFoundAfterARestart) {
+  options_.lost_after = absl::Seconds(30);
+  Start();
+  auto op = Compile(Graph("now", 8), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(op->done());
+  EXPECT_FALSE(op->response().tuning().tuned());
+  c_.reset();
+  Start();
+  auto again = c_->GetOperation(op->name());
+  ASSERT_TRUE(again.ok()) << again.status();
+  const std::string w = Register();
+  const tir::v1::Operation done = Serve(w, op->name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  EXPECT_TRUE(done.response().tuning().tuned());
+}
+
 TEST_F(CoordinatorTest, AResumedJobGoesOnFromItsStoredRounds) {
   Start();
   const std::string w = Register();
@@ -338,8 +365,100 @@ TEST_F(CoordinatorTest, AResumedJobGoesOnFromItsStoredRounds) {
   ASSERT_TRUE(Report(w2, again[0]).ok());
   const tir::v1::Operation done = Serve(w2, op->name());
   ASSERT_TRUE(done.has_response()) << done.error().message();
-  EXPECT_EQ(done.response().kernels(0).binary(), "\x7f" "ELF-candidate-1") << "the binary came back with the round";
+  EXPECT_EQ(done.response().kernels(0).candidate().rank(), 1u) << "the winner came back with the round";
+  EXPECT_EQ(done.response().kernels(0).binary_sha256(), Sha256Hex(done.response().kernels(0).binary()));
   EXPECT_EQ(done.response().tuning().candidates_measured(), 3u);
+}
+
+// What a worker with the coordinator's toolchain ran is checked against the
+// coordinator's build: the right hash marks the bundle checked; another
+// refuses the job (BINARY_MISMATCH) and the worker takes no more work.
+TEST_F(CoordinatorTest, MeasuredBinariesAreCheckedAgainstTheCoordinatorsBuild) {
+  options_.lost_after = absl::Seconds(30);  // the played worker compiles between its calls
+  Start();
+  const std::string toolchain = codegen::ToolchainOf("host");
+  ASSERT_FALSE(toolchain.empty());
+  nvrtc::CompileCache unused;
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/worker_builds");
+  auto real = [&](const tir::v1::CandidateWork &c) {
+    absl::StatusOr<codegen::KernelBinary> k = codegen::BuildKernel(c.source(), "host", {}, unused, dir);
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? k->sha256 : std::string();
+  };
+  const std::string honest = Register("host", toolchain);
+  auto op = Compile(Graph("checked", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  for (int i = 0; i < 20 && c_->jobs_in_flight() > 0; ++i) {
+    for (const auto &item : Lease(honest)) {
+      const auto reported = Report(honest, item, 1, real);
+      ASSERT_TRUE(reported.ok()) << reported.status();
+    }
+  }
+  const tir::v1::Operation done = Serve(honest, op->name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  EXPECT_TRUE(done.response().provenance().measured_binary_checked());
+  EXPECT_EQ(done.response().provenance().worker_toolchain(), toolchain);
+
+  const std::string rogue = Register("host", toolchain);
+  auto other = Compile(Graph("rogue", 16));
+  ASSERT_TRUE(other.ok()) << other.status();
+  for (int i = 0; i < 20 && c_->jobs_in_flight() > 0; ++i) {
+    tir::v1::LeaseWorkRequest r;
+    r.set_name(rogue);
+    r.mutable_wait()->set_nanos(200000000);
+    auto leased = c_->LeaseWork(r, absl::Now() + absl::Seconds(5));
+    if (!leased.ok()) {
+      EXPECT_EQ(ReasonOf(leased.status()), "WORKER_DISTRUSTED");
+      break;
+    }
+    for (const auto &item : leased->items()) ASSERT_TRUE(Report(rogue, item).ok());
+  }
+  tir::v1::Operation refused;
+  for (int i = 0; i < 100; ++i) {
+    auto got = c_->GetOperation(other->name());
+    ASSERT_TRUE(got.ok());
+    refused = *got;
+    if (refused.done()) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(refused.done());
+  ASSERT_TRUE(refused.has_error());
+  EXPECT_EQ(refused.error().reason(), "BINARY_MISMATCH");
+  const tir::v1::ListWorkersResponse workers = c_->ListWorkers("");
+  bool distrusted = false;
+  for (const auto &w : workers.workers()) distrusted |= w.name() == rogue && w.state() == "distrusted";
+  EXPECT_TRUE(distrusted) << "the rogue worker takes no more work";
+  auto third = Compile(Graph("after", 32));
+  ASSERT_TRUE(third.ok());
+  tir::v1::LeaseWorkRequest lease;
+  lease.set_name(rogue);
+  EXPECT_EQ(ReasonOf(c_->LeaseWork(lease, absl::Now() + absl::Seconds(1)).status()), "WORKER_DISTRUSTED");
+}
+
+// Results are matched by candidate_index, not order: a report in reverse
+// order picks the same winner; one naming a candidate the item lacks is
+// refused.
+TEST_F(CoordinatorTest, ResultsAreMatchedByCandidateIndex) {
+  Start();
+  const std::string w = Register();
+  auto op = Compile(Graph("order", 8));
+  ASSERT_TRUE(op.ok()) << op.status();
+  std::vector<tir::v1::WorkItem> items = Lease(w);
+  ASSERT_EQ(items.size(), 1u);
+  tir::v1::ReportResultRequest bad;
+  bad.set_name(w);
+  bad.set_lease_id(items[0].lease_id());
+  bad.add_results()->set_candidate_index(999999);
+  auto refused = c_->ReportResult(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(ReasonOf(refused.status()), "INVALID_REPORT");
+  // Reversed, the fastest (index 1) still wins.
+  tir::v1::WorkItem reversed = items[0];
+  std::reverse(reversed.mutable_candidates()->begin(), reversed.mutable_candidates()->end());
+  ASSERT_TRUE(Report(w, reversed).ok());
+  const tir::v1::Operation done = Serve(w, op->name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  EXPECT_EQ(done.response().kernels(0).candidate().rank(), 1u);
 }
 
 TEST_F(CoordinatorTest, AWorkerFaultingOnSeveralKernelsIsQuarantinedUntilAProbePasses) {

@@ -45,10 +45,13 @@ class CoordinatorTest : public ::testing::Test {
     c_ = std::make_unique<Coordinator>(options_, store_, nullptr);
     ASSERT_TRUE(c_->Start().ok());
   }
-  std::string Register(const std::string &arch = "host") {
+  // `toolchain`: the host compiler it says it builds with ("" leaves the
+  // hashes it reports unchecked).
+  std::string Register(const std::string &arch = "host", const std::string &toolchain = "") {
     tir::v1::RegisterWorkerRequest r;
     r.mutable_capabilities()->set_backend(arch == "host" ? "host" : "cuda");
     r.mutable_capabilities()->set_arch(arch);
+    r.mutable_capabilities()->set_host_compiler(toolchain);
     auto out = c_->RegisterWorker(r);
     EXPECT_TRUE(out.ok()) << out.status();
     return out->name();
@@ -72,9 +75,11 @@ class CoordinatorTest : public ::testing::Test {
     return {out->items().begin(), out->items().end()};
   }
   // Every candidate passes; time grows with the candidate's rank except
-  // `fastest`, which wins.
-  absl::StatusOr<tir::v1::ReportResultResponse> Report(const std::string &worker, const tir::v1::WorkItem &item,
-                                                       uint32_t fastest = 1) {
+  // `fastest`, which wins. Each names what it ran by `hash` (by default a
+  // made-up one).
+  absl::StatusOr<tir::v1::ReportResultResponse> Report(
+      const std::string &worker, const tir::v1::WorkItem &item, uint32_t fastest = 1,
+      const std::function<std::string(const tir::v1::CandidateWork &)> &hash = nullptr) {
     tir::v1::ReportResultRequest r;
     r.set_name(worker);
     r.set_lease_id(item.lease_id());
@@ -84,7 +89,7 @@ class CoordinatorTest : public ::testing::Test {
       x->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
       x->mutable_measurement()->set_samples(5);
       x->mutable_measurement()->set_median_seconds(c.candidate_index() == fastest ? 1e-6 : 1e-3 * (1 + c.candidate_index()));
-      x->set_binary("\x7f" "ELF-candidate-" + std::to_string(c.candidate_index()));
+      x->set_binary_sha256(hash ? hash(c) : "made-up-" + std::to_string(c.candidate_index()));
       x->set_format(tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
     }
     return c_->ReportResult(r);
@@ -99,7 +104,10 @@ class CoordinatorTest : public ::testing::Test {
     for (int i = 0; i < 100; ++i) {
       auto op = c_->GetOperation(name);
       if (op.ok() && op->done()) return *op;
-      for (const auto &item : Lease(worker)) EXPECT_TRUE(Report(worker, item).ok());
+      for (const auto &item : Lease(worker)) {
+        const auto reported = Report(worker, item);
+        EXPECT_TRUE(reported.ok()) << reported.status();
+      }
     }
     ADD_FAILURE() << name << " did not finish";
     return {};

@@ -1,6 +1,13 @@
 #include "server/dashboard/dashboard.h"
 
 #include <CivetServer.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "openssl/crypto.h"
 
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
@@ -17,17 +24,65 @@ void Reply(mg_connection *conn, const char *type, const std::string &body) {
   mg_write(conn, body.data(), body.size());
 }
 
+// A Host header a browser sends for this server, not for a name an attacker
+// points at it (DNS rebinding): an IP literal, "localhost", or this machine's
+// host name, with or without a port.
+bool HostAllowed(const char *header) {
+  if (header == nullptr) return false;
+  std::string host(header);
+  if (!host.empty() && host.front() == '[') {  // [v6]:port
+    const size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
+    in6_addr v6;
+    return inet_pton(AF_INET6, host.c_str(), &v6) == 1;
+  }
+  if (const size_t colon = host.rfind(':'); colon != std::string::npos) host.resize(colon);
+  host = absl::AsciiStrToLower(host);
+  in_addr v4;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1 || host == "localhost") return true;
+  char name[256] = {0};
+  return gethostname(name, sizeof(name) - 1) == 0 && host == absl::AsciiStrToLower(name);
+}
+
 class Fixed : public CivetHandler {
  public:
-  Fixed(const char *type, std::function<std::string()> body) : type_(type), body_(std::move(body)) {}
+  // `tokens`: any of them opens it (none: open to all).
+  Fixed(const char *type, std::function<std::string()> body, std::vector<std::string> tokens = {})
+      : type_(type), body_(std::move(body)), tokens_(std::move(tokens)) {}
   bool handleGet(CivetServer *, mg_connection *conn) override {
+    if (!HostAllowed(mg_get_header(conn, "Host"))) {
+      Refuse(conn, 403, "Forbidden", "this Host is not the coordinator's (use its address or localhost)\n");
+      return true;
+    }
+    if (!tokens_.empty() && !Authorized(mg_get_header(conn, "Authorization"))) {
+      Refuse(conn, 401, "Unauthorized", "this endpoint needs the read or client token (Authorization: Bearer <token>)\n");
+      return true;
+    }
     Reply(conn, type_, body_());
     return true;
   }
 
  private:
+  bool Authorized(const char *header) const {
+    if (header == nullptr) return false;
+    const absl::string_view got(header);
+    for (const std::string &t : tokens_) {
+      const std::string want = "Bearer " + t;
+      if (got.size() == want.size() && CRYPTO_memcmp(got.data(), want.data(), want.size()) == 0) return true;
+    }
+    return false;
+  }
+  static void Refuse(mg_connection *conn, int code, const char *reason, const std::string &body) {
+    mg_printf(conn,
+              "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
+              "Connection: close\r\n\r\n",
+              code, reason, body.size());
+    mg_write(conn, body.data(), body.size());
+  }
   const char *type_;
   std::function<std::string()> body_;
+  const std::vector<std::string> tokens_;
 };
 
 }  // namespace
@@ -52,11 +107,12 @@ std::string Dashboard::StatusJson(coordinator::Coordinator &c) {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<Dashboard>> Dashboard::Start(coordinator::Coordinator *c, const std::string &address) {
+absl::StatusOr<std::unique_ptr<Dashboard>> Dashboard::Start(coordinator::Coordinator *c, const std::string &address,
+                                                            std::vector<std::string> tokens) {
   auto d = std::unique_ptr<Dashboard>(new Dashboard());
   d->handlers_ = std::make_unique<Handlers>();
   d->handlers_->page = std::make_unique<Fixed>("text/html; charset=utf-8", [] { return Page(); });
-  d->handlers_->status = std::make_unique<Fixed>("application/json", [c] { return StatusJson(*c); });
+  d->handlers_->status = std::make_unique<Fixed>("application/json", [c] { return StatusJson(*c); }, std::move(tokens));
   d->handlers_->health = std::make_unique<Fixed>("text/plain", [] { return std::string("ok\n"); });
   const std::vector<std::string> options = {"listening_ports", address, "num_threads", "4"};
   try {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
@@ -87,15 +88,40 @@ void Dispatcher::Deliver(std::vector<Delivery> deliveries) {
   }
 }
 
-absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::v1::RegisterWorkerRequest &request) {
+absl::Status Dispatcher::CheckSession(const std::string &name, const std::string &session) const {
+  absl::MutexLock l(&mu_);
+  if (workers_.SessionMatches(name, session)) return absl::OkStatus();
+  return MakeError(absl::StatusCode::kPermissionDenied, "WORKER_SESSION_MISMATCH",
+                   absl::StrCat("this call does not present the session of ", name,
+                                " (metadata tir-worker-session, from its RegisterWorker answer)"));
+}
+
+absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::v1::RegisterWorkerRequest &request,
+                                                                     const std::string &session) {
   const tir::v1::WorkerCapabilities &caps = request.capabilities();
   if (caps.backend() != "cuda" && caps.backend() != "host") {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "backend must be cuda or host");
   }
   TIR_RETURN_IF_ERROR(target::LookupArch(caps.arch()).status());
+  // Every string a worker registers with is shown and kept: bounded.
+  for (const auto &[field, value] :
+       {std::pair<const char *, const std::string *>{"name", &request.name()}, {"device_name", &caps.device_name()},
+        {"hostname", &caps.hostname()}, {"driver_version", &caps.driver_version()},
+        {"nvrtc_version", &caps.nvrtc_version()}, {"host_compiler", &caps.host_compiler()},
+        {"tir_version", &caps.tir_version()}}) {
+    if (value->size() > kMaxWorkerField) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
+                       absl::StrCat("capabilities field ", field, " has ", value->size(), " bytes; at most ",
+                                    kMaxWorkerField, " are kept"));
+    }
+  }
   absl::MutexLock l(&mu_);
+  if (workers_.all().size() >= kMaxWorkers && workers_.Find(request.name()) == nullptr) {
+    return limits_.Exceeded("maxWorkers", kMaxWorkers, "workers registered (lost ones are forgotten after 10 minutes)");
+  }
   tir::v1::RegisterWorkerResponse out;
-  out.set_name(workers_.Register(request.name(), caps, absl::Now()));
+  out.set_name(workers_.Register(request.name(), caps, absl::Now(), session));
+  out.set_session(workers_.Find(out.name())->session);
   *out.mutable_heartbeat_interval() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.heartbeat_interval));
   *out.mutable_lost_after() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.lost_after));
   Touch();
@@ -128,11 +154,16 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Dispatcher::Lease(const tir::v1::Leas
       if (w == nullptr) {
         return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
       }
+      if (w->distrusted) {
+        return MakeError(absl::StatusCode::kPermissionDenied, "WORKER_DISTRUSTED",
+                         request.name() + " reported measuring a binary other than the coordinator's build; it takes no work");
+      }
       w->last_heartbeat = absl::Now();
       const std::string arch = w->capabilities.arch();
       // A quarantined worker gets one probe item per probe interval.
       const bool probe = w->quarantined;
-      const uint32_t max = workers_.Allowance(*w, std::max(1u, request.max_items()), absl::Now());
+      const uint32_t max =
+          workers_.Allowance(*w, std::clamp(request.max_items(), 1u, kMaxLeaseItems), absl::Now());
       while (static_cast<uint32_t>(out.items_size()) < max) {
         dispatch::Lease *lease = queue_.LeaseNext(arch, request.name(), absl::Now() + options_.lease_timeout);
         if (lease == nullptr) break;
@@ -171,11 +202,70 @@ void Dispatcher::NoteHealth(const std::string &worker, const std::string &job, i
   }
 }
 
+void Dispatcher::Distrust(const std::string &worker, const std::string &why) {
+  std::vector<Delivery> given_up;
+  {
+    absl::MutexLock l(&mu_);
+    if (!workers_.Distrust(worker)) return;
+    std::fprintf(stderr, "tir-coordinator: worker %s is distrusted and takes no more work: %s\n", worker.c_str(),
+                 why.c_str());
+    for (dispatch::Lease &lease : queue_.TakeHeldBy(worker)) Requeue(std::move(lease), false, &given_up);
+    Touch();
+  }
+  Deliver(std::move(given_up));
+}
+
+absl::StatusOr<std::vector<tir::v1::CandidateResult>> InItemOrder(
+    const tir::v1::WorkItem &item, const google::protobuf::RepeatedPtrField<tir::v1::CandidateResult> &results) {
+  // A round may hold a candidate more than once (a confirming round that
+  // measures the default beside a winner that is the default): its results
+  // fill its places in order.
+  std::map<uint32_t, std::vector<int>> places;
+  for (int i = item.candidates_size() - 1; i >= 0; --i) places[item.candidates(i).candidate_index()].push_back(i);
+  std::vector<std::optional<tir::v1::CandidateResult>> slots(item.candidates_size());
+  for (const tir::v1::CandidateResult &r : results) {
+    auto p = places.find(r.candidate_index());
+    if (p == places.end()) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_REPORT",
+                       absl::StrCat("a result for candidate ", r.candidate_index(), ", which work item ",
+                                    item.lease_id(), " does not hold"));
+    }
+    if (p->second.empty()) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_REPORT",
+                       absl::StrCat("more results for candidate ", r.candidate_index(), " than the work item holds"));
+    }
+    slots[p->second.back()] = r;
+    p->second.pop_back();
+  }
+  std::vector<tir::v1::CandidateResult> out;
+  out.reserve(slots.size());
+  for (int i = 0; i < item.candidates_size(); ++i) {
+    if (slots[i]) {
+      out.push_back(*std::move(slots[i]));
+      continue;
+    }
+    tir::v1::CandidateResult missing;
+    missing.set_candidate_index(item.candidates(i).candidate_index());
+    missing.mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+    missing.mutable_verification()->set_detail("the worker's report has no result for this candidate");
+    out.push_back(std::move(missing));
+  }
+  return out;
+}
+
 absl::StatusOr<tir::v1::ReportResultResponse> Dispatcher::Report(const tir::v1::ReportResultRequest &request) {
   std::vector<Delivery> deliveries;
   tir::v1::ReportResultResponse out;
   {
     absl::MutexLock l(&mu_);
+    // Results by candidate_index, in the item's order; one that names a
+    // candidate the item lacks, or one twice, refuses the report (the lease
+    // stays held until it expires); a candidate without one faulted.
+    absl::StatusOr<std::vector<tir::v1::CandidateResult>> ordered;
+    if (const dispatch::Lease *held = queue_.Find(request.lease_id()); held != nullptr && held->worker == request.name()) {
+      ordered = InItemOrder(held->work.item, request.results());
+      if (!ordered.ok()) return ordered.status();
+    }
     dispatch::Lease lease;
     switch (queue_.TakeReported(request.lease_id(), request.name(), &lease)) {
       case LeaseQueue::Report::kDuplicate:
@@ -193,7 +283,7 @@ absl::StatusOr<tir::v1::ReportResultResponse> Dispatcher::Report(const tir::v1::
     metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
     out.set_accepted(true);
     if (!lease.work.job.empty()) {
-      std::vector<tir::v1::CandidateResult> results(request.results().begin(), request.results().end());
+      std::vector<tir::v1::CandidateResult> results = *std::move(ordered);
       NoteHealth(request.name(), lease.work.job, lease.work.kernel, results);
       const bool allSick = !results.empty() && std::all_of(results.begin(), results.end(), [](const auto &r) {
         return r.verification().verdict() == tir::v1::VERDICT_FAULT ||

@@ -50,6 +50,11 @@ class WorkOwner {
   virtual void OnLeased(const std::string &job) = 0;
 };
 
+// Bounds on what workers may ask for and leave behind.
+inline constexpr size_t kMaxWorkers = 1024;        // registered, lost ones included
+inline constexpr size_t kMaxWorkerField = 256;     // bytes of each capabilities string
+inline constexpr uint32_t kMaxLeaseItems = 16;     // items one LeaseWork takes
+
 struct DispatchOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   absl::Duration lost_after = absl::Seconds(5);
@@ -77,7 +82,13 @@ class Dispatcher {
   void Stop();
 
   // Worker API.
-  absl::StatusOr<tir::v1::RegisterWorkerResponse> Register(const tir::v1::RegisterWorkerRequest &request);
+  // `session`: the metadata the call presented (a known name keeps its
+  // entry only with its secret).
+  absl::StatusOr<tir::v1::RegisterWorkerResponse> Register(const tir::v1::RegisterWorkerRequest &request,
+                                                           const std::string &session = "");
+  // PERMISSION_DENIED / WORKER_SESSION_MISMATCH unless `session` is known
+  // worker `name`'s secret (OK for an unknown name: the call reports it).
+  absl::Status CheckSession(const std::string &name, const std::string &session) const;
   tir::v1::HeartbeatResponse Heartbeat(const tir::v1::HeartbeatRequest &request);
   // Long-polls up to the request's wait (at most 30 s), capped by `deadline`.
   absl::StatusOr<tir::v1::LeaseWorkResponse> Lease(const tir::v1::LeaseWorkRequest &request, absl::Time deadline);
@@ -85,6 +96,9 @@ class Dispatcher {
   tir::v1::DrainResponse Drain(const tir::v1::DrainRequest &request);
   absl::StatusOr<tir::v1::ReturnWorkResponse> Return(const tir::v1::ReturnWorkRequest &request);
   tir::v1::ListWorkersResponse ListWorkers(const std::string &arch) const;
+  // `worker` measured something other than what it was given: it takes no
+  // more work (its leases are re-queued). `why` is logged.
+  void Distrust(const std::string &worker, const std::string &why);
 
   // Owners' API.
   void Push(QueuedWork work);

@@ -186,3 +186,57 @@ TEST_F(DispatcherTest, TheSnapshotShowsWorkersAndTheQueue) {
 
 }  // namespace
 }  // namespace tir::dispatch
+
+namespace tir::dispatch {
+namespace {
+
+TEST_F(DispatcherTest, RegistrationsAndLeasesAreBounded) {
+  tir::v1::RegisterWorkerRequest big;
+  big.mutable_capabilities()->set_backend("host");
+  big.mutable_capabilities()->set_arch("host");
+  big.mutable_capabilities()->set_device_name(std::string(60000, 'x'));
+  auto refused = d_.Register(big);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(ReasonOf(refused.status()), "INVALID_ARGUMENT");
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("device_name"));
+
+  // max_items is capped whatever the worker asks.
+  const std::string w = Register();
+  for (int i = 0; i < 3; ++i) d_.Push(Item("job" + std::to_string(i)));
+  tir::v1::LeaseWorkRequest r;
+  r.set_name(w);
+  r.set_max_items(1u << 30);
+  auto leased = d_.Lease(r, absl::Now());
+  ASSERT_TRUE(leased.ok());
+  EXPECT_LE(static_cast<uint32_t>(leased->items_size()), kMaxLeaseItems);
+  EXPECT_EQ(leased->items_size(), 3);
+
+  // A report naming a candidate the lease does not hold is refused and the
+  // lease stays held.
+  tir::v1::ReportResultRequest report;
+  report.set_name(w);
+  report.set_lease_id(leased->items(0).lease_id());
+  tir::v1::CandidateResult stray = Result(tir::v1::VERDICT_PASSED);
+  stray.set_candidate_index(7);
+  *report.add_results() = stray;
+  auto bad = d_.Report(report);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(ReasonOf(bad.status()), "INVALID_REPORT");
+  EXPECT_TRUE(owner_.reports.empty());
+  report.clear_results();
+  *report.add_results() = Result(tir::v1::VERDICT_PASSED);
+  ASSERT_TRUE(d_.Report(report).ok());
+  EXPECT_EQ(owner_.reports.size(), 1u);
+
+  // A distrusted worker's leases go back to the queue and it leases nothing.
+  d_.Distrust(w, "test");
+  EXPECT_EQ(d_.queued(), 2u);
+  tir::v1::LeaseWorkRequest again;
+  again.set_name(w);
+  auto none = d_.Lease(again, absl::Now());
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(ReasonOf(none.status()), "WORKER_DISTRUSTED");
+}
+
+}  // namespace
+}  // namespace tir::dispatch

@@ -1,5 +1,7 @@
 #include "server/dispatch/lease_queue.h"
 
+#include "compiler/support/digest.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
@@ -9,7 +11,7 @@ namespace tir::dispatch {
 
 using google::protobuf::util::TimeUtil;
 
-LeaseQueue::LeaseQueue(uint64_t seed) : ids_(seed) {}
+LeaseQueue::LeaseQueue() = default;
 
 void LeaseQueue::Push(QueuedWork work) {
   work.seq = ++seq_;
@@ -36,7 +38,7 @@ Lease *LeaseQueue::LeaseNext(const std::string &arch, const std::string &worker,
   queue_.erase(best);
   std::string id;
   do {
-    id = absl::StrFormat("leases/%016x", ids_());
+    id = "leases/" + RandomHex(16);
   } while (leases_.count(id) || reported_.count(id));
   lease.work.item.set_lease_id(id);
   lease.work.item.set_attempt(lease.work.attempts + 1);
@@ -52,6 +54,11 @@ LeaseQueue::Report LeaseQueue::TakeReported(const std::string &id, const std::st
   leases_.erase(it);
   MarkReported(id);
   return Report::kTaken;
+}
+
+const Lease *LeaseQueue::Find(const std::string &id) const {
+  auto it = leases_.find(id);
+  return it == leases_.end() ? nullptr : &it->second;
 }
 
 void LeaseQueue::DropJob(const std::string &job) {

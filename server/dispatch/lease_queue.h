@@ -48,7 +48,8 @@ struct Lease {
 
 class LeaseQueue {
  public:
-  explicit LeaseQueue(uint64_t seed = std::random_device{}());
+  // Lease ids: "leases/" and 32 hex digits from the CSPRNG.
+  LeaseQueue();
 
   void Push(QueuedWork work);
   // Raises the priority of `job`'s queued items to `priority`.
@@ -61,6 +62,8 @@ class LeaseQueue {
   enum class Report { kTaken, kDuplicate, kNotHeld, kOtherWorker };
   // A report of lease `id` by `worker`: kTaken moves the lease to `*out`.
   Report TakeReported(const std::string &id, const std::string &worker, Lease *out);
+  // The lease `id` while it is held; null otherwise.
+  const Lease *Find(const std::string &id) const;
 
   // Drops `job`'s queued items and leases (a late report for one is a
   // duplicate).
@@ -82,7 +85,6 @@ class LeaseQueue {
 
  private:
   void MarkReported(const std::string &id);
-  std::mt19937_64 ids_;
   uint64_t seq_ = 0;
   std::vector<QueuedWork> queue_;
   std::map<std::string, Lease> leases_;  // by id

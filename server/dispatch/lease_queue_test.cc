@@ -20,7 +20,7 @@ QueuedWork Work(const std::string &job, const std::string &arch, int priority = 
 }
 
 TEST(LeaseQueueTest, ServesTheArchHighestPriorityThenOldest) {
-  LeaseQueue q(1);
+  LeaseQueue q;
   q.Push(Work("a", "host"));
   q.Push(Work("b", "sm_90a"));
   q.Push(Work("c", "host", 5));
@@ -34,7 +34,7 @@ TEST(LeaseQueueTest, ServesTheArchHighestPriorityThenOldest) {
   const Lease *b = q.LeaseNext("sm_90a", "w2", deadline);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->work.priority, 9);
-  EXPECT_THAT(b->work.item.lease_id(), MatchesRegex("leases/[0-9a-f]{16}"));
+  EXPECT_THAT(b->work.item.lease_id(), MatchesRegex("leases/[0-9a-f]{32}"));
   EXPECT_EQ(b->work.item.attempt(), 1u);
   EXPECT_EQ(b->work.item.deadline().seconds(), absl::ToUnixSeconds(deadline));
   EXPECT_EQ(q.queued(), 0u);

@@ -1,5 +1,8 @@
 #include "server/dispatch/worker_registry.h"
 
+#include "compiler/support/digest.h"
+#include "openssl/crypto.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
@@ -13,20 +16,29 @@ bool Sick(const tir::v1::CandidateResult &r) {
 
 }  // namespace
 
-WorkerRegistry::WorkerRegistry(Options options, uint64_t seed) : options_(options), names_(seed) {}
+WorkerRegistry::WorkerRegistry(Options options) : options_(options) {}
 
-std::string WorkerRegistry::Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now) {
+std::string WorkerRegistry::Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now,
+                                     const std::string &session) {
   std::string n = name;
-  if (n.empty() || !workers_.count(n)) {
+  if (n.empty() || !workers_.count(n) || !SessionMatches(n, session)) {
     do {
-      n = absl::StrFormat("workers/%016x", names_());
+      n = "workers/" + RandomHex(16);
     } while (workers_.count(n));
+    workers_[n].session = RandomHex(32);
   }
-  WorkerEntry &w = workers_[n];
+  WorkerEntry &w = workers_[n];  // a known name keeps its health (and distrust)
   w.capabilities = caps;
   w.last_heartbeat = now;
   w.state = "ready";
   return n;
+}
+
+bool WorkerRegistry::SessionMatches(const std::string &name, const std::string &session) const {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return true;
+  const std::string &want = it->second.session;
+  return session.size() == want.size() && CRYPTO_memcmp(session.data(), want.data(), want.size()) == 0;
 }
 
 WorkerEntry *WorkerRegistry::Find(const std::string &name) {
@@ -69,15 +81,30 @@ std::string WorkerRegistry::DeviceOf(const std::string &arch) const {
   return best;
 }
 
-std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration lost_after) {
+std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration lost_after,
+                                                  absl::Duration forget_after) {
   std::vector<std::string> lost;
-  for (auto &[name, w] : workers_) {
+  for (auto it = workers_.begin(); it != workers_.end();) {
+    WorkerEntry &w = it->second;
+    if (w.state == "lost" && now - w.lost_at > forget_after) {
+      it = workers_.erase(it);
+      continue;
+    }
     if (w.state != "lost" && now - w.last_heartbeat > lost_after) {
       w.state = "lost";
-      lost.push_back(name);
+      w.lost_at = now;
+      lost.push_back(it->first);
     }
+    ++it;
   }
   return lost;
+}
+
+bool WorkerRegistry::Distrust(const std::string &name) {
+  WorkerEntry *w = Find(name);
+  if (w == nullptr) return false;
+  w->distrusted = true;
+  return true;
 }
 
 uint32_t WorkerRegistry::Allowance(const WorkerEntry &w, uint32_t asked, absl::Time now) const {

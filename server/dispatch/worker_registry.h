@@ -28,6 +28,7 @@ namespace tir::dispatch {
 
 struct WorkerEntry {
   tir::v1::WorkerCapabilities capabilities;
+  std::string session;  // its registration's secret (RegisterWorkerResponse.session)
   absl::Time last_heartbeat;
   std::string state = "ready";  // ready, busy, draining, unavailable, lost
   uint64_t measured = 0;
@@ -37,11 +38,15 @@ struct WorkerEntry {
   // time out, since its last passing candidate.
   std::set<std::pair<std::string, int>> sick;
   bool quarantined = false;
+  // It reported measuring a binary that is not the coordinator's build of
+  // the source (same toolchain): it takes no more work.
+  bool distrusted = false;
+  absl::Time lost_at;
   absl::Time next_probe;
   // "quarantined" while quarantined, else `state`.
-  std::string shown() const { return quarantined ? "quarantined" : state; }
+  std::string shown() const { return distrusted ? "distrusted" : quarantined ? "quarantined" : state; }
   // Takes work: not lost, draining, unavailable or quarantined.
-  bool healthy() const { return !quarantined && state != "lost" && state != "draining" && state != "unavailable"; }
+  bool healthy() const { return !distrusted && !quarantined && state != "lost" && state != "draining" && state != "unavailable"; }
 };
 
 class WorkerRegistry {
@@ -50,11 +55,16 @@ class WorkerRegistry {
     int quarantine_after = 3;  // 0: never
     absl::Duration quarantine_probe = absl::Minutes(1);
   };
-  explicit WorkerRegistry(Options options, uint64_t seed = std::random_device{}());
+  explicit WorkerRegistry(Options options);
 
-  // Registers a worker: `name` again when it is known (its health kept),
-  // else a new name. It is "ready" and heard from `now`.
-  std::string Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now);
+  // Registers a worker: `name` again when it is known and `session` is its
+  // secret (its health kept), else a new name with a new secret. It is
+  // "ready" and heard from `now`.
+  std::string Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now,
+                       const std::string &session = "");
+  // Whether `session` is the secret of known worker `name` (true for an
+  // unknown name: the call then fails as it would).
+  bool SessionMatches(const std::string &name, const std::string &session) const;
   // Null when unknown.
   WorkerEntry *Find(const std::string &name);
   // Null when unknown or lost (it must register again).
@@ -69,8 +79,11 @@ class WorkerRegistry {
   // the device whose figures planning ranks candidates for.
   std::string DeviceOf(const std::string &arch) const;
   // Workers heard from last before `now - lost_after` become "lost"; their
-  // names.
-  std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after);
+  // names. Those lost for `forget_after` are forgotten.
+  std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after,
+                                    absl::Duration forget_after = absl::Minutes(10));
+  // Takes no more work (see WorkerEntry::distrusted); false when unknown.
+  bool Distrust(const std::string &name);
 
   // How many of `asked` items `w` may lease now: all of them, or for a
   // quarantined worker one when its probe is due (Leased moves the probe on).
@@ -87,7 +100,6 @@ class WorkerRegistry {
 
  private:
   Options options_;
-  std::mt19937_64 names_;
   std::map<std::string, WorkerEntry> workers_;
 };
 

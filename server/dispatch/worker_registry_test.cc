@@ -27,14 +27,21 @@ std::vector<tir::v1::CandidateResult> Verdicts(std::vector<tir::v1::Verdict> vs)
 }
 
 TEST(WorkerRegistryTest, NamesAreRandomAndAKnownNameKeepsItsEntry) {
-  WorkerRegistry r({}, /*seed=*/3);
+  WorkerRegistry r({});
   const absl::Time t0 = absl::Now();
   const std::string a = r.Register("", Caps("host"), t0);
-  EXPECT_THAT(a, MatchesRegex("workers/[0-9a-f]{16}"));
-  EXPECT_EQ(r.Register(a, Caps("host"), t0), a);
+  EXPECT_THAT(a, MatchesRegex("workers/[0-9a-f]{32}"));
+  const std::string session = r.Find(a)->session;
+  EXPECT_THAT(session, MatchesRegex("[0-9a-f]{64}"));
+  EXPECT_EQ(r.Register(a, Caps("host"), t0, session), a);
+  // Without its secret a known name is not taken over: a new name comes back.
+  EXPECT_NE(r.Register(a, Caps("host"), t0), a);
+  EXPECT_NE(r.Register(a, Caps("host"), t0, std::string(64, '0')), a);
+  EXPECT_TRUE(r.SessionMatches(a, session));
+  EXPECT_FALSE(r.SessionMatches(a, ""));
   // A name from another coordinator's life is not taken over.
   EXPECT_NE(r.Register("workers/0000000000000001", Caps("host"), t0), "workers/0000000000000001");
-  WorkerRegistry other({}, /*seed=*/4);
+  WorkerRegistry other({});
   EXPECT_NE(other.Register("", Caps("host"), t0), a);
 }
 
@@ -52,7 +59,7 @@ TEST(WorkerRegistryTest, HeartbeatsKeepAWorkerAliveAndSilenceLosesIt) {
   EXPECT_FALSE(r.Heartbeat(b, tir::v1::WORKER_STATE_READY, 0, t0 + absl::Seconds(7))) << "lost: register again";
   EXPECT_TRUE(r.Heartbeat(a, tir::v1::WORKER_STATE_DRAINING, 7, t0 + absl::Seconds(7)));
   EXPECT_FALSE(r.HasHealthy("sm_90a")) << "draining and lost";
-  EXPECT_EQ(r.Register(b, Caps("sm_90a"), t0 + absl::Seconds(8)), b);
+  EXPECT_EQ(r.Register(b, Caps("sm_90a"), t0 + absl::Seconds(8), r.Find(b)->session), b);
   EXPECT_TRUE(r.HasHealthy("sm_90a"));
 }
 
@@ -120,6 +127,30 @@ TEST(WorkerRegistryTest, APassingCandidateBetweenFaultsStartsTheCountAgain) {
   const std::string n = never.Register("", Caps("host"), t0);
   for (int k = 0; k < 5; ++k) never.NoteResults(n, "x", k, Verdicts({V::VERDICT_FAULT}), t0);
   EXPECT_FALSE(never.Find(n)->quarantined);
+}
+
+}  // namespace
+}  // namespace tir::dispatch
+
+namespace tir::dispatch {
+namespace {
+
+TEST(WorkerRegistryBoundsTest, LostWorkersAreForgottenAndDistrustedOnesTakeNoWork) {
+  WorkerRegistry r({});
+  const absl::Time t0 = absl::Now();
+  const std::string a = r.Register("", Caps("host"), t0), b = r.Register("", Caps("host"), t0);
+  ASSERT_TRUE(r.Distrust(b));
+  EXPECT_FALSE(r.Find(b)->healthy());
+  EXPECT_EQ(r.Find(b)->shown(), "distrusted");
+  EXPECT_EQ(r.Register(b, Caps("host"), t0, r.Find(b)->session), b);
+  EXPECT_TRUE(r.Find(b)->distrusted) << "registering again under its name keeps it";
+  EXPECT_FALSE(r.Distrust("workers/unknown"));
+  // Lost after lost_after, forgotten forget_after later.
+  EXPECT_EQ(r.MarkLost(t0 + absl::Seconds(10), absl::Seconds(5), absl::Minutes(10)).size(), 2u);
+  EXPECT_NE(r.Find(a), nullptr);
+  r.MarkLost(t0 + absl::Minutes(11), absl::Seconds(5), absl::Minutes(10));
+  EXPECT_EQ(r.Find(a), nullptr);
+  EXPECT_TRUE(r.all().empty());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "server/operations/operation_table.h"
 
+#include "compiler/support/digest.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -29,7 +31,7 @@ tir::v1::Error ErrorOf(const absl::Status &s) {
   return e;
 }
 
-OperationTable::OperationTable(uint32_t max_operations, uint64_t seed) : max_(std::max(1u, max_operations)), names_(seed) {}
+OperationTable::OperationTable(uint32_t max_operations) : max_(std::max(1u, max_operations)) {}
 
 absl::StatusOr<std::string> OperationTable::New(const std::string &arch, const std::string &key) {
   if (entries_.size() >= max_) {
@@ -48,7 +50,7 @@ absl::StatusOr<std::string> OperationTable::New(const std::string &arch, const s
   }
   std::string name;
   do {
-    name = absl::StrFormat("operations/%016x", names_());
+    name = "operations/" + RandomHex(8);
   } while (entries_.count(name));
   Restore(name, arch, key);
   return name;

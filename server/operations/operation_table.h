@@ -35,7 +35,8 @@ class OperationTable {
     int64_t version = 0;  // changes whenever op does
   };
 
-  explicit OperationTable(uint32_t max_operations, uint64_t seed = std::random_device{}());
+  // Names: "operations/" and 16 hex digits from the CSPRNG.
+  explicit OperationTable(uint32_t max_operations);
 
   // A new operation for `key` on `arch`, not done, at STAGE_VERIFYING.
   // Errors: RESOURCE_EXHAUSTED / LIMIT_EXCEEDED (maxOperations) when the
@@ -66,7 +67,6 @@ class OperationTable {
 
  private:
   uint32_t max_;
-  std::mt19937_64 names_;
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::string> requests_;
 };

@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
 TEST(OperationTableTest, NamesAreRandomHexAndNeverRepeatWhileKept) {
-  OperationTable t(100000, /*seed=*/1);
+  OperationTable t(100000);
   std::set<std::string> names;
   for (int k = 0; k < 1000; ++k) {
     auto n = t.New("host", "key");
@@ -23,7 +23,7 @@ TEST(OperationTableTest, NamesAreRandomHexAndNeverRepeatWhileKept) {
     EXPECT_TRUE(names.insert(*n).second);
   }
   // Another table (a restarted coordinator) draws other names.
-  OperationTable again(100000, /*seed=*/2);
+  OperationTable again(100000);
   auto other = again.New("host", "key");
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(names.count(*other));

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
+#include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 
@@ -22,6 +23,11 @@ absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
   if (s.IsNotFound()) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", msg);
   if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) {
     return MakeError(absl::StatusCode::kUnavailable, "STORE_UNAVAILABLE", msg);
+  }
+  if (s.IsCorruption()) {
+    return MakeError(absl::StatusCode::kDataLoss, "STORE_CORRUPT",
+                     absl::StrCat(msg, ". The store is damaged; `tir-coordinator --repair-store --db=DIR` salvages "
+                                  "what can be read and says what it kept"));
   }
   if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "STORE_LOCKED",
@@ -53,22 +59,73 @@ RocksDbKernelStore::~RocksDbKernelStore() {
   IgnoreError(FromRocks(db_->Close(), "close"), "closing the store");
 }
 
-absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> RocksDbKernelStore::Open(
-    const std::string& path) {
-  // RocksDB creates the store's directory but not its parents.
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+namespace {
+
+// Corruption is found, not skipped: every block read is checksummed
+// (RocksDB's default, kept), files are checked when opened, and a
+// write-ahead log that cannot be replayed whole refuses the open (a torn or
+// flipped record, a truncation inside a record) instead of starting from the
+// point before it with what followed silently gone.
+rocksdb::DBOptions StoreOptions() {
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
   options.keep_log_file_num = 4;
+  options.paranoid_checks = true;
+  options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
+  return options;
+}
+
+std::vector<rocksdb::ColumnFamilyDescriptor> StoreFamilies() {
   rocksdb::ColumnFamilyOptions cf_options;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+  cf_options.paranoid_file_checks = true;
+  return {
       {rocksdb::kDefaultColumnFamilyName, cf_options},
       {"kernels", cf_options},
       {"trials", cf_options},
       {"jobs", cf_options},
   };
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RocksDbKernelStore::Repair(const std::string& path) {
+  if (!std::filesystem::is_directory(path)) {
+    return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", absl::StrCat("no store at ", path));
+  }
+  std::string before = "it opens as it is";
+  {
+    auto opened = Open(path);
+    if (opened.ok()) return absl::StrCat("store ", path, " is sound: nothing to repair");
+    before = std::string(opened.status().message());
+  }
+  TIR_RETURN_IF_ERROR(FromRocks(rocksdb::RepairDB(path, StoreOptions(), StoreFamilies()), "repair " + path));
+  // What is left, bundle by bundle.
+  auto store = Open(path);
+  if (!store.ok()) return store.status();
+  uint64_t bundles = 0, unreadable = 0;
+  std::unique_ptr<rocksdb::Iterator> it((*store)->db_->NewIterator(rocksdb::ReadOptions(), (*store)->handles_[1]));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    tir::v1::KernelBundle b;
+    if (b.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+      ++bundles;
+    } else {
+      ++unreadable;
+    }
+  }
+  return absl::StrCat("store ", path, " was damaged (", before, "); repaired: ", bundles,
+                      " bundles readable, ", unreadable,
+                      " unreadable; log records and table blocks that could not be read were dropped, and "
+                      "graphs whose bundles were in them compile again on their next request");
+}
+
+absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> RocksDbKernelStore::Open(
+    const std::string& path) {
+  // RocksDB creates the store's directory but not its parents.
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const rocksdb::DBOptions options = StoreOptions();
+  const std::vector<rocksdb::ColumnFamilyDescriptor> families = StoreFamilies();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
   TIR_RETURN_IF_ERROR(

@@ -20,7 +20,12 @@ class RocksDbKernelStore : public KernelStore {
 
   // Opens (creating if needed) the store at `path`. A store written with
   // another schema version is refused with FAILED_PRECONDITION.
+  // Damage (a write-ahead log that cannot be replayed whole, a block whose
+  // checksum fails) is DATA_LOSS / STORE_CORRUPT, never a silent start.
   static absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> Open(const std::string& path);
+  // Salvages a damaged store (rocksdb::RepairDB) and says what it kept: the
+  // bundles readable after, those unreadable. A sound store is left alone.
+  static absl::StatusOr<std::string> Repair(const std::string& path);
 
   ~RocksDbKernelStore() override;
 

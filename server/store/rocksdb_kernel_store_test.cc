@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -117,6 +118,73 @@ TEST(RocksDbKernelStore, SecondOpenOfSameDirectoryIsRefusedClearly) {
   auto second = RocksDbKernelStore::Open(dir);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(ReasonOf(second.status()), "STORE_LOCKED");
+}
+
+}  // namespace
+}  // namespace tir::store
+
+namespace tir::store {
+namespace {
+
+// A store as a crash leaves it: its bundles only in the (synced) log.
+std::string CrashCopy(const std::string& name, int bundles) {
+  const std::string live = FreshDir(name + "_live"), copy = FreshDir(name);
+  auto store = RocksDbKernelStore::Open(live);
+  EXPECT_TRUE(store.ok()) << store.status();
+  for (int i = 0; i < bundles; ++i) EXPECT_TRUE((*store)->PutKernel(Bundle("k" + std::to_string(i), "sm_90a")).ok());
+  std::filesystem::copy(live, copy, std::filesystem::copy_options::recursive);
+  return copy;
+}
+
+std::string LogOf(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".log" && e.file_size() > 0) return e.path().string();
+  }
+  return "";
+}
+
+TEST(RocksDbKernelStoreDurability, AFlippedLogIsReportedNotSilentlyDroppedAndRepairSaysWhatWasKept) {
+  const std::string dir = CrashCopy("flipped", 28);
+  const std::string log = LogOf(dir);
+  ASSERT_FALSE(log.empty());
+  {
+    std::fstream f(log, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(log) / 2));
+    f.write("\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef\xde\xad\xbe\xef", 16);
+  }
+  auto refused = RocksDbKernelStore::Open(dir);
+  ASSERT_FALSE(refused.ok()) << "a damaged log must not open as if whole";
+  EXPECT_EQ(ReasonOf(refused.status()), "STORE_CORRUPT");
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("--repair-store"));
+  auto report = RocksDbKernelStore::Repair(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(*report, HasSubstr("bundles readable"));
+  auto repaired = RocksDbKernelStore::Open(dir);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  auto page = (*repaired)->ListKernels(1000, "", "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_LT(page->kernels.size(), 28u);
+  EXPECT_THAT(*report, HasSubstr(std::to_string(page->kernels.size()) + " bundles readable"));
+}
+
+TEST(RocksDbKernelStoreDurability, ATruncatedLogIsReported) {
+  const std::string dir = CrashCopy("truncated", 28);
+  const std::string log = LogOf(dir);
+  ASSERT_FALSE(log.empty());
+  std::filesystem::resize_file(log, std::filesystem::file_size(log) - 7);
+  auto refused = RocksDbKernelStore::Open(dir);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(ReasonOf(refused.status()), "STORE_CORRUPT");
+}
+
+TEST(RocksDbKernelStoreDurability, ASoundStoreIsLeftAlone) {
+  const std::string dir = CrashCopy("sound", 3);
+  auto report = RocksDbKernelStore::Repair(dir);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(*report, HasSubstr("sound"));
+  auto store = RocksDbKernelStore::Open(dir);
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ((*store)->ListKernels(1000, "", "")->kernels.size(), 3u);
 }
 
 }  // namespace

@@ -129,11 +129,11 @@ absl::StatusOr<tir::v1::Operation> TuningJobs::Open(JobSpec spec, std::vector<Ke
       return op.status();
     }
     name = op->name();
-    if (untuned) {
-      parts_.operations.Finish({name}, *untuned);
-    } else {
-      persistOp = !resume;
-    }
+    if (untuned) parts_.operations.Finish({name}, *untuned);
+    // Persisted either way: an operation answered at once with the untuned
+    // default is found again after a restart, waiting for (or answered
+    // with) the tuned bundle of its job.
+    persistOp = !resume;
     if (persistJob) jobRecord = job.spec.request;
     Progress(job);
     Advance(key);
@@ -249,25 +249,64 @@ void TuningJobs::Advance(const std::string &key) {
     Progress(job);
     return;
   }
-  // Assemble, store (synced, by the writer, outside mu_), answer once stored.
-  tir::v1::KernelBundle b = Assemble(job);
+  // Assemble; build the winners and store (synced, by the writer), outside
+  // mu_; answer once stored.
+  std::vector<Measured> measured;
+  tir::v1::KernelBundle b = Assemble(job, &measured);
   const tir::v1::TuningSummary &t = b.tuning();
   if (t.default_seconds() > 0 && t.best_seconds() > 0) speedup_.Observe(t.default_seconds() / t.best_seconds());
   tune_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
   job.storing = true;
-  parts_.writer.Post([this, key, b = std::move(b)] {
-    const absl::Status stored = parts_.store.PutKernel(b);
-    if (stored.ok() && stored_) stored_(key);
-    absl::MutexLock l(&mu_);
-    if (stored.ok()) {
-      End(key, b);
-    } else {
-      End(key, stored);
+  auto build = [this, key, b = std::move(b), measured = std::move(measured)]() mutable {
+    if (absl::Status built = Build(b, measured); !built.ok()) {
+      absl::MutexLock l(&mu_);
+      End(key, built);
+      return;
     }
-  });
+    parts_.writer.Post([this, key, b = std::move(b)] {
+      const absl::Status stored = parts_.store.PutKernel(b);
+      if (stored.ok() && stored_) stored_(key);
+      absl::MutexLock l(&mu_);
+      if (stored.ok()) {
+        End(key, b);
+      } else {
+        End(key, stored);
+      }
+    });
+  };
+  // On the pool, else (the pool full) on the writer: outside mu_ either way.
+  if (!parts_.pool.Submit(build, "maxPlanningQueue").ok()) parts_.writer.Post(build);
 }
 
-tir::v1::KernelBundle TuningJobs::Assemble(const Job &job) const {
+absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured) {
+  bool checked = !measured.empty();
+  for (int k = 0; k < b.kernels_size(); ++k) {
+    tir::v1::KernelEntry *e = b.mutable_kernels(k);
+    const Measured &m = measured.at(k);
+    TIR_RETURN_IF_ERROR(Annotate(parts_.builder.Build(b.arch(), m.options, e), absl::StrCat("kernel ", k)));
+    const std::string ours = bundles::BinaryBuilder::Toolchain(b.arch());
+    if (m.toolchain != ours || m.sha256.empty()) {
+      checked = false;
+      continue;
+    }
+    if (m.sha256 != e->binary_sha256()) {
+      parts_.dispatcher.Distrust(m.worker, absl::StrCat("reported binary sha256 ", m.sha256, " for kernel ", k, " of ",
+                                                        b.key(), "; the coordinator's build is ", e->binary_sha256()));
+      return MakeError(absl::StatusCode::kAborted, "BINARY_MISMATCH",
+                       absl::StrCat("worker ", m.worker, " measured a binary for kernel ", k, " (sha256 ", m.sha256,
+                                    ") that is not the coordinator's build of its source with the same toolchain (",
+                                    e->binary_sha256(), "); its results are refused and it takes no more work"));
+    }
+  }
+  bundles::MarkBuilt(b);
+  tir::v1::Provenance *p = b.mutable_provenance();
+  if (!measured.empty()) p->set_worker_toolchain(measured.front().toolchain);
+  p->set_measured_binary_checked(checked);
+  parts_.signer.Sign(b);
+  return absl::OkStatus();
+}
+
+tir::v1::KernelBundle TuningJobs::Assemble(const Job &job, std::vector<Measured> *measured) const {
   tir::v1::KernelBundle b = bundles::NewBundle(job.spec.identity, true);
   tir::v1::TuningSummary *t = b.mutable_tuning();
   bool defaultsMeasured = true;
@@ -277,14 +316,20 @@ tir::v1::KernelBundle TuningJobs::Assemble(const Job &job) const {
     tir::v1::KernelEntry *e = b.add_kernels();
     bundles::DescribeEntry(e, k, kj.work, w);
     const tir::v1::CandidateResult &r = kj.best.at(w);
-    e->set_format(r.format());
-    if (auto bin = kj.binaries.find(w); bin != kj.binaries.end()) e->set_binary(bin->second);
+    Measured m;
+    m.worker = kj.workers.count(w) ? kj.workers.at(w) : "";
+    if (auto h = kj.hashes.find(w); h != kj.hashes.end()) m.sha256 = h->second;
+    if (std::optional<tir::v1::WorkerCapabilities> caps = parts_.dispatcher.CapabilitiesOf(m.worker)) {
+      m.toolchain = caps->backend() == "host" ? caps->host_compiler() : absl::StrCat("nvrtc ", caps->nvrtc_version());
+    }
+    const tir::v1::CandidateWork &cw = kj.work.item.candidates(w);
+    m.options.assign(cw.compile_options().begin(), cw.compile_options().end());
+    measured->push_back(std::move(m));
     // The round that chose the winner: its time there, and the default's
     // from the same round (the default wins a tie, so the tuned time is
     // never above the default's).
     *e->mutable_measurement() = kj.strategy->FinalMeasurement();
     *e->mutable_verification() = r.verification();
-    *e->mutable_compile_info() = r.compile_info();
     t->set_candidates_total(t->candidates_total() + static_cast<uint32_t>(kj.work.space_size));
     t->set_candidates_measured(t->candidates_measured() + kj.strategy->measured());
     t->set_candidates_failed(t->candidates_failed() + kj.strategy->failed());
@@ -299,15 +344,12 @@ tir::v1::KernelBundle TuningJobs::Assemble(const Job &job) const {
       if (std::optional<tir::v1::WorkerCapabilities> caps = parts_.dispatcher.CapabilitiesOf(worker)) {
         p->set_device_name(caps->device_name());
         p->set_driver_version(caps->driver_version());
-        p->set_nvrtc_version(caps->nvrtc_version());
-        p->set_host_compiler(caps->host_compiler());
       }
       *p->mutable_measure_time() = TimeUtil::GetCurrentTime();
     }
   }
   if (!defaultsMeasured) t->set_default_seconds(0);
   *b.mutable_create_time() = bundles::NowTimestamp();
-  parts_.signer.Sign(b);
   return b;
 }
 
@@ -366,7 +408,7 @@ void TuningJobs::Record(Job &job, const dispatch::QueuedWork &work,
     positions.push_back(pos);
   }
   if (!replayed) {
-    // The round as reported (binaries of passing candidates included), so a
+    // The round as reported (what passing candidates ran, by hash), so a
     // restarted coordinator replays it rather than measuring it again.
     tir::v1::ReportResultRequest round;
     round.set_name(worker);
@@ -377,7 +419,6 @@ void TuningJobs::Record(Job &job, const dispatch::QueuedWork &work,
   for (size_t i = 0; i < results.size() && i < positions.size(); ++i) {
     const tir::v1::CandidateResult &r = results[i];
     tir::v1::CandidateResult trial = r;
-    trial.clear_binary();
     if (positions[i] >= 0) {
       const tir::v1::CandidateWork &cw = kj.work.item.candidates(positions[i]);
       trial.set_source_hash(cw.source_hash());
@@ -391,7 +432,7 @@ void TuningJobs::Record(Job &job, const dispatch::QueuedWork &work,
       parts_.ledger.PutTrial(work.job, work.kernel, work.round, work.item.lease_id(), trial);
     }
     if (r.verification().verdict() == tir::v1::VERDICT_PASSED && positions[i] >= 0) {
-      if (!r.binary().empty()) kj.binaries[positions[i]] = r.binary();
+      kj.hashes[positions[i]] = r.binary_sha256();
       kj.best[positions[i]] = trial;
       kj.workers[positions[i]] = worker;
     }

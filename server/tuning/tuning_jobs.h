@@ -67,6 +67,7 @@ class TuningJobs : public dispatch::WorkOwner {
     ledger::Ledger &ledger;
     store::KernelStore &store;
     const bundles::BundleSigner &signer;
+    bundles::BinaryBuilder &builder;
     common::WorkPool &pool;
     common::StoreWriter &writer;
     common::LimitCounter &limits;
@@ -113,7 +114,7 @@ class TuningJobs : public dispatch::WorkOwner {
   struct KernelJob {
     KernelWork work;
     std::unique_ptr<SearchStrategy> strategy;
-    std::map<int, std::string> binaries;            // position -> latest passing binary
+    std::map<int, std::string> hashes;              // position -> SHA-256 of the binary its worker ran
     std::map<int, tir::v1::CandidateResult> best;   // position -> latest passing result
     std::map<int, std::string> workers;             // position -> worker that measured it
   };
@@ -134,7 +135,20 @@ class TuningJobs : public dispatch::WorkOwner {
   // Queues the kernels' next rounds (replaying stored ones); assembles the
   // bundle once every kernel is done.
   void Advance(const std::string &key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  tir::v1::KernelBundle Assemble(const Job &job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the worker that measured a kernel's winner says it ran.
+  struct Measured {
+    std::string worker;
+    std::string sha256;
+    std::string toolchain;  // the worker's, for the bundle's arch
+    std::vector<std::string> options;
+  };
+  // The bundle without binaries, and per kernel what was measured.
+  tir::v1::KernelBundle Assemble(const Job &job, std::vector<Measured> *measured) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Builds every kernel's winner here and checks it against what its worker
+  // measured (same toolchain: the same hash, else BINARY_MISMATCH and the
+  // worker is distrusted); signs. Outside mu_ (compiles take seconds).
+  absl::Status Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured) ABSL_LOCKS_EXCLUDED(mu_);
   void End(const std::string &key, const absl::StatusOr<tir::v1::KernelBundle> &result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replayed`: a round stored before a restart (not stored again, not counted).

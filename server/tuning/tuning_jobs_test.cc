@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/support/status.h"
@@ -28,6 +29,7 @@ class TuningJobsTest : public ::testing::Test {
       : limits_(registry_),
         dispatcher_(dispatch::DispatchOptions(), registry_, limits_),
         signer_(""),
+        builder_(absl::StrCat(std::getenv("TEST_TMPDIR"), "/builds"), registry_),
         pool_(1, 16) {}
   void SetUp() override {
     store_ = store::FreshTestStore();
@@ -42,7 +44,8 @@ class TuningJobsTest : public ::testing::Test {
     config.width = 3;
     config.max_space_fraction = 1.0;
     jobs_ = std::make_unique<TuningJobs>(
-        TuningJobs::Parts{dispatcher_, *ops_, *checks_, *ledger_, *store_, signer_, pool_, writer_, limits_, registry_},
+        TuningJobs::Parts{dispatcher_, *ops_, *checks_, *ledger_, *store_, signer_, builder_, pool_, writer_, limits_,
+                          registry_},
         SuccessiveHalvingFactory(config), limits, [this](const std::string &key) { stored_.push_back(key); },
         [this](int n) { trials_ += n; });
     tir::v1::RegisterWorkerRequest r;
@@ -89,9 +92,10 @@ class TuningJobsTest : public ::testing::Test {
           r->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
           r->mutable_measurement()->set_samples(5);
           r->mutable_measurement()->set_median_seconds(1e-3 * (1 + c.candidate_index()));
-          r->set_binary("binary-" + std::to_string(c.candidate_index()));
+          r->set_binary_sha256("made-up-" + std::to_string(c.candidate_index()));
         }
-        EXPECT_TRUE(dispatcher_.Report(report).ok());
+        const auto reported = dispatcher_.Report(report);
+        EXPECT_TRUE(reported.ok()) << reported.status();
       }
     }
     return items;
@@ -100,6 +104,7 @@ class TuningJobsTest : public ::testing::Test {
   common::LimitCounter limits_;
   dispatch::Dispatcher dispatcher_;
   bundles::BundleSigner signer_;
+  bundles::BinaryBuilder builder_;
   std::shared_ptr<store::KernelStore> store_;
   std::unique_ptr<ledger::Ledger> ledger_;
   std::unique_ptr<operations::Operations> ops_;
@@ -127,6 +132,7 @@ TEST_F(TuningJobsTest, AJobTunesRoundByRoundAndAnswersEveryWaiterWithTheStoredBu
   EXPECT_FALSE(jobs_->Join("k", "sm_90a", 0, Waiter{})->has_value()) << "another arch's job";
 
   EXPECT_GE(MeasureAll(), 2) << "round 0 and the confirming round at least";
+  pool_.Drain();    // the winner built
   writer_.Flush();  // the bundle stored, the job ended
   writer_.Flush();  // the records the end posted
   EXPECT_EQ(jobs_->size(), 0u);
@@ -137,7 +143,8 @@ TEST_F(TuningJobsTest, AJobTunesRoundByRoundAndAnswersEveryWaiterWithTheStoredBu
     ASSERT_TRUE(op->has_response()) << op->error().message();
     EXPECT_TRUE(op->response().tuning().tuned());
     ASSERT_EQ(op->response().kernels_size(), 1);
-    EXPECT_THAT(op->response().kernels(0).binary(), ::testing::StartsWith("binary-")) << "the winner's own binary";
+    EXPECT_THAT(op->response().kernels(0).binary(), ::testing::StartsWith("\x7f" "ELF")) << "built here";
+    EXPECT_EQ(op->response().provenance().builder(), "coordinator");
   }
   EXPECT_TRUE(store_->GetKernel("k").ok());
   EXPECT_TRUE(ledger_->Jobs()->empty()) << "a finished job's record goes";
@@ -186,6 +193,7 @@ TEST_F(TuningJobsTest, AResumedJobReplaysItsStoredRoundsInsteadOfMeasuringThem) 
   ledger::Rounds rounds;
   for (int i = 0; i < 10 && jobs_->size() > 0; ++i) {
     ASSERT_EQ(MeasureAll(1), 1) << "one round at a time";
+    pool_.Drain();
     writer_.Flush();
     if (jobs_->size() == 0) break;  // the last round ended it (its records are going)
     absl::StatusOr<ledger::Rounds> stored = ledger_->RoundsOf("k");
@@ -202,6 +210,7 @@ TEST_F(TuningJobsTest, AResumedJobReplaysItsStoredRoundsInsteadOfMeasuringThem) 
   auto resumed = jobs_->Open(Spec("k"), Plan(), std::nullopt, Waiter{}, true, rounds);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(MeasureAll(), 1) << "only the round not stored";
+  pool_.Drain();
   writer_.Flush();
   EXPECT_EQ(jobs_->size(), 0u);
   EXPECT_TRUE(store_->GetKernel("k").ok());

@@ -338,6 +338,7 @@ TEST(Reliability, ASickWorkerIsQuarantinedAndAHealthyOneFinishesItsWork) {
   }
   auto lease = [&](uint32_t max) {
     grpc::ClientContext ctx;
+    ctx.AddMetadata("tir-worker-session", registered.session());
     tir::v1::LeaseWorkRequest r;
     r.set_name(sick);
     r.set_max_items(max);
@@ -351,6 +352,7 @@ TEST(Reliability, ASickWorkerIsQuarantinedAndAHealthyOneFinishesItsWork) {
     ASSERT_EQ(got.items_size(), 1);
     const tir::v1::WorkItem &item = got.items(0);
     grpc::ClientContext ctx;
+    ctx.AddMetadata("tir-worker-session", registered.session());
     tir::v1::ReportResultRequest report;
     report.set_name(sick);
     report.set_lease_id(item.lease_id());

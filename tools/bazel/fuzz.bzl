@@ -18,7 +18,7 @@ targets="%s"
 for f in $(SRCS); do
   case $$f in *.cpp|*.cc) echo $$f ;; esac
 done | xargs -P 2 -I{} sh -c 'clang++-16 '"$$flags"' -c {} -o '"$$objs"'/$$(echo {} | tr / _).o'
-libs="-L/usr/lib/llvm-16/lib -Wl,-rpath,/usr/lib/llvm-16/lib -lMLIR -lLLVM-16 $$(pkg-config --libs protobuf absl_status absl_statusor absl_strings absl_str_format absl_cord)"
+libs="-L/usr/lib/llvm-16/lib -Wl,-rpath,/usr/lib/llvm-16/lib -lMLIR -lLLVM-16 $$(pkg-config --libs protobuf absl_status absl_statusor absl_strings absl_str_format absl_cord) -lcrypto -lpthread"
 for t in $$targets; do
   main=$$(echo $$t | tr / _).o
   others=""

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "compiler/codegen/Emitter.h"
+#include "compiler/codegen/KernelBuild.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
 #include "compiler/support/status.h"
 
@@ -47,35 +47,21 @@ std::vector<std::string> CudaBackend::RunnerFlags() const {
 }
 
 absl::StatusOr<CompiledCandidate> CudaBackend::Compile(const tir::v1::CandidateWork &work, const std::string &arch) {
-  nvrtc::CompileOptions options;
-  options.arch = arch;
-  options.headers = codegen::RuntimeHeaders();
-  for (const std::string &o : work.compile_options()) {
-    if (o == "-lineinfo") {
-      options.line_info = true;
-    } else {
-      options.extra_options.push_back(o);
-    }
-  }
-  bool hit = false;
-  TIR_ASSIGN_OR_RETURN(nvrtc::CompiledKernel k, cache_.Compile(work.source(), options, &hit));
+  const std::vector<std::string> options(work.compile_options().begin(), work.compile_options().end());
+  TIR_ASSIGN_OR_RETURN(codegen::KernelBinary k, codegen::BuildKernel(work.source(), arch, options, cache_, work_dir_ + "/host"));
   CompiledCandidate out;
-  out.binary = k.cubin;
-  out.format = tir::v1::BINARY_FORMAT_CUBIN;
-  out.info.set_registers(k.registers > 0 ? k.registers : 0);
-  out.info.set_spill_bytes(k.spill_bytes);
-  out.info.set_static_shared_memory_bytes(k.shared_bytes);
-  out.info.set_compile_seconds(k.seconds);
-  out.info.set_cache_hit(hit);
-  out.info.set_log(k.log.substr(0, 4000));
+  out.binary = std::move(k.binary);
+  out.sha256 = std::move(k.sha256);
+  out.format = k.format;
+  out.info = std::move(k.info);
   // The runner loads the cubin from disk.
   const std::filesystem::path dir = std::filesystem::path(work_dir_) / "cubins";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  out.path = (dir / (nvrtc::CompileCache::Key(work.source(), options) + ".cubin")).string();
+  out.path = (dir / (out.sha256 + ".cubin")).string();
   if (!std::filesystem::exists(out.path)) {
     const std::string tmp = absl::StrCat(out.path, ".", getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-    std::ofstream(tmp, std::ios::binary) << k.cubin;
+    std::ofstream(tmp, std::ios::binary) << out.binary;
     std::filesystem::rename(tmp, out.path, ec);
     if (ec) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot write " + out.path + ": " + ec.message());
   }

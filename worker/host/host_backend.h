@@ -22,8 +22,6 @@ class HostBackend : public Backend {
   tir::v1::WorkerCapabilities capabilities_;
 };
 
-// The first line of `c++ --version` (or $TIR_HOST_CXX), "" when it fails.
-std::string HostCompilerVersion();
 
 }  // namespace tir::worker
 

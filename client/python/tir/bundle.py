@@ -19,7 +19,9 @@ process cannot load), CUDA_DRIVER_UNAVAILABLE, CUDA_ERROR.
 """
 
 import ctypes
+import hashlib
 import os
+import stat
 import struct
 import tempfile
 import threading
@@ -393,6 +395,34 @@ def cuda_launches(proto, specs, tensors, workspace, tensor_map):
         yield grid, block, k.launch.dynamic_shared_memory_bytes, bytes(params)
 
 
+def check_binaries(proto):
+    """Every kernel's binary is the one its bundle names by hash
+    (KernelEntry.binary_sha256, set by the coordinator that built it):
+    BINARY_UNCHECKED without one, BINARY_HASH_MISMATCH when it differs."""
+    for k in proto.kernels:
+        if not k.binary:
+            continue
+        if not k.binary_sha256:
+            raise _error(_PRECONDITION, "BINARY_UNCHECKED",
+                         "kernel %d of bundle %s names no binary hash: it was not built by a coordinator that "
+                         "checks what it serves" % (k.partition, proto.key[:16]))
+        if hashlib.sha256(k.binary).hexdigest() != k.binary_sha256:
+            raise _error(_PRECONDITION, "BINARY_HASH_MISMATCH",
+                         "kernel %d of bundle %s is not the binary its bundle names" % (k.partition, proto.key[:16]))
+
+
+def private_dir(path):
+    """`path` as a directory only this user can use (0700, created so, and
+    checked: a directory, not a link, owned by this user, no group or other
+    access). UNSAFE_DIRECTORY otherwise."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise _error(_PRECONDITION, "UNSAFE_DIRECTORY",
+                     "%s must be a directory owned by this user with mode 0700 (it holds binaries that are loaded)" % path)
+    return path
+
+
 class Bundle:
     """A compiled graph: `run` it on tensors. `proto` is the
     tir.v1.KernelBundle; with `bundle_key` its signature is checked before
@@ -440,6 +470,7 @@ class Bundle:
             if any(d < 0 for d in k.iteration_domain):
                 raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "bundle %s has dynamic extents: compile it for the shape"
                              % self.key[:16])
+        check_binaries(self.proto)
         formats = self.formats
         if not formats:
             raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "bundle %s holds no kernels" % self.key[:16])
@@ -579,14 +610,28 @@ class Bundle:
     def _load_host(self):
         if self._host is not None:
             return self._host
-        work = self._work_dir or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                                              "tir", "py")
-        os.makedirs(work, exist_ok=True)
+        work = private_dir(self._work_dir or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tir", "py"))
         calls = []
         for k in self.proto.kernels:
-            fd, path = tempfile.mkstemp(prefix="%s_k%d_" % (self.key[:16], k.partition), suffix=".so", dir=work)
-            with os.fdopen(fd, "wb") as f:
-                f.write(k.binary)
+            # mkstemp: O_EXCL, 0600, in a directory only this user may write;
+            # the file is read back and hashed before it is loaded.
+            fd, path = tempfile.mkstemp(prefix="k%d_" % k.partition, suffix=".so", dir=work)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(k.binary)
+                    f.flush()
+                    os.fsync(f.fileno())
+                with open(path, "rb") as f:
+                    if hashlib.sha256(f.read()).hexdigest() != k.binary_sha256:
+                        raise _error(_PRECONDITION, "BINARY_HASH_MISMATCH",
+                                     "kernel %d changed on disk before it was loaded (%s)" % (k.partition, path))
+            except OSError as e:
+                os.unlink(path)
+                raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "cannot write kernel %d to %s: %s" % (k.partition, path, e))
+            except Exception:
+                os.unlink(path)
+                raise
             try:
                 lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
             except OSError as e:

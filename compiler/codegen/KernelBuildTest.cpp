@@ -1,0 +1,78 @@
+// Builds are deterministic: one source, arch and option list built twice,
+// in separate caches and work directories, gives the same bytes. The
+// coordinator relies on it to check what workers measured against what it
+// builds and serves.
+
+#include "compiler/codegen/KernelBuild.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "compiler/support/digest.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tir::codegen {
+namespace {
+
+std::string Tmp(const std::string &name) {
+  return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+}
+
+constexpr char kCuda[] = R"(
+#include "tir_runtime.h"
+extern "C" __global__ void tir_scale(const float *__restrict__ x, float *__restrict__ y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i] + 1.0f;
+}
+)";
+
+constexpr char kHost[] = R"(
+extern "C" int tir_host_call(void **args, const long *grid) {
+  float *y = static_cast<float *>(args[1]);
+  const float *x = static_cast<const float *>(args[0]);
+  for (long i = 0; i < grid[0]; ++i) y[i] = 2.0f * x[i] + 1.0f;
+  return 0;
+}
+)";
+
+TEST(KernelBuild, CubinsAreTheSameBytesFromTwoBuilders) {
+  nvrtc::CompileCache a(Tmp("cache_a")), b;
+  absl::StatusOr<KernelBinary> first = BuildKernel(kCuda, "sm_90a", {"-lineinfo"}, a, Tmp("host_a"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<KernelBinary> second = BuildKernel(kCuda, "sm_90a", {"-lineinfo"}, b, Tmp("host_b"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->format, tir::v1::BINARY_FORMAT_CUBIN);
+  EXPECT_EQ(first->binary, second->binary);
+  EXPECT_EQ(first->sha256, Sha256Hex(first->binary));
+  EXPECT_EQ(first->sha256, second->sha256);
+  // Another option list is another binary.
+  absl::StatusOr<KernelBinary> plain = BuildKernel(kCuda, "sm_90a", {}, b, Tmp("host_b"));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_NE(plain->sha256, first->sha256);
+  EXPECT_THAT(ToolchainOf("sm_90a"), ::testing::StartsWith("nvrtc "));
+}
+
+TEST(KernelBuild, HostObjectsAreTheSameBytesFromTwoWorkDirectories) {
+  nvrtc::CompileCache unused;
+  absl::StatusOr<KernelBinary> first = BuildKernel(kHost, "host", {}, unused, Tmp("host_one"));
+  if (!first.ok() && ReasonOf(first.status()) == "HOST_COMPILER_MISSING") GTEST_SKIP() << first.status();
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<KernelBinary> second = BuildKernel(kHost, "host", {}, unused, Tmp("elsewhere/host_two"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->format, tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
+  EXPECT_NE(first->path, second->path);
+  EXPECT_EQ(first->binary.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(first->sha256, second->sha256) << "the host compiler embeds where it ran";
+  EXPECT_FALSE(ToolchainOf("host").empty());
+}
+
+TEST(KernelBuild, UnknownArchAndHostOptionsAreRefused) {
+  nvrtc::CompileCache unused;
+  EXPECT_EQ(ReasonOf(BuildKernel(kHost, "sm_13", {}, unused, Tmp("h")).status()), "UNKNOWN_ARCH");
+  EXPECT_EQ(ReasonOf(BuildKernel(kHost, "host", {"-O0"}, unused, Tmp("h")).status()), "INVALID_ARGUMENT");
+}
+
+}  // namespace
+}  // namespace tir::codegen

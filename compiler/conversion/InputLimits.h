@@ -1,0 +1,56 @@
+//===- InputLimits.h - bounds on untrusted graph input ----------*- C++ -*-===//
+//
+// MLIR's parsers and its attribute and type walks recurse once per level of
+// nesting, so a few kilobytes of `[[[[...]]]]` would exhaust a thread's
+// stack. Graph input from the network is bounded before MLIR sees it:
+//  - text (a graph's MLIR text, an attribute's text in the proto form) is
+//    scanned for its bracket depth, which may not pass kMaxGraphNesting;
+//  - text and bytecode are parsed on a thread with a stack of
+//    kParseStackBytes (bytecode cannot be scanned without decoding it);
+//  - the parsed module's attributes and types are walked without recursion
+//    and refused when deeper than kMaxGraphNesting, before anything that
+//    recurses over them (printing, hashing, verification of users) runs.
+// Refusals are INVALID_GRAPH naming the depth and the limit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TIR_COMPILER_CONVERSION_INPUTLIMITS_H_
+#define TIR_COMPILER_CONVERSION_INPUTLIMITS_H_
+
+#include <cstddef>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "llvm/ADT/StringRef.h"
+#include "mlir/IR/Operation.h"
+
+namespace tir {
+
+// Deepest nesting of brackets, attributes and types a graph may have. Real
+// graphs stay under 20 (a module, a graph, a region, a dense literal of a
+// rank-6 constant, a type with an encoding).
+inline constexpr int kMaxGraphNesting = 256;
+
+// Stack of the thread that parses untrusted graphs.
+inline constexpr size_t kParseStackBytes = size_t{256} << 20;
+
+// The deepest bracket nesting of MLIR text: ( [ { < outside string literals
+// and // comments ("->" is an arrow, not a closer). Never recurses.
+int TextNesting(llvm::StringRef text);
+
+// INVALID_GRAPH when `text` nests deeper than `max_depth`; `what` names it
+// ("the graph's text", "attribute 'x'").
+absl::Status CheckTextNesting(llvm::StringRef text, llvm::StringRef what, int max_depth = kMaxGraphNesting);
+
+// INVALID_GRAPH when an attribute or type of an op under `root` (the ops'
+// attributes, result and block argument types, and what they hold) nests
+// deeper than `max_depth`. Never recurses.
+absl::Status CheckAttributeDepth(mlir::Operation *root, int max_depth = kMaxGraphNesting);
+
+// Runs `fn` on a new thread with a stack of `stack_bytes` and waits for it.
+// INTERNAL when the thread cannot be made.
+absl::Status RunOnLargeStack(const std::function<void()> &fn, size_t stack_bytes = kParseStackBytes);
+
+}  // namespace tir
+
+#endif  // TIR_COMPILER_CONVERSION_INPUTLIMITS_H_

@@ -1,0 +1,125 @@
+#include "compiler/conversion/InputLimits.h"
+
+#include <string>
+
+#include "compiler/conversion/GraphProto.h"
+#include "compiler/ir/Registration.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Bytecode/BytecodeWriter.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+namespace tir {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A graph in a module that carries `attr` (MLIR attribute text; a module
+// takes any attribute).
+std::string GraphWith(const std::string &attr) {
+  return "module attributes {test.note = " + attr +
+         "} {\n"
+         "tir.graph @g(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+         "  %y = exp %x : tensor<4xf32>\n"
+         "  results %y : tensor<4xf32>\n"
+         "}\n}\n";
+}
+
+std::string Nested(int depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
+
+TEST(TextNesting, CountsBracketsOutsideStringsCommentsAndArrows) {
+  EXPECT_EQ(TextNesting("tensor<4x4xf32>"), 1);
+  EXPECT_EQ(TextNesting("{[(<>)]}"), 4);
+  EXPECT_EQ(TextNesting("\"[[[[\\\"[[\" // [[[[[\n[1]"), 1);
+  EXPECT_EQ(TextNesting("(d0) -> (d0)"), 1);
+  EXPECT_EQ(TextNesting(Nested(10000)), 10000);
+  EXPECT_EQ(TextNesting("]]]]]][[1]]"), 2);  // stray closers cannot hide depth
+}
+
+TEST(InputLimits, TextNestedTenThousandDeepIsRefusedNotACrash) {
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource src;
+  src.set_mlir_text(GraphWith(Nested(10000)));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(ReasonOf(g.status()), "INVALID_GRAPH");
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("brackets deep; graphs may nest at most 256"));
+}
+
+TEST(InputLimits, OrdinaryNestingStillParses) {
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource src;
+  src.set_mlir_text(GraphWith(Nested(40)));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_TRUE(g.ok()) << g.status();
+  src.set_mlir_text(GraphWith(Nested(kMaxGraphNesting + 1)));
+  EXPECT_EQ(ReasonOf(LoadGraphSource(src, ctx.get()).status()), "INVALID_GRAPH");
+}
+
+TEST(InputLimits, AttributeTextInTheProtoFormIsBounded) {
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource text;
+  text.set_mlir_text(GraphWith("1"));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(text, ctx.get());
+  ASSERT_TRUE(g.ok()) << g.status();
+  absl::StatusOr<tir::v1::Graph> proto = ExportGraph(g->graph);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  // Plant a deep attribute text where the proto form takes MLIR text.
+  tir::v1::Attribute a;
+  a.set_mlir(Nested(10000));
+  (*proto->mutable_attributes())["note"] = a;
+  tir::v1::GraphSource src;
+  *src.mutable_graph() = *proto;
+  absl::StatusOr<LoadedGraph> deep = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(deep.ok());
+  EXPECT_THAT(std::string(deep.status().message()), HasSubstr("brackets deep"));
+}
+
+// Bytecode cannot be scanned as text: it is parsed on the large stack and
+// its attributes' depth checked after.
+TEST(InputLimits, BytecodeNestedDeepIsRefusedNotACrash) {
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource text;
+  text.set_mlir_text(GraphWith("1"));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(text, ctx.get());
+  ASSERT_TRUE(g.ok()) << g.status();
+  mlir::Builder b(ctx.get());
+  mlir::Attribute a = b.getI64IntegerAttr(1);
+  for (int i = 0; i < 10000; ++i) a = b.getArrayAttr({a});
+  g->module->getOperation()->setAttr("test.note", a);
+  std::string bytes;
+  ASSERT_TRUE(RunOnLargeStack([&] {
+                llvm::raw_string_ostream os(bytes);
+                mlir::writeBytecodeToFile(g->module->getOperation(), os);
+              }).ok());
+  ASSERT_FALSE(bytes.empty());
+  auto fresh = makeTirContext();
+  tir::v1::GraphSource src;
+  src.set_mlir_bytecode(bytes);
+  absl::StatusOr<LoadedGraph> deep = LoadGraphSource(src, fresh.get());
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(ReasonOf(deep.status()), "INVALID_GRAPH");
+  EXPECT_THAT(std::string(deep.status().message()), HasSubstr("nests 10001 levels deep"));
+}
+
+// Uniqued attributes are shared: a depth-60 chain where each level holds the
+// one below twice has 2^60 paths and must still be checked at once.
+TEST(InputLimits, SharedAttributesAreWalkedOnce) {
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource text;
+  text.set_mlir_text(GraphWith("1"));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(text, ctx.get());
+  ASSERT_TRUE(g.ok()) << g.status();
+  mlir::Builder b(ctx.get());
+  mlir::Attribute a = b.getI64IntegerAttr(1);
+  for (int i = 0; i < 60; ++i) a = b.getArrayAttr({a, a});
+  g->module->getOperation()->setAttr("test.note", a);
+  EXPECT_TRUE(CheckAttributeDepth(g->module->getOperation()).ok());
+  EXPECT_EQ(ReasonOf(CheckAttributeDepth(g->module->getOperation(), 30)), "INVALID_GRAPH");
+}
+
+}  // namespace
+}  // namespace tir
