@@ -1,5 +1,12 @@
 #include "client/bundle_signature.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "compiler/support/digest.h"
+
 #include "compiler/support/status.h"
 #include "gtest/gtest.h"
 
@@ -54,6 +61,46 @@ TEST(BundleSignatureTest, AnyChangeAfterSigningIsRefused) {
   EXPECT_EQ(ReasonOf(CheckBundleSignature(forged, "k")), "BUNDLE_SIGNATURE_INVALID");
   tir::v1::KernelBundle unsigned_ = Bundle();
   EXPECT_EQ(ReasonOf(CheckBundleSignature(unsigned_, "k")), "BUNDLE_UNSIGNED");
+}
+
+TEST(BinaryHashes, EachBinaryMustBeTheOneItsBundleNames) {
+  tir::v1::KernelBundle b = Bundle();
+  EXPECT_EQ(ReasonOf(CheckBinaryHashes(b)), "BINARY_UNCHECKED");
+  b.mutable_kernels(0)->set_binary_sha256(Sha256Hex(b.kernels(0).binary()));
+  EXPECT_TRUE(CheckBinaryHashes(b).ok());
+  (*b.mutable_kernels(0)->mutable_binary())[0] ^= 1;
+  EXPECT_EQ(ReasonOf(CheckBinaryHashes(b)), "BINARY_HASH_MISMATCH");
+  b.mutable_kernels(0)->set_binary_sha256("../../etc/passwd");
+  EXPECT_EQ(ReasonOf(CheckBinaryHashes(b)), "BINARY_UNCHECKED");
+}
+
+TEST(PrivateDirectory, MadeOnlyForThisUserAndCheckedWhenItExists) {
+  const std::string root = std::string(std::getenv("TEST_TMPDIR")) + "/private";
+  ASSERT_TRUE(PrivateDirectory(root + "/a/b").ok());
+  struct stat st;
+  ASSERT_EQ(::lstat((root + "/a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // A directory others may write, or a link, is refused.
+  ASSERT_EQ(::mkdir((root + "/open").c_str(), 0777), 0);
+  ASSERT_EQ(::chmod((root + "/open").c_str(), 0777), 0);
+  EXPECT_EQ(ReasonOf(PrivateDirectory(root + "/open")), "UNSAFE_DIRECTORY");
+  ASSERT_EQ(::symlink((root + "/a/b").c_str(), (root + "/link").c_str()), 0);
+  EXPECT_EQ(ReasonOf(PrivateDirectory(root + "/link")), "UNSAFE_DIRECTORY");
+}
+
+TEST(WriteCheckedBinary, WritesANewFileAndChecksWhatItHolds) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/binaries";
+  const std::string bytes = "\x7f" "ELF-bytes";
+  absl::StatusOr<std::string> path = WriteCheckedBinary(dir, "k0", bytes, Sha256Hex(bytes));
+  ASSERT_TRUE(path.ok()) << path.status();
+  struct stat st;
+  ASSERT_EQ(::stat(path->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(static_cast<size_t>(st.st_size), bytes.size());
+  absl::StatusOr<std::string> other = WriteCheckedBinary(dir, "k0", bytes, Sha256Hex(bytes));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, *path) << "a new file each time";
+  EXPECT_EQ(ReasonOf(WriteCheckedBinary(dir, "k0", bytes, Sha256Hex("other")).status()), "BINARY_HASH_MISMATCH");
 }
 
 }  // namespace

@@ -33,13 +33,12 @@ int main(int argc, char **argv) {
   tir::ParseDashedFlags(argc, argv);
   tir::v1::CoordinatorConfig config;
   if (!absl::GetFlag(FLAGS_config).empty()) {
-    std::ifstream in(absl::GetFlag(FLAGS_config));
-    if (!in) {
-      std::fprintf(stderr, "tir-coordinator: cannot read --config %s\n", absl::GetFlag(FLAGS_config).c_str());
+    auto json = tir::config::ReadConfigFile(absl::GetFlag(FLAGS_config), "--config", 1 << 20);
+    if (!json.ok()) {
+      std::fprintf(stderr, "tir-coordinator: %s\n", std::string(json.status().message()).c_str());
       return 2;
     }
-    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto parsed = tir::config::ParseConfig(json);
+    auto parsed = tir::config::ParseConfig(*json);
     if (!parsed.ok()) {
       std::fprintf(stderr, "tir-coordinator: %s: %s\n", absl::GetFlag(FLAGS_config).c_str(),
                    std::string(parsed.status().message()).c_str());

@@ -1,5 +1,9 @@
 #include "server/api/server.h"
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -17,10 +21,29 @@
 namespace tir::api {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string &path) {
-  std::ifstream in(path);
-  if (!in) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG", "cannot read " + path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// INVALID_CONFIG with OpenSSL's reason unless `cert` is a PEM certificate
+// and `key` the PEM private key of it (gRPC would only say it cannot serve).
+absl::Status CheckKeyPair(const std::string &cert, const std::string &key, const tir::v1::CoordinatorConfig &config) {
+  auto invalid = [](const std::string &what) {
+    unsigned long e = ERR_get_error();
+    char reason[256] = {0};
+    if (e != 0) ERR_error_string_n(e, reason, sizeof(reason));
+    ERR_clear_error();
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                     e != 0 ? absl::StrCat(what, " (", reason, ")") : what);
+  };
+  std::unique_ptr<BIO, decltype(&BIO_free)> certBio(BIO_new_mem_buf(cert.data(), static_cast<int>(cert.size())), BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> x509(PEM_read_bio_X509(certBio.get(), nullptr, nullptr, nullptr), X509_free);
+  if (!x509) return invalid(absl::StrCat("tlsCertFile ", config.tls_cert_file(), " holds no PEM certificate"));
+  std::unique_ptr<BIO, decltype(&BIO_free)> keyBio(BIO_new_mem_buf(key.data(), static_cast<int>(key.size())), BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pkey(PEM_read_bio_PrivateKey(keyBio.get(), nullptr, nullptr, nullptr),
+                                                           EVP_PKEY_free);
+  if (!pkey) return invalid(absl::StrCat("tlsKeyFile ", config.tls_key_file(), " holds no PEM private key"));
+  if (X509_check_private_key(x509.get(), pkey.get()) != 1) {
+    return invalid(absl::StrCat("tlsKeyFile ", config.tls_key_file(), " is not the key of tlsCertFile ",
+                                config.tls_cert_file(), "'s certificate"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -74,26 +97,33 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());
   o.shape_buckets = config.shape_buckets();
   if (!config.bundle_key_file().empty()) {
-    TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file()));
+    TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file(), "bundleKeyFile"));
   }
   Tokens tokens;
   if (!config.client_token_file().empty()) {
-    TIR_ASSIGN_OR_RETURN(tokens.client, config::ReadSecret(config.client_token_file()));
+    TIR_ASSIGN_OR_RETURN(tokens.client, config::ReadSecret(config.client_token_file(), "clientTokenFile"));
   }
   if (!config.read_token_file().empty()) {
-    TIR_ASSIGN_OR_RETURN(tokens.read, config::ReadSecret(config.read_token_file()));
+    TIR_ASSIGN_OR_RETURN(tokens.read, config::ReadSecret(config.read_token_file(), "readTokenFile"));
   }
   if (!config.worker_token_file().empty()) {
-    TIR_ASSIGN_OR_RETURN(tokens.worker, config::ReadSecret(config.worker_token_file()));
+    TIR_ASSIGN_OR_RETURN(tokens.worker, config::ReadSecret(config.worker_token_file(), "workerTokenFile"));
   }
   // Off loopback, a coordinator without a worker token lets anyone who
   // reaches the port register as a worker and have its binaries served.
   if (!config::IsLoopback(config.listen()) && tokens.worker.empty() && !config.insecure()) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
                      "refusing to serve on " + config.listen() +
-                         " without workerTokenFile: anyone who reaches the port could register as a worker and "
-                         "have its binaries served to every client. Set workerTokenFile (and clientTokenFile), "
-                         "listen on loopback, or pass --insecure (config \"insecure\": true)");
+                         " without workerTokenFile: anyone who reaches the port could register as a worker. Set "
+                         "workerTokenFile (and clientTokenFile) with TLS, listen on loopback, or pass --insecure "
+                         "(config \"insecure\": true)");
+  }
+  // Tokens in the clear off loopback are anyone's who can see the traffic.
+  if (!config::IsLoopback(config.listen()) && config.tls_cert_file().empty() && !config.insecure()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
+                     "refusing to serve on " + config.listen() +
+                         " without TLS: its tokens would cross the network in the clear. Set tlsCertFile and "
+                         "tlsKeyFile, listen on loopback, or pass --insecure (config \"insecure\": true)");
   }
   s->coordinator_ = std::make_unique<coordinator::Coordinator>(o, s->store_, s->registry_);
   s->compiler_ = std::make_unique<CompilerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
@@ -104,11 +134,12 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
     grpc::SslServerCredentialsOptions ssl(config.tls_client_ca_file().empty()
                                               ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                                               : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    TIR_ASSIGN_OR_RETURN(std::string cert, ReadFile(config.tls_cert_file()));
-    TIR_ASSIGN_OR_RETURN(std::string key, ReadFile(config.tls_key_file()));
+    TIR_ASSIGN_OR_RETURN(std::string cert, config::ReadConfigFile(config.tls_cert_file(), "tlsCertFile"));
+    TIR_ASSIGN_OR_RETURN(std::string key, config::ReadConfigFile(config.tls_key_file(), "tlsKeyFile"));
+    TIR_RETURN_IF_ERROR(CheckKeyPair(cert, key, config));
     ssl.pem_key_cert_pairs.push_back({key, cert});
     if (!config.tls_client_ca_file().empty()) {
-      TIR_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(config.tls_client_ca_file()));
+      TIR_ASSIGN_OR_RETURN(ssl.pem_root_certs, config::ReadConfigFile(config.tls_client_ca_file(), "tlsClientCaFile"));
     }
     creds = grpc::SslServerCredentials(ssl);
   }
@@ -130,7 +161,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   builder.RegisterService(s->workers_.get());
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0) {
-    return MakeError(absl::StatusCode::kUnavailable, "LISTEN_FAILED", "cannot serve on " + config.listen());
+    return MakeError(absl::StatusCode::kUnavailable, "LISTEN_FAILED",
+                     "cannot serve on " + config.listen() +
+                         " (the address is taken or not this machine's; gRPC's log above says which)");
   }
   TIR_RETURN_IF_ERROR(s->coordinator_->Start());
   if (config.dashboard_port() > 0) {

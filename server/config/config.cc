@@ -1,7 +1,14 @@
 #include "server/config/config.h"
 
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <fstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -107,19 +114,40 @@ absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json) 
 bool IsLoopback(const std::string &address) {
   std::string host = address;
   if (!host.empty() && host.front() == '[') {
-    host = host.substr(1, host.find(']') == std::string::npos ? std::string::npos : host.find(']') - 1);
+    const size_t close = host.find(']');
+    if (close == std::string::npos) return false;
+    host = host.substr(1, close - 1);
   } else if (host.find(':') != std::string::npos && host.find(':') == host.rfind(':')) {
     host = host.substr(0, host.find(':'));
   }
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+  if (absl::AsciiStrToLower(host) == "localhost") return true;
+  // An address, parsed: "127.evil.example" is a name, not 127.0.0.0/8.
+  in_addr v4;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6;
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
 }
 
-absl::StatusOr<std::string> ReadSecret(const std::string &path) {
-  std::ifstream in(path);
-  if (!in) return Invalid("cannot read " + path);
+absl::StatusOr<std::string> ReadConfigFile(const std::string &path, const std::string &field, size_t max_bytes) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Invalid(absl::StrCat(field, " ", path, ": ", std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) return Invalid(absl::StrCat(field, " ", path, " is a directory, not a file"));
+  if (!S_ISREG(st.st_mode)) return Invalid(absl::StrCat(field, " ", path, " is not a regular file"));
+  if (static_cast<size_t>(st.st_size) > max_bytes) {
+    return Invalid(absl::StrCat(field, " ", path, " has ", st.st_size, " bytes; at most ", max_bytes, " are read"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Invalid(absl::StrCat(field, " ", path, ": cannot be read: ", std::strerror(errno)));
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return Invalid(absl::StrCat(field, " ", path, ": read failed"));
+  return s;
+}
+
+absl::StatusOr<std::string> ReadSecret(const std::string &path, const std::string &field) {
+  TIR_ASSIGN_OR_RETURN(std::string s, ReadConfigFile(path, field, 64 << 10));
   s = std::string(absl::StripAsciiWhitespace(s));
-  if (s.empty()) return Invalid(path + " is empty");
+  if (s.empty()) return Invalid(absl::StrCat(field, " ", path, " is empty"));
   return s;
 }
 

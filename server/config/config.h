@@ -21,8 +21,14 @@ absl::Status Finish(tir::v1::CoordinatorConfig &config);
 // localhost, 127.0.0.0/8 or ::1.
 bool IsLoopback(const std::string &address);
 
-// The contents of `path`, whitespace trimmed (for token files).
-absl::StatusOr<std::string> ReadSecret(const std::string &path);
+// The contents of file `path`, named in errors by its config `field`
+// ("clientTokenFile"): INVALID_CONFIG for one that is missing, a
+// directory, not a regular file, unreadable or over `max_bytes`.
+absl::StatusOr<std::string> ReadConfigFile(const std::string &path, const std::string &field,
+                                           size_t max_bytes = 16 << 20);
+
+// ReadConfigFile, whitespace trimmed, not empty (token and key files).
+absl::StatusOr<std::string> ReadSecret(const std::string &path, const std::string &field);
 
 }  // namespace tir::config
 

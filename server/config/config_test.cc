@@ -50,11 +50,25 @@ TEST(ParseConfig, RefusesUnknownFieldsAndBadValuesNamingTheField) {
   EXPECT_EQ(ReasonOf(notJson.status()), "INVALID_CONFIG");
 }
 
+TEST(ReadConfigFile, NamesTheFieldAndWhatIsWrongWithTheFile) {
+  const std::string dir = std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp";
+  auto isDir = ReadSecret(dir, "clientTokenFile");
+  ASSERT_FALSE(isDir.ok());
+  EXPECT_EQ(ReasonOf(isDir.status()), "INVALID_CONFIG");
+  EXPECT_THAT(std::string(isDir.status().message()), ::testing::HasSubstr("clientTokenFile"));
+  EXPECT_THAT(std::string(isDir.status().message()), ::testing::HasSubstr("is a directory"));
+  auto missing = ReadConfigFile(dir + "/no-such-file", "tlsCertFile");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()), ::testing::HasSubstr("tlsCertFile"));
+  EXPECT_EQ(ReasonOf(ReadConfigFile("/dev/null", "--config").status()), "INVALID_CONFIG") << "not a regular file";
+}
+
 TEST(IsLoopback, KnowsLoopbackFromEveryOtherAddress) {
   for (const char *a : {"127.0.0.1:7070", "localhost:1", "[::1]:7070", "127.8.9.1:5", "::1", "localhost"}) {
     EXPECT_TRUE(IsLoopback(a)) << a;
   }
-  for (const char *a : {"0.0.0.0:7070", "[::]:7070", "10.0.0.1:7070", "tir-coordinator:7070", "::", "example.com"}) {
+  for (const char *a : {"0.0.0.0:7070", "[::]:7070", "10.0.0.1:7070", "tir-coordinator:7070", "::", "example.com",
+                        "127.evil.example:7070", "127.0.0.1.nip.io:7070", "[::1:7070", "128.0.0.1:1"}) {
     EXPECT_FALSE(IsLoopback(a)) << a;
   }
 }

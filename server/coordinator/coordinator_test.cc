@@ -337,6 +337,28 @@ TEST_F(CoordinatorTest, AnOperationAnsweredAtOnceIsFoundAfterARestart) {
   EXPECT_TRUE(done.response().tuning().tuned());
 }
 
+TEST_F(CoordinatorTest, ARequestIdIsItsClientsAndReusedForAnotherGraphIsRefused) {
+  Start();
+  Register();
+  tir::v1::CompileRequest a;
+  a.set_request_id("r1");
+  a.mutable_graph()->set_mlir_text(Graph("ra", 8));
+  a.mutable_options()->set_target_arch("host");
+  auto first = c_->Compile(a, "alice");
+  ASSERT_TRUE(first.ok()) << first.status();
+  tir::v1::CompileRequest b = a;
+  b.mutable_graph()->set_mlir_text(Graph("rb", 24));
+  auto reused = c_->Compile(b, "alice");
+  ASSERT_FALSE(reused.ok());
+  EXPECT_EQ(ReasonOf(reused.status()), "REQUEST_ID_REUSED");
+  auto same = c_->Compile(a, "alice");
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->name(), first->name());
+  auto other = c_->Compile(b, "bob");
+  ASSERT_TRUE(other.ok()) << "another client's id is its own";
+  EXPECT_NE(other->name(), first->name());
+}
+
 TEST_F(CoordinatorTest, AResumedJobGoesOnFromItsStoredRounds) {
   Start();
   const std::string w = Register();

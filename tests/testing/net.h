@@ -26,8 +26,9 @@ inline int FreePort() {
 }
 
 // The whole HTTP/1.0 answer (headers and body) to GET `path` on loopback
-// `port`; "" when nothing answers.
-inline std::string HttpGet(int port, const std::string &path) {
+// `port` with `headers` ("Name: value\r\n" lines; a Host: localhost when
+// they name none); "" when nothing answers.
+inline std::string HttpGet(int port, const std::string &path, const std::string &headers = "") {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -35,7 +36,8 @@ inline std::string HttpGet(int port, const std::string &path) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string out;
   if (connect(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    const bool host = headers.find("Host:") != std::string::npos;
+    const std::string req = "GET " + path + " HTTP/1.0\r\n" + (host ? "" : "Host: localhost\r\n") + headers + "\r\n";
     (void)!write(fd, req.data(), req.size());
     char buf[4096];
     for (ssize_t r; (r = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, r);

@@ -1,0 +1,351 @@
+// Attacks on a live coordinator over loopback, each replayed and its refusal
+// asserted: a coordinator with client, read and worker tokens, a bundle key
+// and its dashboard, played against by a rogue worker, an impersonator and a
+// hostile client through the real gRPC and HTTP surfaces. After every attack
+// the coordinator still answers.
+
+#include <signal.h>
+
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/bundle_signature.h"
+#include "compiler/codegen/KernelBuild.h"
+#include "compiler/support/digest.h"
+#include "compiler/support/status.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "tests/testing/net.h"
+#include "tests/testing/process.h"
+#include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/worker_service.grpc.pb.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using tir::testing::Alive;
+using tir::testing::Runfile;
+using tir::testing::Spawn;
+using tir::testing::Stop;
+using tir::testing::TempDir;
+
+std::string Graph(const std::string &name, int rows) {
+  return absl::StrCat("tir.graph @", name, "(%x: tensor<", rows, "x64xf32>) -> tensor<", rows, "x64xf32> {\n",
+                      "  %y = exp %x : tensor<", rows, "x64xf32>\n  results %y : tensor<", rows, "x64xf32>\n}\n");
+}
+
+// A graph whose module carries an attribute nested `depth` deep (20 KB at
+// 10,000: what crashed a coordinator before its input was bounded).
+std::string DeepGraph(int depth) {
+  return absl::StrCat("module attributes {test.deep = ", std::string(depth, '['), "1", std::string(depth, ']'),
+                      "} {\n", Graph("deep", 4), "}\n");
+}
+
+class Security : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(TempDir() + "/security");
+    port_ = tir::testing::FreePort();
+    dashboard_ = tir::testing::FreePort();
+    std::ofstream(*dir_ + ".client") << "client-token\n";
+    std::ofstream(*dir_ + ".read") << "read-token\n";
+    std::ofstream(*dir_ + ".worker") << "worker-token\n";
+    std::ofstream(*dir_ + ".key") << "bundle-key\n";
+    const std::string config = *dir_ + ".json";
+    std::ofstream(config) << "{\"listen\": \"127.0.0.1:" << port_ << "\", \"db\": \"" << *dir_
+                          << "\", \"workDir\": \"" << *dir_ << "-work\", \"dashboardPort\": " << dashboard_
+                          << ", \"clientTokenFile\": \"" << *dir_ << ".client\", \"readTokenFile\": \"" << *dir_
+                          << ".read\", \"workerTokenFile\": \"" << *dir_ << ".worker\", \"bundleKeyFile\": \"" << *dir_
+                          << ".key\", \"tuningWidth\": 2, \"lostAfterMs\": 30000}";
+    pid_ = Spawn({Runfile("server/tir-coordinator"), "--config=" + config});
+    auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
+    clients_ = tir::v1::CompilerService::NewStub(channel).release();
+    workers_ = tir::v1::WorkerService::NewStub(channel).release();
+    for (int i = 0; i < 300; ++i) {
+      if (ListWorkers().ok()) return;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    FAIL() << "the coordinator did not start";
+  }
+  static void TearDownTestSuite() { Stop(pid_, SIGKILL); }
+  void TearDown() override {
+    EXPECT_TRUE(Alive(pid_)) << "the coordinator died";
+    EXPECT_TRUE(ListWorkers().ok()) << "the coordinator stopped answering";
+  }
+
+  static void Token(grpc::ClientContext &ctx, const std::string &token) {
+    ctx.AddMetadata("authorization", "Bearer " + token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  }
+  static grpc::Status ListWorkers(tir::v1::ListWorkersResponse *out = nullptr) {
+    grpc::ClientContext ctx;
+    Token(ctx, "read-token");
+    tir::v1::ListWorkersResponse ignored;
+    return clients_->ListWorkers(&ctx, {}, out ? out : &ignored);
+  }
+  static std::string StateOf(const std::string &worker) {
+    tir::v1::ListWorkersResponse w;
+    if (!ListWorkers(&w).ok()) return "";
+    for (const auto &x : w.workers()) {
+      if (x.name() == worker) return x.state();
+    }
+    return "";
+  }
+  struct Registered {
+    std::string name, session;
+  };
+  static Registered Register(const std::string &toolchain = "", const std::string &name = "",
+                             const std::string &session = "") {
+    grpc::ClientContext ctx;
+    Token(ctx, "worker-token");
+    if (!session.empty()) ctx.AddMetadata("tir-worker-session", session);
+    tir::v1::RegisterWorkerRequest r;
+    r.set_name(name);
+    r.mutable_capabilities()->set_backend("host");
+    r.mutable_capabilities()->set_arch("host");
+    r.mutable_capabilities()->set_host_compiler(toolchain);
+    tir::v1::RegisterWorkerResponse out;
+    EXPECT_TRUE(workers_->RegisterWorker(&ctx, r, &out).ok());
+    return {out.name(), out.session()};
+  }
+  static grpc::Status Compile(const std::string &text, tir::v1::Operation *op, const std::string &request_id = "",
+                              const std::string &token = "client-token") {
+    grpc::ClientContext ctx;
+    Token(ctx, token);
+    tir::v1::CompileRequest r;
+    r.set_request_id(request_id);
+    r.mutable_graph()->set_mlir_text(text);
+    r.mutable_options()->set_target_arch("host");
+    return clients_->Compile(&ctx, r, op);
+  }
+  static tir::v1::Operation Get(const std::string &name) {
+    tir::v1::Operation op;
+    grpc::ClientContext ctx;
+    Token(ctx, "read-token");
+    tir::v1::GetOperationRequest r;
+    r.set_name(name);
+    EXPECT_TRUE(clients_->GetOperation(&ctx, r, &op).ok());
+    return op;
+  }
+  static tir::v1::Operation Wait(const std::string &name) {
+    tir::v1::Operation op;
+    for (int i = 0; i < 600 && !op.done(); ++i) {
+      op = Get(name);
+      if (!op.done()) absl::SleepFor(absl::Milliseconds(100));
+    }
+    return op;
+  }
+  // Plays a rogue worker until `op` is done: every candidate reported
+  // PASSED and fastest, with a made-up hash and a binary of its own planted
+  // where the old protocol carried one (field 5).
+  static tir::v1::Operation PlayRogue(const Registered &w, const std::string &op) {
+    for (int i = 0; i < 50; ++i) {
+      if (tir::v1::Operation now = Get(op); now.done()) return now;
+      grpc::ClientContext ctx;
+      Token(ctx, "worker-token");
+      ctx.AddMetadata("tir-worker-session", w.session);
+      tir::v1::LeaseWorkRequest r;
+      r.set_name(w.name);
+      r.set_max_items(4);
+      r.mutable_wait()->set_nanos(300000000);
+      tir::v1::LeaseWorkResponse leased;
+      if (!workers_->LeaseWork(&ctx, r, &leased).ok()) break;
+      for (const auto &item : leased.items()) {
+        grpc::ClientContext rctx;
+        Token(rctx, "worker-token");
+        rctx.AddMetadata("tir-worker-session", w.session);
+        tir::v1::ReportResultRequest report;
+        report.set_name(w.name);
+        report.set_lease_id(item.lease_id());
+        for (const auto &c : item.candidates()) {
+          tir::v1::CandidateResult *x = report.add_results();
+          x->set_candidate_index(c.candidate_index());
+          x->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
+          x->mutable_measurement()->set_samples(5);
+          x->mutable_measurement()->set_median_seconds(1e-9);
+          x->set_binary_sha256(std::string(64, 'a'));
+          x->GetReflection()->MutableUnknownFields(x)->AddLengthDelimited(5, "\x7f" "ELF rogue payload");
+        }
+        tir::v1::ReportResultResponse ack;
+        (void)workers_->ReportResult(&rctx, report, &ack);
+      }
+    }
+    return Wait(op);
+  }
+
+  static std::string *dir_;
+  static int port_, dashboard_;
+  static pid_t pid_;
+  static tir::v1::CompilerService::Stub *clients_;
+  static tir::v1::WorkerService::Stub *workers_;
+};
+
+std::string *Security::dir_;
+int Security::port_, Security::dashboard_;
+pid_t Security::pid_;
+tir::v1::CompilerService::Stub *Security::clients_;
+tir::v1::WorkerService::Stub *Security::workers_;
+
+// 1. A rogue worker's binary never reaches a client: the bundle served
+// holds the coordinator's own build, named by its hash and signed.
+TEST_F(Security, ARogueWorkersBinaryNeverReachesClients) {
+  const Registered rogue = Register();  // names no toolchain: its hashes cannot be checked
+  tir::v1::Operation op;
+  ASSERT_TRUE(Compile(Graph("rogue", 8), &op).ok());
+  const tir::v1::Operation done = PlayRogue(rogue, op.name());
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  const tir::v1::KernelBundle &b = done.response();
+  EXPECT_EQ(b.provenance().builder(), "coordinator");
+  EXPECT_FALSE(b.provenance().measured_binary_checked());
+  ASSERT_GT(b.kernels_size(), 0);
+  for (const auto &k : b.kernels()) {
+    EXPECT_EQ(k.binary().substr(0, 4), "\x7f" "ELF");
+    EXPECT_EQ(k.binary().find("rogue"), std::string::npos) << "the worker's bytes were served";
+    EXPECT_EQ(k.binary_sha256(), tir::Sha256Hex(k.binary()));
+    EXPECT_TRUE(k.GetReflection()->GetUnknownFields(k).empty());
+  }
+  EXPECT_TRUE(tir::CheckBundleSignature(b, "bundle-key").ok());
+  EXPECT_TRUE(tir::CheckBinaryHashes(b).ok());
+}
+
+// 1b. One that names the coordinator's toolchain and reports a hash that is
+// not its build is refused and takes no more work.
+TEST_F(Security, AWorkerThatMeasuredAnotherBinaryIsRefusedAndDistrusted) {
+  const Registered rogue = Register(tir::codegen::ToolchainOf("host"));
+  tir::v1::Operation op;
+  ASSERT_TRUE(Compile(Graph("mismatch", 16), &op).ok());
+  const tir::v1::Operation done = PlayRogue(rogue, op.name());
+  ASSERT_TRUE(done.has_error());
+  EXPECT_EQ(done.error().reason(), "BINARY_MISMATCH");
+  EXPECT_EQ(StateOf(rogue.name), "distrusted");
+}
+
+// 2. Names are bound to their registration: another caller with the worker
+// token but not the session cannot report, heartbeat, drain or re-register
+// under it.
+TEST_F(Security, AWorkersNameIsItsOwn) {
+  const Registered victim = Register();
+  const Registered attacker = Register();
+  auto call = [&](auto method, const auto &req, auto *resp, const std::string &session) {
+    grpc::ClientContext ctx;
+    Token(ctx, "worker-token");
+    ctx.AddMetadata("tir-worker-session", session);
+    return (workers_->*method)(&ctx, req, resp);
+  };
+  tir::v1::HeartbeatRequest hb;
+  hb.set_name(victim.name);
+  hb.set_state(tir::v1::WORKER_STATE_DRAINING);
+  tir::v1::HeartbeatResponse hbOut;
+  grpc::Status s = call(&tir::v1::WorkerService::Stub::Heartbeat, hb, &hbOut, attacker.session);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  tir::v1::DrainRequest drain;
+  drain.set_name(victim.name);
+  tir::v1::DrainResponse drained;
+  EXPECT_EQ(call(&tir::v1::WorkerService::Stub::Drain, drain, &drained, "").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  tir::v1::ReportResultRequest report;
+  report.set_name(victim.name);
+  report.set_lease_id("leases/00000000000000000000000000000000");
+  tir::v1::ReportResultResponse ack;
+  EXPECT_EQ(call(&tir::v1::WorkerService::Stub::ReportResult, report, &ack, attacker.session).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(Register("", victim.name, attacker.session).name, victim.name) << "a known name is not taken over";
+  EXPECT_NE(StateOf(victim.name), "draining");
+  // Its own session works.
+  hb.set_state(tir::v1::WORKER_STATE_READY);
+  EXPECT_TRUE(call(&tir::v1::WorkerService::Stub::Heartbeat, hb, &hbOut, victim.session).ok());
+  // max_items is capped.
+  tir::v1::LeaseWorkRequest lease;
+  lease.set_name(victim.name);
+  lease.set_max_items(1u << 30);
+  tir::v1::LeaseWorkResponse leased;
+  EXPECT_TRUE(call(&tir::v1::WorkerService::Stub::LeaseWork, lease, &leased, victim.session).ok());
+  EXPECT_LE(leased.items_size(), 16);
+  // Lease ids and names are 128 bits from the CSPRNG.
+  EXPECT_THAT(victim.name, ::testing::MatchesRegex("workers/[0-9a-f]{32}"));
+  EXPECT_THAT(victim.session, ::testing::MatchesRegex("[0-9a-f]{64}"));
+}
+
+// 3. A 20 KB request nested 10,000 deep is refused, through Compile and
+// through LookupKernel with only the read token; so is its bytecode.
+TEST_F(Security, DeeplyNestedRequestsAreRefusedNotACrash) {
+  tir::v1::Operation op;
+  grpc::Status s = Compile(DeepGraph(10000), &op);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("brackets deep"));
+  grpc::ClientContext ctx;
+  Token(ctx, "read-token");
+  tir::v1::LookupKernelRequest lookup;
+  lookup.mutable_graph()->set_mlir_text(DeepGraph(10000));
+  lookup.mutable_options()->set_target_arch("host");
+  tir::v1::LookupKernelResponse found;
+  s = clients_->LookupKernel(&ctx, lookup, &found);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  // Deep types too.
+  std::string type = "f32";
+  for (int i = 0; i < 5000; ++i) type = "tensor<4x" + type + ">";
+  s = Compile(absl::StrCat("tir.graph @t(%x: ", type, ") -> ", type, " {\n  results %x : ", type, "\n}\n"), &op);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// 4. Registrations are bounded.
+TEST_F(Security, RegistrationsAreBounded) {
+  grpc::ClientContext ctx;
+  Token(ctx, "worker-token");
+  tir::v1::RegisterWorkerRequest r;
+  r.mutable_capabilities()->set_backend("host");
+  r.mutable_capabilities()->set_arch("host");
+  r.mutable_capabilities()->set_device_name(std::string(60000, 'x'));
+  tir::v1::RegisterWorkerResponse out;
+  grpc::Status s = workers_->RegisterWorker(&ctx, r, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("device_name"));
+  tir::v1::ListWorkersResponse w;
+  ASSERT_TRUE(ListWorkers(&w).ok());
+  for (const auto &x : w.workers()) EXPECT_LE(x.device_name().size(), 256u);
+}
+
+// 5. A request id is its client's: reused for another graph it is refused.
+TEST_F(Security, ARequestIdReusedForAnotherGraphIsRefused) {
+  tir::v1::Operation first, second;
+  ASSERT_TRUE(Compile(Graph("rid_a", 40), &first, "request-1").ok());
+  grpc::Status s = Compile(Graph("rid_b", 56), &second, "request-1");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("request id"));
+  tir::v1::Operation again;
+  ASSERT_TRUE(Compile(Graph("rid_a", 40), &again, "request-1").ok());
+  EXPECT_EQ(again.name(), first.name()) << "the same request again is the same operation";
+}
+
+// 6. The dashboard: a Host that is not the coordinator's (DNS rebinding) and
+// a status request without a token are refused.
+TEST_F(Security, TheDashboardChecksHostAndToken) {
+  EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/api/status", "Host: attacker.example:8080\r\n"),
+              HasSubstr("403"));
+  EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/api/status"), HasSubstr("401"));
+  EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/api/status", "Authorization: Bearer wrong\r\n"), HasSubstr("401"));
+  const std::string ok = tir::testing::HttpGet(dashboard_, "/api/status", "Authorization: Bearer read-token\r\n");
+  EXPECT_THAT(ok, HasSubstr("200 OK"));
+  EXPECT_THAT(ok, HasSubstr("\"workers\""));
+  EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/", "Host: 127.0.0.1:1\r\n"), HasSubstr("200 OK"));
+}
+
+// 7. Calls without a token, or with the read token for a write, are refused.
+TEST_F(Security, TokensAreRequired) {
+  tir::v1::Operation op;
+  EXPECT_EQ(Compile(Graph("t", 8), &op, "", "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Compile(Graph("t", 8), &op, "", "read-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext ctx;
+  Token(ctx, "client-token");
+  tir::v1::RegisterWorkerRequest r;
+  r.mutable_capabilities()->set_backend("host");
+  r.mutable_capabilities()->set_arch("host");
+  tir::v1::RegisterWorkerResponse out;
+  EXPECT_EQ(workers_->RegisterWorker(&ctx, r, &out).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+}  // namespace
