@@ -56,8 +56,9 @@ struct ClientOptions {
   // signature before it is returned. Errors: BUNDLE_UNSIGNED,
   // BUNDLE_KEY_MISMATCH, BUNDLE_SIGNATURE_INVALID (client/bundle_signature.h).
   std::string bundle_key;
-  // Sent as "tir-client" metadata: whom the coordinator counts this client's
-  // jobs against (maxJobsPerClient); its address when empty.
+  // Sent as "tir-client" metadata: a label for logs. The coordinator counts
+  // jobs (maxJobsPerClient) and scopes request ids by the caller's address,
+  // which the caller cannot choose.
   std::string client_name;
 };
 

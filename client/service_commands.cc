@@ -167,6 +167,12 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
   const tir::v1::KernelBundle &b = op.response();
   std::string path = o.out_path;
   if (path.empty()) {
+    // The file is named by the key the service sent: a key is 64 hex digits,
+    // and anything else (a path, "../") is refused, never written to.
+    if (b.key().size() != 64 || b.key().find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "INVALID_BUNDLE",
+                       "the service answered with a bundle whose key is not a cache key; it is not written");
+    }
     // One file per shape served (a dynamic graph's bucket serves several).
     const std::string shape =
         b.has_served_shape() ? reference::FormatShapes({b.served_shape().shape().begin(), b.served_shape().shape().end()}) : "";

@@ -424,7 +424,7 @@ absl::StatusOr<int64_t> ExtentProduct(const tir::v1::LaunchExtent &ext, const st
     }
     const int64_t tile = i < ext.dim_divisors_size() && ext.dim_divisors(i) > 1 ? ext.dim_divisors(i) : 1;
     const int64_t e = std::max<int64_t>(0, domain[d.dim()]);
-    const int64_t tiles = (e + tile - 1) / tile;
+    const int64_t tiles = e / tile + (e % tile != 0);  // no e + tile - 1: both may be near INT64_MAX
     v = tiles != 0 && v > kSaturate / tiles ? kSaturate : v * tiles;
   }
   return v;
@@ -439,7 +439,7 @@ absl::StatusOr<std::array<unsigned, 3>> LaunchGrid(const tir::v1::LaunchRule &la
     const auto &ext = launch.grid(g);
     TIR_ASSIGN_OR_RETURN(const int64_t v, ExtentProduct(ext, domain, "launch rule"));
     const int64_t div = ext.divisor() > 1 ? ext.divisor() : 1;
-    int64_t blocks = std::max<int64_t>(1, (v + div - 1) / div);
+    int64_t blocks = std::max<int64_t>(1, v / div + (v % div != 0));
     if (ext.max() > 0) blocks = std::min(blocks, ext.max());
     // CUDA's grid limits (x up to 2^31 - 1, y and z up to 65535).
     const int64_t limit = g == 0 ? (int64_t{1} << 31) - 1 : 65535;

@@ -60,9 +60,8 @@ absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::
 }
 
 std::string ClientOf(const grpc::ServerContextBase &context) {
-  const auto &md = context.client_metadata();
-  auto it = md.find("tir-client");
-  if (it != md.end() && !it->second.empty()) return std::string(it->second.data(), std::min<size_t>(it->second.size(), 128));
+  // Not the "tir-client" metadata: the caller chooses it, so a key made of
+  // it would let one client pass for many (it is a label in logs only).
   std::string peer = context.peer();  // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", "unix:..."
   const size_t colon = peer.rfind(':');
   if (colon != std::string::npos && colon > peer.find(':')) peer.resize(colon);

@@ -45,8 +45,9 @@ class Authenticator {
   const Tokens tokens_;
 };
 
-// Who a call counts against for per-client limits: its "tir-client"
-// metadata when set, else its peer's address without the port.
+// Who a call counts against for per-client limits and whose request ids it
+// uses: its peer's address without the port (what the caller cannot choose;
+// the "tir-client" metadata it may send is a label, not a key).
 std::string ClientOf(const grpc::ServerContextBase &context);
 
 }  // namespace tir::api

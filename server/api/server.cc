@@ -91,6 +91,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.limits.max_jobs_per_client = config.max_jobs_per_client();
   o.limits.max_queue_items = config.max_queue_items();
   o.limits.max_operations = config.max_operations();
+  o.limits.max_message_bytes = config.max_message_bytes();
   o.limits.max_planning_queue = config.max_planning_queue();
   o.planning_threads = static_cast<int>(config.planning_threads());
   o.quarantine_after = static_cast<int>(config.quarantine_after());

@@ -39,7 +39,8 @@ CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tok
                     .Name("tir_requests_total")
                     .Help("Client API calls by method and status code")
                     .Register(registry)),
-      slow_(static_cast<int>(std::max(4u, std::thread::hardware_concurrency() * 2)), kSlowCalls) {}
+      slow_(static_cast<int>(std::max(4u, std::thread::hardware_concurrency() * 2)), kSlowCalls),
+      watches_(std::make_unique<WatchStreams>(c, [this](const absl::Status &s) { Done("WatchOperation", s); })) {}
 
 grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) { return Counted(requests_, method, s); }
 
@@ -102,16 +103,16 @@ grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const 
   });
 }
 
-grpc::Status CompilerServiceImpl::WatchOperation(grpc::ServerContext *ctx, const tir::v1::WatchOperationRequest *req,
-                                                 grpc::ServerWriter<tir::v1::Operation> *writer) {
-  return Run(ctx, "WatchOperation", [&] {
-    int64_t version = -1;
-    for (;;) {
-      absl::StatusOr<tir::v1::Operation> op = c_->WaitOperation(req->name(), absl::Seconds(1), &version);
-      if (!op.ok()) return op.status();
-      if (!writer->Write(*op) || op->done() || ctx->IsCancelled()) return absl::OkStatus();
-    }
-  });
+grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(grpc::CallbackServerContext *ctx,
+                                                                             const grpc::ByteBuffer *request) {
+  absl::Status allowed = auth_.Check(*ctx, "WatchOperation");
+  tir::v1::WatchOperationRequest req;
+  grpc::ByteBuffer copy(*request);
+  if (allowed.ok() && !grpc::SerializationTraits<tir::v1::WatchOperationRequest>::Deserialize(&copy, &req).ok()) {
+    allowed = MakeError(absl::StatusCode::kInvalidArgument, "MALFORMED_REQUEST",
+                        "WatchOperation: the request is not a tir.v1.WatchOperationRequest");
+  }
+  return watches_->Start(ctx, req.name(), ClientOf(*ctx), allowed);
 }
 
 grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,

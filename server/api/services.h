@@ -13,6 +13,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/api/auth.h"
+#include "server/api/watch_streams.h"
 #include "server/coordinator/coordinator.h"
 #include "server/common/work_queue.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
@@ -26,10 +27,14 @@ namespace tir::api {
 // cache hits need no thousand threads; a Compile or Lookup that must parse
 // or plan goes to a bounded pool (`kSlowCalls` waiting at most, then
 // LIMIT_EXCEEDED). Long polls (Wait, Watch) and writes stay synchronous.
+// WatchOperation streams are callback reactors over serialized bytes
+// (watch_streams.h): no thread per stream, one copy of a bundle however
+// many streams send it.
 using CompilerServiceBase = tir::v1::CompilerService::WithCallbackMethod_Compile<
     tir::v1::CompilerService::WithCallbackMethod_GetOperation<tir::v1::CompilerService::WithCallbackMethod_GetKernel<
         tir::v1::CompilerService::WithCallbackMethod_LookupKernel<tir::v1::CompilerService::WithCallbackMethod_ListKernels<
-            tir::v1::CompilerService::WithCallbackMethod_ListWorkers<tir::v1::CompilerService::Service>>>>>>;
+            tir::v1::CompilerService::WithCallbackMethod_ListWorkers<
+                tir::v1::CompilerService::WithRawCallbackMethod_WatchOperation<tir::v1::CompilerService::Service>>>>>>>;
 
 class CompilerServiceImpl final : public CompilerServiceBase {
  public:
@@ -39,8 +44,8 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   grpc::ServerUnaryReactor *GetOperation(grpc::CallbackServerContext *, const tir::v1::GetOperationRequest *,
                                          tir::v1::Operation *) override;
   grpc::Status WaitOperation(grpc::ServerContext *, const tir::v1::WaitOperationRequest *, tir::v1::Operation *) override;
-  grpc::Status WatchOperation(grpc::ServerContext *, const tir::v1::WatchOperationRequest *,
-                              grpc::ServerWriter<tir::v1::Operation> *) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer> *WatchOperation(grpc::CallbackServerContext *,
+                                                            const grpc::ByteBuffer *request) override;
   grpc::Status CancelOperation(grpc::ServerContext *, const tir::v1::CancelOperationRequest *,
                                tir::v1::Operation *) override;
   grpc::ServerUnaryReactor *GetKernel(grpc::CallbackServerContext *, const tir::v1::GetKernelRequest *,
@@ -58,7 +63,10 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   static constexpr size_t kSlowCalls = 4096;
   // Returns once every call handed to the pool has finished (before the
   // server goes away).
-  void DrainSlowCalls() { slow_.Drain(); }
+  void DrainSlowCalls() {
+    slow_.Drain();
+    watches_->Stop();
+  }
 
  private:
   // What a callback handler answers: a status now, or a call for the
@@ -77,6 +85,7 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   Authenticator auth_;
   prometheus::Family<prometheus::Counter> &requests_;
   common::WorkPool slow_;
+  std::unique_ptr<WatchStreams> watches_;
 };
 
 class WorkerServiceImpl final : public tir::v1::WorkerService::Service {

@@ -1,6 +1,7 @@
 #include "server/bundles/assembly.h"
 
 
+#include "absl/strings/str_cat.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/KernelBuild.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -69,6 +70,15 @@ absl::Status BinaryBuilder::Build(const std::string &arch, const std::vector<std
 }
 
 std::string BinaryBuilder::Toolchain(const std::string &arch) { return codegen::ToolchainOf(arch); }
+
+absl::Status CheckServable(const tir::v1::KernelBundle &b, uint64_t max_message_bytes) {
+  constexpr uint64_t kEnvelope = 64 << 10;  // the operation and its metadata around it
+  const uint64_t size = b.ByteSizeLong();
+  if (size + kEnvelope <= max_message_bytes) return absl::OkStatus();
+  return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                   absl::StrCat("maxMessageBytes: the bundle for ", b.key().substr(0, 16), " has ", size,
+                                " bytes and would not fit an answer of at most ", max_message_bytes, " bytes"));
+}
 
 void MarkBuilt(tir::v1::KernelBundle &b) {
   tir::v1::Provenance *p = b.mutable_provenance();

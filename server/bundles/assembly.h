@@ -53,6 +53,11 @@ class BinaryBuilder {
   prometheus::Histogram &compile_seconds_;
 };
 
+// LIMIT_EXCEEDED (maxMessageBytes) for a bundle that would not fit one
+// answer of at most `max_message_bytes` (its operation's envelope
+// included): refused when it is made, not stored to be never fetched.
+absl::Status CheckServable(const tir::v1::KernelBundle &b, uint64_t max_message_bytes);
+
 // Marks `b`'s provenance as built by the coordinator with its toolchain.
 void MarkBuilt(tir::v1::KernelBundle &b);
 

@@ -21,6 +21,7 @@ struct Limits {
   uint32_t max_queue_items = 100000;   // work items queued for workers
   uint32_t max_operations = 100000;    // operations kept in memory
   uint32_t max_planning_queue = 256;   // requests waiting for the planning pool
+  uint64_t max_message_bytes = 64 << 20;  // a bundle must fit one answer (with its envelope)
 };
 
 // The refusals, counted. Thread-safe.

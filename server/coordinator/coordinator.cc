@@ -243,6 +243,11 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     });
     if (!planned.ok() || !answerNow) return;
     untuned = defaults_.Build(IdentityOf(parsed, arch), plan);
+    if (untuned->ok()) {
+      if (absl::Status fits = bundles::CheckServable(**untuned, options_.limits.max_message_bytes); !fits.ok()) {
+        untuned = fits;
+      }
+    }
     if (untuned->ok() && parsed.dynamic) {
       // Sized for the shape asked; not verified there (nor anywhere: the
       // heuristic's default, as for a static graph).

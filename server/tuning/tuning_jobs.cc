@@ -303,7 +303,7 @@ absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measu
   if (!measured.empty()) p->set_worker_toolchain(measured.front().toolchain);
   p->set_measured_binary_checked(checked);
   parts_.signer.Sign(b);
-  return absl::OkStatus();
+  return bundles::CheckServable(b, limits_.max_message_bytes);
 }
 
 tir::v1::KernelBundle TuningJobs::Assemble(const Job &job, std::vector<Measured> *measured) const {

@@ -334,6 +334,69 @@ TEST_F(Security, TheDashboardChecksHostAndToken) {
   EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/", "Host: 127.0.0.1:1\r\n"), HasSubstr("200 OK"));
 }
 
+// 8. Streams nobody reads take no thread: 300 unread WatchOperation streams
+// (past the per-client cap, refused) leave every other call answering, and
+// a watched operation still streams to a client that reads.
+TEST_F(Security, UnreadStreamsStarveNothing) {
+  tir::v1::Operation op;
+  ASSERT_TRUE(Compile(Graph("watched", 72), &op).ok());
+  grpc::CompletionQueue cq;
+  struct Open {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientAsyncReader<tir::v1::Operation>> reader;
+  };
+  std::vector<std::unique_ptr<Open>> open;
+  tir::v1::WatchOperationRequest req;
+  req.set_name(op.name());
+  for (int i = 0; i < 300; ++i) {
+    auto o = std::make_unique<Open>();
+    Token(o->ctx, "read-token");
+    o->reader = clients_->PrepareAsyncWatchOperation(&o->ctx, req, &cq);
+    o->reader->StartCall(reinterpret_cast<void *>(static_cast<intptr_t>(i + 1)));
+    open.push_back(std::move(o));
+  }
+  absl::SleepFor(absl::Seconds(1));
+  // Everything else still answers, at once.
+  for (int i = 0; i < 20; ++i) {
+    const absl::Time start = absl::Now();
+    ASSERT_TRUE(ListWorkers().ok());
+    const Registered w = Register();
+    ASSERT_FALSE(w.name.empty());
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  }
+  // A stream past the client's cap is refused with the limit.
+  {
+    grpc::ClientContext ctx;
+    Token(ctx, "read-token");
+    auto reader = clients_->WatchOperation(&ctx, req);
+    tir::v1::Operation got;
+    while (reader->Read(&got)) {
+    }
+    const grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("maxWatchStreams"));
+  }
+  for (auto &o : open) o->ctx.TryCancel();
+  cq.Shutdown();
+  void *tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  open.clear();
+  absl::SleepFor(absl::Milliseconds(500));
+  // A reader gets the operation, its progress, until it is done.
+  grpc::ClientContext ctx;
+  Token(ctx, "read-token");
+  auto reader = clients_->WatchOperation(&ctx, req);
+  tir::v1::Operation got;
+  ASSERT_TRUE(reader->Read(&got)) << "the first message comes at once";
+  EXPECT_EQ(got.name(), op.name());
+  ctx.TryCancel();
+  while (reader->Read(&got)) {
+  }
+  reader->Finish();
+}
+
 // 7. Calls without a token, or with the read token for a write, are refused.
 TEST_F(Security, TokensAreRequired) {
   tir::v1::Operation op;

@@ -115,7 +115,7 @@ class Client:
                  tls_server_name=None):
         """`token`: the client (or read) token; `bundle_key`: the coordinator's
         bundle key (str or bytes), checked on every bundle answered;
-        `client_name`: whom the coordinator counts this client's jobs against;
+        `client_name`: a label for the coordinator's logs (jobs are counted by address);
         `tls_root_certs`: PEM root certificates (str or bytes) for a TLS
         channel (None: plaintext), `tls_server_name` the name the
         certificate must carry when it is not the address's host."""
