@@ -1,5 +1,6 @@
 #include "client/bundle_signature.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,6 +116,10 @@ absl::Status PrivateDirectory(const std::string &path) {
   if (::lstat(path.c_str(), &st) != 0) {
     return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
   }
+  // This user's own directory made open by an older tir: closed again.
+  if (S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) != 0 && ::chmod(path.c_str(), 0700) == 0) {
+    st.st_mode &= ~static_cast<mode_t>(077);
+  }
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "UNSAFE_DIRECTORY",
                      absl::StrCat(path, " must be a directory owned by this user with mode 0700 (binaries are loaded from it)"));
@@ -126,7 +131,7 @@ absl::StatusOr<std::string> WriteCheckedBinary(const std::string &dir, absl::str
                                                absl::string_view sha256) {
   TIR_RETURN_IF_ERROR(PrivateDirectory(dir));
   std::string path = absl::StrCat(dir, "/", name, ".XXXXXX");
-  const int fd = ::mkstemp(path.data());
+  const int fd = ::mkostemp(path.data(), O_CLOEXEC);
   if (fd < 0) {
     return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("cannot create a file in ", dir, ": ", std::strerror(errno)));
   }

@@ -41,9 +41,12 @@ absl::Status CheckBinaryHashes(const tir::v1::KernelBundle &bundle);
 // without group or other access. Errors: UNSAFE_DIRECTORY, INTERNAL.
 absl::Status PrivateDirectory(const std::string &path);
 
-// Writes `bytes` to a new file in private directory `dir` (O_EXCL, 0600,
-// every write checked, synced) and reads it back to check its SHA-256 is
-// `sha256`; its path. Errors: INTERNAL (a failed write), BINARY_HASH_MISMATCH.
+// Writes `bytes` to a new file (a unique name, O_EXCL, 0600, every write
+// checked, synced) in private directory `dir` and reads it back through the
+// same descriptor to check its SHA-256 is `sha256`; its path, for dlopen
+// (which matches libraries by name, so each load needs a name of its own;
+// the caller removes it once loaded). Errors: INTERNAL (a failed write),
+// BINARY_HASH_MISMATCH.
 absl::StatusOr<std::string> WriteCheckedBinary(const std::string &dir, absl::string_view name,
                                                absl::string_view bytes, absl::string_view sha256);
 

@@ -290,7 +290,10 @@ absl::StatusOr<mlir::Attribute> ImportAttribute(const tir::v1::Attribute &attr,
     case tir::v1::Attribute::kMlir: {
       if (absl::Status deep = CheckTextNesting(attr.mlir(), absl::StrCat(where, "'s text")); !deep.ok()) return deep;
       size_t consumed = 0;
-      mlir::Attribute a = mlir::parseAttribute(attr.mlir(), ctx, consumed);
+      mlir::Attribute a;
+      if (absl::Status ran = RunOnLargeStack([&] { a = mlir::parseAttribute(attr.mlir(), ctx, consumed); }); !ran.ok()) {
+        return ran;
+      }
       if (!a || consumed != attr.mlir().size()) {
         return Invalid(absl::StrCat(where, " is not a valid MLIR attribute: '", attr.mlir(), "'"));
       }

@@ -18,6 +18,10 @@ absl::StatusOr<mlir::OwningOpRef<mlir::ModuleOp>> ParseBounded(llvm::StringRef t
                                                                llvm::StringRef bufferName) {
   if (!mlir::isBytecode(llvm::MemoryBufferRef(text, bufferName))) {
     TIR_RETURN_IF_ERROR(CheckTextNesting(text, absl::StrCat("the graph's text (", bufferName.str(), ")")));
+  } else if (text.size() > kMaxGraphBytecodeBytes) {
+    return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                     absl::StrCat("graph bytecode of ", text.size(), " bytes; at most ", kMaxGraphBytecodeBytes,
+                                  " are taken (send larger graphs as text or in the proto form)"));
   }
   DiagnosticCollector diagnostics(context);
   mlir::OwningOpRef<mlir::ModuleOp> module;

@@ -18,9 +18,15 @@ namespace tir {
 
 int TextNesting(llvm::StringRef text) {
   int depth = 0, deepest = 0;
+  int minus = 0;  // a run of unary minus signs: the affine parser recurses once per sign
   const size_t n = text.size();
   for (size_t i = 0; i < n; ++i) {
     const char c = text[i];
+    if (c == '-' && !(i + 1 < n && text[i + 1] == '>')) {
+      deepest = std::max(deepest, depth + ++minus);
+      continue;
+    }
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') minus = 0;
     if (c == '"') {  // a string literal, with \" escapes
       for (++i; i < n && text[i] != '"'; ++i) {
         if (text[i] == '\\') ++i;
@@ -108,6 +114,7 @@ absl::Status CheckAttributeDepth(mlir::Operation *root, int max_depth) {
     }
   };
   root->walk([&](mlir::Operation *op) {
+    visit({mlir::Attribute(op->getLoc()).getAsOpaquePointer(), false});  // fused and call-site locations nest too
     for (mlir::NamedAttribute a : op->getAttrs()) visit({a.getValue().getAsOpaquePointer(), false});
     for (mlir::Type t : op->getResultTypes()) visit({t.getAsOpaquePointer(), true});
     for (mlir::Region &r : op->getRegions()) {

@@ -31,11 +31,18 @@ namespace tir {
 // rank-6 constant, a type with an encoding).
 inline constexpr int kMaxGraphNesting = 256;
 
+// Largest graph bytecode taken (it cannot be scanned before it is parsed;
+// at this size its nesting fits the parse stack). Text and the proto form
+// have no such cap.
+inline constexpr size_t kMaxGraphBytecodeBytes = size_t{2} << 20;
+
 // Stack of the thread that parses untrusted graphs.
 inline constexpr size_t kParseStackBytes = size_t{256} << 20;
 
-// The deepest bracket nesting of MLIR text: ( [ { < outside string literals
-// and // comments ("->" is an arrow, not a closer). Never recurses.
+// The deepest nesting of MLIR text: brackets ( [ { < outside string
+// literals and // comments ("->" is an arrow, not a closer), and runs of
+// unary minus signs (the affine parser recurses once per sign) on top of
+// the brackets around them. Never recurses.
 int TextNesting(llvm::StringRef text);
 
 // INVALID_GRAPH when `text` nests deeper than `max_depth`; `what` names it

@@ -123,3 +123,26 @@ TEST(InputLimits, SharedAttributesAreWalkedOnce) {
 
 }  // namespace
 }  // namespace tir
+
+namespace tir {
+namespace {
+
+// MLIR's affine parser recurses once per unary minus: a run of them is
+// nesting too, and bytecode past its cap is refused before it is read.
+TEST(InputLimits, UnaryMinusRunsAndLargeBytecodeAreBounded) {
+  EXPECT_EQ(TextNesting("affine_map<(d0) -> (---d0)>"), 5);
+  EXPECT_EQ(TextNesting("a - b - c"), 1) << "binary minus signs are not a run";
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource src;
+  src.set_mlir_text("module attributes {test.m = affine_map<(d0) -> (" + std::string(100000, '-') + "d0)>} {}\n");
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(ReasonOf(g.status()), "INVALID_GRAPH");
+  std::string bytecode = "ML\xefR";
+  bytecode.resize(kMaxGraphBytecodeBytes + 1, '\0');
+  src.set_mlir_bytecode(bytecode);
+  EXPECT_EQ(ReasonOf(LoadGraphSource(src, ctx.get()).status()), "LIMIT_EXCEEDED");
+}
+
+}  // namespace
+}  // namespace tir

@@ -40,35 +40,37 @@ class WatchStreams::Stream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     if (finish) FinishWith(*finish);
   }
   // The pump's look: writes the operation when it changed, ends the stream
-  // once the done operation is written or the operation is gone, cancels a
-  // stream whose client has not taken a write for kStuckWrite.
+  // once the done operation is written or the operation is gone. The
+  // operation is read without the stream's lock (reading it may wait for
+  // the store); a stream whose client does not read keeps its one write in
+  // flight until the client reads or goes away.
   void Look(coordinator::Coordinator *c,
             std::map<std::pair<std::string, int64_t>, std::shared_ptr<const std::string>> &seen) ABSL_LOCKS_EXCLUDED(mu_) {
-    std::optional<absl::Status> finish;
-    bool write = false, cancel = false;
+    int64_t before;
     {
       absl::MutexLock l(&mu_);
-      if (ended_) return;
-      if (writing_) {
-        cancel = absl::Now() - write_started_ > kStuckWrite;
-      } else {
-        int64_t version = version_;
-        absl::StatusOr<tir::v1::Operation> op = c->WaitOperation(name_, absl::ZeroDuration(), &version);
-        if (!op.ok()) {
-          finish = Ending(op.status());
-        } else if (version != version_ || version_ < 0 || op->done()) {
-          version_ = version;
-          std::shared_ptr<const std::string> &bytes = seen[{name_, op->done() ? -2 : version}];
-          if (!bytes) bytes = std::make_shared<const std::string>(op->SerializeAsString());
-          buffer_ = Shared(bytes);
-          writing_ = true;
-          sent_done_ = op->done();
-          write_started_ = absl::Now();
-          write = true;
-        }
+      if (ended_ || writing_) return;
+      before = version_;
+    }
+    int64_t version = before;
+    absl::StatusOr<tir::v1::Operation> op = c->WaitOperation(name_, absl::ZeroDuration(), &version);
+    std::optional<absl::Status> finish;
+    bool write = false;
+    {
+      absl::MutexLock l(&mu_);
+      if (ended_ || writing_ || version_ != before) return;  // it moved on meanwhile
+      if (!op.ok()) {
+        finish = Ending(op.status());
+      } else if (version != version_ || version_ < 0 || op->done()) {
+        version_ = version;
+        std::shared_ptr<const std::string> &bytes = seen[{name_, op->done() ? -2 : version}];
+        if (!bytes) bytes = std::make_shared<const std::string>(op->SerializeAsString());
+        buffer_ = Shared(bytes);
+        writing_ = true;
+        sent_done_ = op->done();
+        write = true;
       }
     }
-    if (cancel) ctx_->TryCancel();
     if (write) StartWrite(&buffer_);
     if (finish) FinishWith(*finish);
   }
@@ -117,7 +119,6 @@ class WatchStreams::Stream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   bool sent_done_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> pending_ ABSL_GUARDED_BY(mu_);  // an end that waits for the write
-  absl::Time write_started_ ABSL_GUARDED_BY(mu_);
   grpc::ByteBuffer buffer_;  // the write in flight (set only while none is)
 };
 

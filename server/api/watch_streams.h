@@ -2,7 +2,7 @@
 // reactor, and one pump thread looks at every stream's operation every
 // 100 ms, writing it when it changed. A stream whose client does not read
 // holds no thread and at most one message: the next write waits for the
-// last, and a write not taken within kStuckWrite cancels the stream. Every
+// last (until the client reads or its connection goes). Every
 // stream of one operation version writes the same serialized bytes (one
 // copy, shared by reference however many streams send it). At most
 // kMaxPerClient streams per client and kMaxStreams in all
@@ -29,7 +29,6 @@ class WatchStreams {
  public:
   static constexpr size_t kMaxStreams = 1024;
   static constexpr size_t kMaxPerClient = 16;
-  static constexpr absl::Duration kStuckWrite = absl::Seconds(60);
 
   // `done` counts each stream's outcome (method, status) once it ends.
   WatchStreams(coordinator::Coordinator *c, std::function<void(const absl::Status &)> done);

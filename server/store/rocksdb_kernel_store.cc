@@ -97,6 +97,8 @@ absl::StatusOr<std::string> RocksDbKernelStore::Repair(const std::string& path) 
   {
     auto opened = Open(path);
     if (opened.ok()) return absl::StrCat("store ", path, " is sound: nothing to repair");
+    // A lock, a permission, another schema: not damage, and not repaired.
+    if (ReasonOf(opened.status()) != "STORE_CORRUPT") return opened.status();
     before = std::string(opened.status().message());
   }
   TIR_RETURN_IF_ERROR(FromRocks(rocksdb::RepairDB(path, StoreOptions(), StoreFamilies()), "repair " + path));

@@ -257,16 +257,24 @@ void TuningJobs::Advance(const std::string &key) {
   if (t.default_seconds() > 0 && t.best_seconds() > 0) speedup_.Observe(t.default_seconds() / t.best_seconds());
   tune_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
   job.storing = true;
-  auto build = [this, key, b = std::move(b), measured = std::move(measured)]() mutable {
+  // The job that ends is this opening of the key (a job cancelled and
+  // opened again meanwhile is another).
+  auto build = [this, key, epoch = job.epoch, b = std::move(b), measured = std::move(measured)]() mutable {
+    auto ours = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      auto it = jobs_.find(key);
+      return it != jobs_.end() && it->second.epoch == epoch;
+    };
     if (absl::Status built = Build(b, measured); !built.ok()) {
       absl::MutexLock l(&mu_);
-      End(key, built);
+      if (ours()) End(key, built);
       return;
     }
-    parts_.writer.Post([this, key, b = std::move(b)] {
+    parts_.writer.Post([this, key, epoch, b = std::move(b)] {
       const absl::Status stored = parts_.store.PutKernel(b);
       if (stored.ok() && stored_) stored_(key);
       absl::MutexLock l(&mu_);
+      auto it = jobs_.find(key);
+      if (it == jobs_.end() || it->second.epoch != epoch) return;
       if (stored.ok()) {
         End(key, b);
       } else {

@@ -417,6 +417,9 @@ def private_dir(path):
     access). UNSAFE_DIRECTORY otherwise."""
     os.makedirs(path, mode=0o700, exist_ok=True)
     st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
+        os.chmod(path, 0o700)  # this user's own, made open by an older tir: closed again
+        st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
         raise _error(_PRECONDITION, "UNSAFE_DIRECTORY",
                      "%s must be a directory owned by this user with mode 0700 (it holds binaries that are loaded)" % path)
@@ -614,25 +617,23 @@ class Bundle:
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tir", "py"))
         calls = []
         for k in self.proto.kernels:
-            # mkstemp: O_EXCL, 0600, in a directory only this user may write;
-            # the file is read back and hashed before it is loaded.
+            # mkstemp: a new name (dlopen matches libraries by name), O_EXCL,
+            # 0600, in a directory only this user may use; read back through
+            # the descriptor it was written with and hashed before it is
+            # loaded, and removed once loaded.
             fd, path = tempfile.mkstemp(prefix="k%d_" % k.partition, suffix=".so", dir=work)
             try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(k.binary)
-                    f.flush()
-                    os.fsync(f.fileno())
-                with open(path, "rb") as f:
-                    if hashlib.sha256(f.read()).hexdigest() != k.binary_sha256:
-                        raise _error(_PRECONDITION, "BINARY_HASH_MISMATCH",
-                                     "kernel %d changed on disk before it was loaded (%s)" % (k.partition, path))
-            except OSError as e:
-                os.unlink(path)
-                raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "cannot write kernel %d to %s: %s" % (k.partition, path, e))
-            except Exception:
-                os.unlink(path)
-                raise
-            try:
+                try:
+                    view = memoryview(k.binary)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fsync(fd)
+                    back = os.pread(fd, len(k.binary), 0)
+                finally:
+                    os.close(fd)
+                if hashlib.sha256(back).hexdigest() != k.binary_sha256:
+                    raise _error(_PRECONDITION, "BINARY_HASH_MISMATCH",
+                                 "kernel %d changed on disk before it was loaded (%s)" % (k.partition, path))
                 lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
             except OSError as e:
                 raise _error(_PRECONDITION, "BUNDLE_NOT_RUNNABLE", "kernel %d does not load: %s" % (k.partition, e))
