@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "compiler/support/status.h"
 #include "openssl/crypto.h"
 
@@ -37,29 +41,89 @@ bool Matches(std::optional<absl::string_view> got, const std::string &token) {
   return got->size() == want.size() && CRYPTO_memcmp(got->data(), want.data(), want.size()) == 0;
 }
 
+bool ValidIdentity(absl::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// Grants `role`: a credential of that role, or (for a read) of kClient.
+bool Grants(Role credential, Role role) { return credential == role || (role == Role::kRead && credential == Role::kClient); }
+
 }  // namespace
+
+absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text, const std::string &path) {
+  auto invalid = [&](int line, const std::string &what) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                     absl::StrCat("credentialsFile ", path, " line ", line, ": ", what));
+  };
+  std::vector<Credential> out;
+  std::set<std::string> tokens;
+  std::set<std::pair<Role, std::string>> identities;
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++n;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line.front() == '#') continue;
+    std::vector<absl::string_view> f = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (f.size() != 3) return invalid(n, "want \"<role> <identity> <token>\"");
+    Credential c;
+    c.role = f[0] == "client" ? Role::kClient : f[0] == "read" ? Role::kRead : f[0] == "worker" ? Role::kWorker : Role::kUnknown;
+    if (c.role == Role::kUnknown) return invalid(n, absl::StrCat("role must be client, read or worker, got \"", f[0], "\""));
+    if (!ValidIdentity(f[1])) return invalid(n, "an identity is 1 to 64 of A-Z a-z 0-9 . _ -");
+    if (f[2].size() < 16) return invalid(n, "a token has at least 16 bytes");
+    c.identity = std::string(f[1]);
+    c.token = std::string(f[2]);
+    if (!identities.insert({c.role, c.identity}).second) return invalid(n, "identity " + c.identity + " is listed twice for its role");
+    if (!tokens.insert(c.token).second) return invalid(n, "a token is listed twice (each identity has its own)");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+bool Tokens::ClientsNeedToken() const {
+  return !client.empty() || std::any_of(credentials.begin(), credentials.end(), [](const Credential &c) {
+           return c.role == Role::kClient || c.role == Role::kRead;
+         });
+}
+
+bool Tokens::WorkersNeedToken() const {
+  return !worker.empty() || std::any_of(credentials.begin(), credentials.end(),
+                                        [](const Credential &c) { return c.role == Role::kWorker; });
+}
 
 Role RoleOf(absl::string_view method) {
   auto it = Table().find(method);
   return it == Table().end() ? Role::kUnknown : it->second;
 }
 
-absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::string_view method) const {
+absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::string_view method,
+                                  std::string *identity) const {
+  if (identity != nullptr) identity->clear();
   const Role role = RoleOf(method);
   if (role == Role::kUnknown) {
     return MakeError(absl::StatusCode::kInternal, "INTERNAL",
                      absl::StrCat("method ", method, " has no role in the authorization table"));
   }
-  const std::string &token = role == Role::kWorker ? tokens_.worker : tokens_.client;
-  if (token.empty()) return absl::OkStatus();
+  if (role == Role::kWorker ? !tokens_.WorkersNeedToken() : !tokens_.ClientsNeedToken()) return absl::OkStatus();
   const std::optional<absl::string_view> got = Presented(context);
-  if (Matches(got, token)) return absl::OkStatus();
+  for (const Credential &c : tokens_.credentials) {
+    if (Grants(c.role, role) && Matches(got, c.token)) {
+      if (identity != nullptr) *identity = c.identity;
+      return absl::OkStatus();
+    }
+  }
+  const std::string &token = role == Role::kWorker ? tokens_.worker : tokens_.client;
+  if (!token.empty() && Matches(got, token)) return absl::OkStatus();
   if (role == Role::kRead && !tokens_.read.empty() && Matches(got, tokens_.read)) return absl::OkStatus();
   return MakeError(absl::StatusCode::kUnauthenticated, "UNAUTHENTICATED",
                    got ? "wrong token" : "this call needs a token (authorization: Bearer <token>)");
 }
 
-std::string ClientOf(const grpc::ServerContextBase &context) {
+std::string ClientOf(const grpc::ServerContextBase &context, const std::string &identity) {
+  if (!identity.empty()) return "id:" + identity;
   // Not the "tir-client" metadata: the caller chooses it, so a key made of
   // it would let one client pass for many (it is a label in logs only).
   std::string peer = context.peer();  // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", "unix:..."

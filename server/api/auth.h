@@ -7,17 +7,40 @@
 //  - read: the read calls (operations, kernels, workers) take the read
 //    token as well;
 //  - worker: every worker call needs the worker token (when one is set).
+// Credentials (Tokens::credentials, the config's credentialsFile) give each
+// client and worker a token of its own and an identity: a call that presents
+// one is that identity's, for limits, request ids and worker names. A shared
+// token (or none) authenticates the role only: its callers are anonymous
+// (identified by their peer address, or their worker session).
 
 #ifndef TIR_SERVER_API_AUTH_H_
 #define TIR_SERVER_API_AUTH_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "grpcpp/server_context.h"
 
 namespace tir::api {
+
+enum class Role { kClient, kRead, kWorker, kUnknown };
+
+// One identity's token, for one role: kClient (every client call), kRead
+// (the read calls) or kWorker.
+struct Credential {
+  Role role = Role::kUnknown;
+  std::string identity;  // [A-Za-z0-9._-]{1,64}
+  std::string token;
+};
+
+// The credentials file: one "<role> <identity> <token>" per line (role
+// client, read or worker; tokens of at least 16 bytes, each used once; an
+// identity once per role), "#" comments and blank lines skipped. Errors name
+// `path` and the line (INVALID_CONFIG).
+absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text, const std::string &path);
 
 struct Tokens {
   // When not empty, every client call needs it (or, for a read call, `read`).
@@ -26,9 +49,13 @@ struct Tokens {
   std::string read;
   // Required for every worker call when not empty.
   std::string worker;
+  // Per-identity tokens; with any for a service, its calls need a token.
+  std::vector<Credential> credentials;
+  // Whether the client (client and read calls) or worker service needs a
+  // token.
+  bool ClientsNeedToken() const;
+  bool WorkersNeedToken() const;
 };
-
-enum class Role { kClient, kRead, kWorker, kUnknown };
 
 // The role `method` (its short name, "Compile") needs; kUnknown for a
 // method not in the table, which no token opens.
@@ -37,18 +64,22 @@ Role RoleOf(absl::string_view method);
 class Authenticator {
  public:
   explicit Authenticator(Tokens tokens) : tokens_(std::move(tokens)) {}
-  // OK when the call's credentials grant `method`. Errors: UNAUTHENTICATED
-  // (no token, a wrong one), INTERNAL for a method the table lacks.
-  absl::Status Check(const grpc::ServerContextBase &context, absl::string_view method) const;
+  // OK when the call's credentials grant `method`; `identity` (when given)
+  // is then the identity of the credential it presented, "" for a shared
+  // token or an open service. Errors: UNAUTHENTICATED (no token, a wrong
+  // one), INTERNAL for a method the table lacks.
+  absl::Status Check(const grpc::ServerContextBase &context, absl::string_view method,
+                     std::string *identity = nullptr) const;
 
  private:
   const Tokens tokens_;
 };
 
 // Who a call counts against for per-client limits and whose request ids it
-// uses: its peer's address without the port (what the caller cannot choose;
-// the "tir-client" metadata it may send is a label, not a key).
-std::string ClientOf(const grpc::ServerContextBase &context);
+// uses: "id:<identity>" for a call with a credential of its own, else its
+// peer's address without the port (what the caller cannot choose; the
+// "tir-client" metadata it may send is a label, not a key).
+std::string ClientOf(const grpc::ServerContextBase &context, const std::string &identity = "");
 
 }  // namespace tir::api
 

@@ -2,6 +2,7 @@
 
 #include "compiler/support/status.h"
 #include "grpcpp/server_context.h"
+#include "grpcpp/test/server_context_test_spouse.h"
 #include "gtest/gtest.h"
 #include "tir/v1/compiler_service.pb.h"
 #include "tir/v1/worker_service.pb.h"
@@ -48,6 +49,70 @@ TEST(AuthTest, ACallWithoutATokenIsRefusedWhereOneIsSet) {
   const Authenticator workers(Tokens{"", "", "worker-secret"});
   EXPECT_TRUE(workers.Check(call, "Compile").ok());
   EXPECT_EQ(ReasonOf(workers.Check(call, "ReportResult")), "UNAUTHENTICATED");
+}
+
+TEST(AuthTest, CredentialsFilesAreParsedWithTheirLine) {
+  auto c = ParseCredentials(
+      "# role identity token\n\nclient team-a aaaaaaaaaaaaaaaa\n  read viewer bbbbbbbbbbbbbbbb  \nworker gpu-0 "
+      "cccccccccccccccc\n",
+      "creds");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->size(), 3u);
+  EXPECT_EQ((*c)[0].role, Role::kClient);
+  EXPECT_EQ((*c)[1].identity, "viewer");
+  EXPECT_EQ((*c)[2].token, "cccccccccccccccc");
+  for (const auto &[text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"admin root aaaaaaaaaaaaaaaa", "line 1: role must be"},
+           {"client team-a\n", "line 1: want"},
+           {"\nclient a/b aaaaaaaaaaaaaaaa", "line 2: an identity is"},
+           {"client a short", "at least 16 bytes"},
+           {"client a aaaaaaaaaaaaaaaa\nclient a bbbbbbbbbbbbbbbb", "line 2: identity a is listed twice"},
+           {"client a aaaaaaaaaaaaaaaa\nworker b aaaaaaaaaaaaaaaa", "a token is listed twice"},
+       }) {
+    auto bad = ParseCredentials(text, "creds");
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_EQ(ReasonOf(bad.status()), "INVALID_CONFIG");
+    EXPECT_NE(bad.status().message().find(why), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find("credentialsFile creds"), std::string::npos);
+  }
+}
+
+// A call is its credential's identity; a shared token is anonymous; a
+// credential grants its role only.
+TEST(AuthTest, ACredentialNamesItsCaller) {
+  Tokens t;
+  t.client = "shared-client-token";
+  t.credentials = {{Role::kClient, "team-a", "team-a-token-0000"},
+                   {Role::kRead, "viewer", "viewer-token-0000"},
+                   {Role::kWorker, "gpu-0", "gpu-0-token-00000"}};
+  const Authenticator auth(t);
+  // A call presenting `token` (the spouse holds the metadata's bytes).
+  struct Call {
+    grpc::ServerContext ctx;
+    grpc::testing::ServerContextTestSpouse spouse{&ctx};
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  auto with = [&](const std::string &token) -> grpc::ServerContext & {
+    calls.push_back(std::make_unique<Call>());
+    calls.back()->spouse.AddClientMetadata("authorization", "Bearer " + token);
+    return calls.back()->ctx;
+  };
+  std::string who = "stale";
+  EXPECT_TRUE(auth.Check(with("team-a-token-0000"), "Compile", &who).ok());
+  EXPECT_EQ(who, "team-a");
+  EXPECT_TRUE(auth.Check(with("team-a-token-0000"), "GetOperation", &who).ok()) << "a client reads too";
+  EXPECT_TRUE(auth.Check(with("shared-client-token"), "Compile", &who).ok());
+  EXPECT_EQ(who, "") << "the shared token is anonymous";
+  EXPECT_TRUE(auth.Check(with("viewer-token-0000"), "ListKernels", &who).ok());
+  EXPECT_EQ(who, "viewer");
+  EXPECT_EQ(ReasonOf(auth.Check(with("viewer-token-0000"), "Compile", &who)), "UNAUTHENTICATED");
+  EXPECT_EQ(ReasonOf(auth.Check(with("team-a-token-0000"), "LeaseWork", &who)), "UNAUTHENTICATED");
+  EXPECT_TRUE(auth.Check(with("gpu-0-token-00000"), "LeaseWork", &who).ok());
+  EXPECT_EQ(who, "gpu-0");
+  EXPECT_EQ(ReasonOf(auth.Check(with("gpu-0-token-00000"), "Compile", &who)), "UNAUTHENTICATED");
+  grpc::ServerContext none;
+  EXPECT_EQ(ReasonOf(auth.Check(none, "Heartbeat")), "UNAUTHENTICATED") << "worker credentials close the worker API";
+  EXPECT_EQ(ClientOf(with("x"), "team-a"), "id:team-a");
 }
 
 }  // namespace

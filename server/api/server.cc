@@ -4,6 +4,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -50,11 +51,17 @@ absl::Status CheckKeyPair(const std::string &cert, const std::string &key, const
 
 // The tokens that open the dashboard's status: the read and client tokens
 // (none when no client token is set: the gRPC read calls are open then too).
+// The tokens that open the dashboard: any that grants the read calls (none
+// when the client API is open).
 static std::vector<std::string> DashboardTokens(const Tokens &tokens) {
   std::vector<std::string> out;
-  if (tokens.client.empty()) return out;
-  out.push_back(tokens.client);
-  if (!tokens.read.empty()) out.push_back(tokens.read);
+  if (!tokens.ClientsNeedToken()) return out;
+  for (const std::string *t : {&tokens.client, &tokens.read}) {
+    if (!t->empty()) out.push_back(*t);
+  }
+  for (const Credential &c : tokens.credentials) {
+    if (c.role == Role::kClient || c.role == Role::kRead) out.push_back(c.token);
+  }
   return out;
 }
 
@@ -110,13 +117,28 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   if (!config.worker_token_file().empty()) {
     TIR_ASSIGN_OR_RETURN(tokens.worker, config::ReadSecret(config.worker_token_file(), "workerTokenFile"));
   }
+  if (!config.credentials_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(std::string text,
+                         config::ReadConfigFile(config.credentials_file(), "credentialsFile", 1 << 20));
+    TIR_ASSIGN_OR_RETURN(tokens.credentials, ParseCredentials(text, config.credentials_file()));
+    const bool reads = std::any_of(tokens.credentials.begin(), tokens.credentials.end(),
+                                   [](const Credential &c) { return c.role == Role::kRead; });
+    const bool writes = !tokens.client.empty() ||
+                        std::any_of(tokens.credentials.begin(), tokens.credentials.end(),
+                                    [](const Credential &c) { return c.role == Role::kClient; });
+    if (reads && !writes) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                       "credentialsFile " + config.credentials_file() +
+                           " has read credentials but no client token or client credential: no one could compile");
+    }
+  }
   // Off loopback, a coordinator without a worker token lets anyone who
   // reaches the port register as a worker and have its binaries served.
-  if (!config::IsLoopback(config.listen()) && tokens.worker.empty() && !config.insecure()) {
+  if (!config::IsLoopback(config.listen()) && !tokens.WorkersNeedToken() && !config.insecure()) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
                      "refusing to serve on " + config.listen() +
-                         " without workerTokenFile: anyone who reaches the port could register as a worker. Set "
-                         "workerTokenFile (and clientTokenFile) with TLS, listen on loopback, or pass --insecure "
+                         " without workerTokenFile or worker credentials: anyone who reaches the port could register as a "
+                         "worker. Set workerTokenFile or credentialsFile (and client tokens) with TLS, listen on loopback, or pass --insecure "
                          "(config \"insecure\": true)");
   }
   // Tokens in the clear off loopback are anyone's who can see the traffic.

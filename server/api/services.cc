@@ -52,14 +52,15 @@ grpc::Status CompilerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext *ctx, const char *method,
-                                                     const std::function<Answer()> &handler) {
+                                                     const std::function<Answer(const std::string &client)> &handler) {
   grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
-  const absl::Status allowed = auth_.Check(*ctx, method);
+  std::string identity;
+  const absl::Status allowed = auth_.Check(*ctx, method, &identity);
   if (!allowed.ok()) {
     r->Finish(Done(method, allowed));
     return r;
   }
-  Answer a = handler();
+  Answer a = handler(ClientOf(*ctx, identity));
   if (!a.slow) {
     r->Finish(Done(method, a.status));
     return r;
@@ -72,7 +73,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerContext *ctx,
                                                        const tir::v1::CompileRequest *req, tir::v1::Operation *out) {
-  return React(ctx, "Compile", [&]() -> Answer {
+  return React(ctx, "Compile", [&](const std::string &client) -> Answer {
     // A cache hit answers here; anything else (parse, plan, join a job) on
     // the slow-call pool.
     absl::StatusOr<std::optional<tir::v1::Operation>> hit = c_->CompileIfCached(*req);
@@ -81,14 +82,14 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerConte
       *out = **std::move(hit);
       return {absl::OkStatus()};
     }
-    return {absl::OkStatus(), [this, ctx, req, out] { return Assign(c_->Compile(*req, ClientOf(*ctx)), out); }};
+    return {absl::OkStatus(), [this, client, req, out] { return Assign(c_->Compile(*req, client), out); }};
   });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServerContext *ctx,
                                                             const tir::v1::GetOperationRequest *req,
                                                             tir::v1::Operation *out) {
-  return React(ctx, "GetOperation", [&]() -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
+  return React(ctx, "GetOperation", [&](const std::string &) -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
 }
 
 grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const tir::v1::WaitOperationRequest *req,
@@ -105,14 +106,15 @@ grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const 
 
 grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(grpc::CallbackServerContext *ctx,
                                                                              const grpc::ByteBuffer *request) {
-  absl::Status allowed = auth_.Check(*ctx, "WatchOperation");
+  std::string identity;
+  absl::Status allowed = auth_.Check(*ctx, "WatchOperation", &identity);
   tir::v1::WatchOperationRequest req;
   grpc::ByteBuffer copy(*request);
   if (allowed.ok() && !grpc::SerializationTraits<tir::v1::WatchOperationRequest>::Deserialize(&copy, &req).ok()) {
     allowed = MakeError(absl::StatusCode::kInvalidArgument, "MALFORMED_REQUEST",
                         "WatchOperation: the request is not a tir.v1.WatchOperationRequest");
   }
-  return watches_->Start(ctx, req.name(), ClientOf(*ctx), allowed);
+  return watches_->Start(ctx, req.name(), ClientOf(*ctx, identity), allowed);
 }
 
 grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,
@@ -123,13 +125,13 @@ grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, cons
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetKernel(grpc::CallbackServerContext *ctx,
                                                          const tir::v1::GetKernelRequest *req, tir::v1::KernelBundle *out) {
   return React(ctx, "GetKernel",
-               [&]() -> Answer { return {Assign(c_->GetKernel(req->name(), req->metadata_only()), out)}; });
+               [&](const std::string &) -> Answer { return {Assign(c_->GetKernel(req->name(), req->metadata_only()), out)}; });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServerContext *ctx,
                                                             const tir::v1::LookupKernelRequest *req,
                                                             tir::v1::LookupKernelResponse *out) {
-  return React(ctx, "LookupKernel", [&]() -> Answer {
+  return React(ctx, "LookupKernel", [&](const std::string &) -> Answer {
     absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> known = c_->LookupIfKnown(*req);
     if (!known.ok()) return {known.status()};
     if (*known) {
@@ -143,7 +145,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServer
 grpc::ServerUnaryReactor *CompilerServiceImpl::ListKernels(grpc::CallbackServerContext *ctx,
                                                            const tir::v1::ListKernelsRequest *req,
                                                            tir::v1::ListKernelsResponse *out) {
-  return React(ctx, "ListKernels", [&]() -> Answer { return {Assign(c_->ListKernels(*req), out)}; });
+  return React(ctx, "ListKernels", [&](const std::string &) -> Answer { return {Assign(c_->ListKernels(*req), out)}; });
 }
 
 grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const tir::v1::DeleteKernelRequest *req,
@@ -154,7 +156,7 @@ grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const t
 grpc::ServerUnaryReactor *CompilerServiceImpl::ListWorkers(grpc::CallbackServerContext *ctx,
                                                            const tir::v1::ListWorkersRequest *req,
                                                            tir::v1::ListWorkersResponse *out) {
-  return React(ctx, "ListWorkers", [&]() -> Answer {
+  return React(ctx, "ListWorkers", [&](const std::string &) -> Answer {
     *out = c_->ListWorkers(req->arch());
     return {absl::OkStatus()};
   });
@@ -180,43 +182,46 @@ std::string SessionOf(const grpc::ServerContextBase &ctx) {
 }  // namespace
 
 grpc::Status WorkerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method, const std::string *name,
-                                    const std::function<absl::Status()> &handler) {
-  absl::Status s = auth_.Check(*ctx, method);
-  // Every call under a name but the registration presents the name's secret.
-  if (s.ok() && name != nullptr) s = c_->CheckWorkerSession(*name, SessionOf(*ctx));
-  if (s.ok()) s = handler();
+                                    const std::function<absl::Status(const std::string &identity)> &handler) {
+  std::string identity;
+  absl::Status s = auth_.Check(*ctx, method, &identity);
+  // Every call under a name but the registration presents the name's secret
+  // (and its identity).
+  if (s.ok() && name != nullptr) s = c_->CheckWorkerSession(*name, SessionOf(*ctx), identity);
+  if (s.ok()) s = handler(identity);
   return Counted(requests_, method, s);
 }
 
 grpc::Status WorkerServiceImpl::RegisterWorker(grpc::ServerContext *ctx, const tir::v1::RegisterWorkerRequest *req,
                                                tir::v1::RegisterWorkerResponse *out) {
-  return Run(ctx, "RegisterWorker", nullptr, [&] { return Assign(c_->RegisterWorker(*req, SessionOf(*ctx)), out); });
+  return Run(ctx, "RegisterWorker", nullptr,
+             [&](const std::string &identity) { return Assign(c_->RegisterWorker(*req, SessionOf(*ctx), identity), out); });
 }
 
 grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext *ctx, const tir::v1::HeartbeatRequest *req,
                                           tir::v1::HeartbeatResponse *out) {
-  return Run(ctx, "Heartbeat", &req->name(), [&] { return Assign(c_->Heartbeat(*req), out); });
+  return Run(ctx, "Heartbeat", &req->name(), [&](const std::string &) { return Assign(c_->Heartbeat(*req), out); });
 }
 
 grpc::Status WorkerServiceImpl::LeaseWork(grpc::ServerContext *ctx, const tir::v1::LeaseWorkRequest *req,
                                           tir::v1::LeaseWorkResponse *out) {
   return Run(ctx, "LeaseWork", &req->name(),
-             [&] { return Assign(c_->LeaseWork(*req, DeadlineOf(*ctx) - absl::Milliseconds(50)), out); });
+             [&](const std::string &) { return Assign(c_->LeaseWork(*req, DeadlineOf(*ctx) - absl::Milliseconds(50)), out); });
 }
 
 grpc::Status WorkerServiceImpl::ReportResult(grpc::ServerContext *ctx, const tir::v1::ReportResultRequest *req,
                                              tir::v1::ReportResultResponse *out) {
-  return Run(ctx, "ReportResult", &req->name(), [&] { return Assign(c_->ReportResult(*req), out); });
+  return Run(ctx, "ReportResult", &req->name(), [&](const std::string &) { return Assign(c_->ReportResult(*req), out); });
 }
 
 grpc::Status WorkerServiceImpl::Drain(grpc::ServerContext *ctx, const tir::v1::DrainRequest *req,
                                       tir::v1::DrainResponse *out) {
-  return Run(ctx, "Drain", &req->name(), [&] { return Assign(c_->Drain(*req), out); });
+  return Run(ctx, "Drain", &req->name(), [&](const std::string &) { return Assign(c_->Drain(*req), out); });
 }
 
 grpc::Status WorkerServiceImpl::ReturnWork(grpc::ServerContext *ctx, const tir::v1::ReturnWorkRequest *req,
                                            tir::v1::ReturnWorkResponse *out) {
-  return Run(ctx, "ReturnWork", &req->name(), [&] { return Assign(c_->ReturnWork(*req), out); });
+  return Run(ctx, "ReturnWork", &req->name(), [&](const std::string &) { return Assign(c_->ReturnWork(*req), out); });
 }
 
 }  // namespace tir::api

@@ -75,9 +75,10 @@ class CompilerServiceImpl final : public CompilerServiceBase {
     absl::Status status;
     std::function<absl::Status()> slow;
   };
-  // Authorizes `method`, then answers with `handler` (counted).
+  // Authorizes `method`, then answers with `handler` (counted), given who
+  // the call counts against (ClientOf).
   grpc::ServerUnaryReactor *React(grpc::CallbackServerContext *ctx, const char *method,
-                                  const std::function<Answer()> &handler);
+                                  const std::function<Answer(const std::string &client)> &handler);
   // The same for a synchronous handler.
   grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::function<absl::Status()> &handler);
   grpc::Status Done(const char *method, const absl::Status &s);
@@ -104,9 +105,10 @@ class WorkerServiceImpl final : public tir::v1::WorkerService::Service {
  private:
   // Authorizes `method`, then answers with `handler` (counted).
   // `name`: the worker the call is made under (null for RegisterWorker),
-  // whose session the call must present.
+  // whose session (and identity, for a worker with credentials of its own)
+  // the call must present. `handler` is given the call's identity.
   grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::string *name,
-                   const std::function<absl::Status()> &handler);
+                   const std::function<absl::Status(const std::string &identity)> &handler);
   coordinator::Coordinator *c_;
   Authenticator auth_;
   prometheus::Family<prometheus::Counter> &requests_;

@@ -95,7 +95,7 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
     return Invalid("tls_client_ca_file needs tls_cert_file and tls_key_file");
   }
   for (const std::string &f : {c.tls_cert_file(), c.tls_key_file(), c.tls_client_ca_file(), c.client_token_file(),
-                               c.worker_token_file(), c.read_token_file(), c.bundle_key_file()}) {
+                               c.worker_token_file(), c.read_token_file(), c.bundle_key_file(), c.credentials_file()}) {
     if (!f.empty() && !std::ifstream(f).good()) return Invalid("cannot read " + f);
   }
   return absl::OkStatus();

@@ -138,11 +138,13 @@ class Coordinator {
 
   // Worker API (dispatch/).
   absl::StatusOr<tir::v1::RegisterWorkerResponse> RegisterWorker(const tir::v1::RegisterWorkerRequest &request,
-                                                                 const std::string &session = "") {
-    return dispatcher_.Register(request, session);
+                                                                 const std::string &session = "",
+                                                                 const std::string &identity = "") {
+    return dispatcher_.Register(request, session, identity);
   }
-  absl::Status CheckWorkerSession(const std::string &name, const std::string &session) const {
-    return dispatcher_.CheckSession(name, session);
+  absl::Status CheckWorkerSession(const std::string &name, const std::string &session,
+                                  const std::string &identity = "") const {
+    return dispatcher_.CheckSession(name, session, identity);
   }
   absl::StatusOr<tir::v1::HeartbeatResponse> Heartbeat(const tir::v1::HeartbeatRequest &request) {
     return dispatcher_.Heartbeat(request);

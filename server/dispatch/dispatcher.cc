@@ -88,8 +88,17 @@ void Dispatcher::Deliver(std::vector<Delivery> deliveries) {
   }
 }
 
-absl::Status Dispatcher::CheckSession(const std::string &name, const std::string &session) const {
+absl::Status Dispatcher::CheckSession(const std::string &name, const std::string &session,
+                                      const std::string &identity) const {
   absl::MutexLock l(&mu_);
+  if (const WorkerEntry *w = workers_.Find(name); w != nullptr && w->identity != identity) {
+    return MakeError(
+        absl::StatusCode::kPermissionDenied, "WORKER_IDENTITY_MISMATCH",
+        absl::StrCat(name, " is ",
+                     w->identity.empty() ? "a worker without credentials of its own" : "worker identity " + w->identity,
+                     "; this call presents ",
+                     identity.empty() ? "no worker credential of its own" : "identity " + identity));
+  }
   if (workers_.SessionMatches(name, session)) return absl::OkStatus();
   return MakeError(absl::StatusCode::kPermissionDenied, "WORKER_SESSION_MISMATCH",
                    absl::StrCat("this call does not present the session of ", name,
@@ -97,7 +106,8 @@ absl::Status Dispatcher::CheckSession(const std::string &name, const std::string
 }
 
 absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::v1::RegisterWorkerRequest &request,
-                                                                     const std::string &session) {
+                                                                     const std::string &session,
+                                                                     const std::string &identity) {
   const tir::v1::WorkerCapabilities &caps = request.capabilities();
   if (caps.backend() != "cuda" && caps.backend() != "host") {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "backend must be cuda or host");
@@ -115,16 +125,41 @@ absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::
                                     kMaxWorkerField, " are kept"));
     }
   }
-  absl::MutexLock l(&mu_);
-  if (workers_.all().size() >= kMaxWorkers && workers_.Find(request.name()) == nullptr) {
-    return limits_.Exceeded("maxWorkers", kMaxWorkers, "workers registered (lost ones are forgotten after 10 minutes)");
-  }
+  std::vector<Delivery> given_up;
   tir::v1::RegisterWorkerResponse out;
-  out.set_name(workers_.Register(request.name(), caps, absl::Now(), session));
-  out.set_session(workers_.Find(out.name())->session);
-  *out.mutable_heartbeat_interval() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.heartbeat_interval));
-  *out.mutable_lost_after() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.lost_after));
-  Touch();
+  {
+    absl::MutexLock l(&mu_);
+    if (!identity.empty()) {
+      // Per identity: its name, its health and its distrust outlive its
+      // registrations (it cannot shed them by registering again).
+      const std::string name = WorkerRegistry::NameOf(identity);
+      if (const WorkerEntry *w = workers_.Find(name); w != nullptr && w->distrusted) {
+        return MakeError(absl::StatusCode::kPermissionDenied, "WORKER_DISTRUSTED",
+                         "worker identity " + identity +
+                             " reported measuring a binary other than the coordinator's build; it takes no work");
+      }
+      bool replaced = false;
+      out.set_name(workers_.RegisterIdentity(identity, caps, absl::Now(), session, &replaced));
+      if (replaced) {
+        // The registration before (a process that restarted, or one that
+        // shares the credential) loses its leases, re-queued at no cost.
+        for (dispatch::Lease &lease : queue_.TakeHeldBy(name)) Requeue(std::move(lease), false, &given_up);
+      }
+    } else {
+      if (workers_.Anonymous() >= kMaxWorkers && workers_.Find(request.name()) == nullptr) {
+        return limits_.Exceeded("maxWorkers", kMaxWorkers,
+                                "workers registered without credentials of their own (lost ones are forgotten after 10 "
+                                "minutes)");
+      }
+      out.set_name(workers_.Register(request.name(), caps, absl::Now(), session));
+    }
+    out.set_session(workers_.Find(out.name())->session);
+    *out.mutable_heartbeat_interval() =
+        TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.heartbeat_interval));
+    *out.mutable_lost_after() = TimeUtil::MillisecondsToDuration(absl::ToInt64Milliseconds(options_.lost_after));
+    Touch();
+  }
+  Deliver(std::move(given_up));
   return out;
 }
 
@@ -346,7 +381,7 @@ tir::v1::DrainResponse Dispatcher::Drain(const tir::v1::DrainRequest &request) {
     out.set_requeued(RequeueReturned(request.name(), request.returned_lease_ids(), &given_up));
     // Anything else it still held is lost with it.
     for (dispatch::Lease &lease : queue_.TakeHeldBy(request.name())) Requeue(std::move(lease), true, &given_up);
-    workers_.Remove(request.name());
+    workers_.Remove(request.name(), absl::Now());
     Touch();
   }
   Deliver(std::move(given_up));

@@ -83,12 +83,18 @@ class Dispatcher {
 
   // Worker API.
   // `session`: the metadata the call presented (a known name keeps its
-  // entry only with its secret).
+  // entry only with its secret). `identity`: the worker credential the call
+  // presented ("" for the shared token or none): such a worker is named
+  // "workers/<identity>", one registration per identity (a new one
+  // re-queues the leases of the one before), and a distrusted identity is
+  // refused (PERMISSION_DENIED, WORKER_DISTRUSTED).
   absl::StatusOr<tir::v1::RegisterWorkerResponse> Register(const tir::v1::RegisterWorkerRequest &request,
-                                                           const std::string &session = "");
-  // PERMISSION_DENIED / WORKER_SESSION_MISMATCH unless `session` is known
-  // worker `name`'s secret (OK for an unknown name: the call reports it).
-  absl::Status CheckSession(const std::string &name, const std::string &session) const;
+                                                           const std::string &session = "",
+                                                           const std::string &identity = "");
+  // PERMISSION_DENIED unless `session` is known worker `name`'s secret
+  // (WORKER_SESSION_MISMATCH) and `identity` the one it registered with
+  // (WORKER_IDENTITY_MISMATCH); OK for an unknown name: the call reports it.
+  absl::Status CheckSession(const std::string &name, const std::string &session, const std::string &identity = "") const;
   tir::v1::HeartbeatResponse Heartbeat(const tir::v1::HeartbeatRequest &request);
   // Long-polls up to the request's wait (at most 30 s), capped by `deadline`.
   absl::StatusOr<tir::v1::LeaseWorkResponse> Lease(const tir::v1::LeaseWorkRequest &request, absl::Time deadline);

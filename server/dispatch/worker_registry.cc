@@ -21,7 +21,8 @@ WorkerRegistry::WorkerRegistry(Options options) : options_(options) {}
 std::string WorkerRegistry::Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now,
                                      const std::string &session) {
   std::string n = name;
-  if (n.empty() || !workers_.count(n) || !SessionMatches(n, session)) {
+  // An identity's name is never taken without its credential.
+  if (n.empty() || !workers_.count(n) || !workers_.at(n).identity.empty() || !SessionMatches(n, session)) {
     do {
       n = "workers/" + RandomHex(16);
     } while (workers_.count(n));
@@ -34,6 +35,39 @@ std::string WorkerRegistry::Register(const std::string &name, const tir::v1::Wor
   return n;
 }
 
+std::string WorkerRegistry::RegisterIdentity(const std::string &identity, const tir::v1::WorkerCapabilities &caps,
+                                             absl::Time now, const std::string &session, bool *replaced) {
+  const std::string n = NameOf(identity);
+  auto [it, added] = workers_.try_emplace(n);
+  WorkerEntry &w = it->second;
+  *replaced = false;
+  if (added || !SessionMatches(n, session)) {
+    *replaced = !added && w.state != "lost";
+    w.session = RandomHex(32);
+  }
+  w.identity = identity;
+  w.capabilities = caps;
+  w.last_heartbeat = now;
+  w.state = "ready";
+  return n;
+}
+
+size_t WorkerRegistry::Anonymous() const {
+  return std::count_if(workers_.begin(), workers_.end(), [](const auto &w) { return w.second.identity.empty(); });
+}
+
+void WorkerRegistry::Remove(const std::string &name, absl::Time now) {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return;
+  if (it->second.identity.empty()) {
+    workers_.erase(it);
+    return;
+  }
+  it->second.state = "lost";
+  it->second.lost_at = now;
+  it->second.session = RandomHex(32);  // the drained process's session ends
+}
+
 bool WorkerRegistry::SessionMatches(const std::string &name, const std::string &session) const {
   auto it = workers_.find(name);
   if (it == workers_.end()) return true;
@@ -42,6 +76,11 @@ bool WorkerRegistry::SessionMatches(const std::string &name, const std::string &
 }
 
 WorkerEntry *WorkerRegistry::Find(const std::string &name) {
+  auto it = workers_.find(name);
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+const WorkerEntry *WorkerRegistry::Find(const std::string &name) const {
   auto it = workers_.find(name);
   return it == workers_.end() ? nullptr : &it->second;
 }
@@ -86,7 +125,7 @@ std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration
   std::vector<std::string> lost;
   for (auto it = workers_.begin(); it != workers_.end();) {
     WorkerEntry &w = it->second;
-    if (w.state == "lost" && now - w.lost_at > forget_after) {
+    if (w.state == "lost" && w.identity.empty() && now - w.lost_at > forget_after) {
       it = workers_.erase(it);
       continue;
     }

@@ -28,6 +28,10 @@ namespace tir::dispatch {
 
 struct WorkerEntry {
   tir::v1::WorkerCapabilities capabilities;
+  // The worker credential it registered with ("" : none of its own). An
+  // entry with one is kept through drains and loss: its health and distrust
+  // are the identity's.
+  std::string identity;
   std::string session;  // its registration's secret (RegisterWorkerResponse.session)
   absl::Time last_heartbeat;
   std::string state = "ready";  // ready, busy, draining, unavailable, lost
@@ -62,14 +66,27 @@ class WorkerRegistry {
   // "ready" and heard from `now`.
   std::string Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now,
                        const std::string &session = "");
+  // Registers the worker of credential `identity` under NameOf(identity),
+  // whatever name it asks for: again (its session kept) when `session` is
+  // the entry's secret, else with a new secret, `*replaced` telling whether
+  // a live registration was displaced. Health and distrust are kept.
+  std::string RegisterIdentity(const std::string &identity, const tir::v1::WorkerCapabilities &caps, absl::Time now,
+                               const std::string &session, bool *replaced);
+  // "workers/id-<identity>": never a random name (hex digits only).
+  static std::string NameOf(const std::string &identity) { return "workers/id-" + identity; }
+  // Entries without an identity (the ones maxWorkers bounds).
+  size_t Anonymous() const;
   // Whether `session` is the secret of known worker `name` (true for an
   // unknown name: the call then fails as it would).
   bool SessionMatches(const std::string &name, const std::string &session) const;
   // Null when unknown.
   WorkerEntry *Find(const std::string &name);
+  const WorkerEntry *Find(const std::string &name) const;
   // Null when unknown or lost (it must register again).
   WorkerEntry *FindLive(const std::string &name);
-  void Remove(const std::string &name) { workers_.erase(name); }
+  // Deregisters `name` (a drain): forgotten, or for an identity's entry,
+  // "lost" with its health kept.
+  void Remove(const std::string &name, absl::Time now);
 
   // A heartbeat: state and count; false when the worker must register again.
   bool Heartbeat(const std::string &name, tir::v1::WorkerState state, uint64_t measured, absl::Time now);
@@ -79,7 +96,8 @@ class WorkerRegistry {
   // the device whose figures planning ranks candidates for.
   std::string DeviceOf(const std::string &arch) const;
   // Workers heard from last before `now - lost_after` become "lost"; their
-  // names. Those lost for `forget_after` are forgotten.
+  // names. Those lost for `forget_after` are forgotten (but for an
+  // identity's, bounded by the credentials file and kept for their health).
   std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after,
                                     absl::Duration forget_after = absl::Minutes(10));
   // Takes no more work (see WorkerEntry::distrusted); false when unknown.

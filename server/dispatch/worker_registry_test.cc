@@ -45,6 +45,43 @@ TEST(WorkerRegistryTest, NamesAreRandomAndAKnownNameKeepsItsEntry) {
   EXPECT_NE(other.Register("", Caps("host"), t0), a);
 }
 
+// A worker with a credential of its own is its identity: one entry, named
+// for it, whose health outlives re-registration, drains and loss.
+TEST(WorkerRegistryTest, AnIdentitysEntryIsOneAndKeepsItsHealth) {
+  WorkerRegistry r({.quarantine_after = 1});
+  const absl::Time t0 = absl::Now();
+  bool replaced = true;
+  const std::string a = r.RegisterIdentity("gpu-a", Caps("host"), t0, "", &replaced);
+  EXPECT_EQ(a, "workers/id-gpu-a");
+  EXPECT_FALSE(replaced);
+  const std::string first = r.Find(a)->session;
+  EXPECT_EQ(r.RegisterIdentity("gpu-a", Caps("host"), t0, first, &replaced), a);
+  EXPECT_FALSE(replaced) << "its own session: the same registration";
+  EXPECT_EQ(r.Find(a)->session, first);
+  EXPECT_EQ(r.RegisterIdentity("gpu-a", Caps("host"), t0, "", &replaced), a);
+  EXPECT_TRUE(replaced) << "a live registration without its session is displaced";
+  EXPECT_NE(r.Find(a)->session, first);
+  // Quarantine and distrust are the identity's.
+  EXPECT_EQ(r.NoteResults(a, "job", 0, Verdicts({tir::v1::VERDICT_FAULT}), t0), WorkerRegistry::Health::kQuarantined);
+  r.Distrust(a);
+  r.Remove(a, t0);
+  ASSERT_NE(r.Find(a), nullptr) << "a drain keeps an identity's entry";
+  EXPECT_EQ(r.Find(a)->state, "lost");
+  r.MarkLost(t0 + absl::Hours(1), absl::Seconds(5));
+  ASSERT_NE(r.Find(a), nullptr) << "an identity is never forgotten";
+  EXPECT_EQ(r.RegisterIdentity("gpu-a", Caps("host"), t0 + absl::Hours(1), "", &replaced), a);
+  EXPECT_FALSE(replaced) << "it was lost";
+  EXPECT_TRUE(r.Find(a)->quarantined);
+  EXPECT_TRUE(r.Find(a)->distrusted);
+  EXPECT_EQ(r.Anonymous(), 0u);
+  // A worker without credentials cannot take an identity's name.
+  const std::string session = r.Find(a)->session;
+  EXPECT_NE(r.Register(a, Caps("host"), t0, session), a);
+  EXPECT_EQ(r.Anonymous(), 1u);
+  r.Remove(r.all().rbegin()->first == a ? r.all().begin()->first : r.all().rbegin()->first, t0);
+  EXPECT_EQ(r.Anonymous(), 0u) << "a drained anonymous worker is forgotten";
+}
+
 TEST(WorkerRegistryTest, HeartbeatsKeepAWorkerAliveAndSilenceLosesIt) {
   WorkerRegistry r({});
   const absl::Time t0 = absl::Now();

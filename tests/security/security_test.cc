@@ -1,6 +1,7 @@
 // Attacks on a live coordinator over loopback, each replayed and its refusal
-// asserted: a coordinator with client, read and worker tokens, a bundle key
-// and its dashboard, played against by a rogue worker, an impersonator and a
+// asserted: a coordinator with client, read and worker tokens, credentials
+// of their own for two clients and two workers, a bundle key and its
+// dashboard, played against by a rogue worker, an impersonator and a
 // hostile client through the real gRPC and HTTP surfaces. After every attack
 // the coordinator still answers.
 
@@ -55,12 +56,20 @@ class Security : public ::testing::Test {
     std::ofstream(*dir_ + ".read") << "read-token\n";
     std::ofstream(*dir_ + ".worker") << "worker-token\n";
     std::ofstream(*dir_ + ".key") << "bundle-key\n";
+    std::ofstream(*dir_ + ".credentials") << "# role identity token\n"
+                                             "client team-a team-a-token-0123456789\n"
+                                             "client team-b team-b-token-0123456789\n"
+                                             "read viewer viewer-token-0123456789\n"
+                                             "worker gpu-a gpu-a-token-0123456789\n"
+                                             "worker gpu-b gpu-b-token-0123456789\n"
+                                             "worker gpu-c gpu-c-token-0123456789\n";
     const std::string config = *dir_ + ".json";
     std::ofstream(config) << "{\"listen\": \"127.0.0.1:" << port_ << "\", \"db\": \"" << *dir_
                           << "\", \"workDir\": \"" << *dir_ << "-work\", \"dashboardPort\": " << dashboard_
                           << ", \"clientTokenFile\": \"" << *dir_ << ".client\", \"readTokenFile\": \"" << *dir_
                           << ".read\", \"workerTokenFile\": \"" << *dir_ << ".worker\", \"bundleKeyFile\": \"" << *dir_
-                          << ".key\", \"tuningWidth\": 2, \"lostAfterMs\": 30000}";
+                          << ".key\", \"credentialsFile\": \"" << *dir_
+                          << ".credentials\", \"maxJobsPerClient\": 4, \"tuningWidth\": 2, \"lostAfterMs\": 30000}";
     pid_ = Spawn({Runfile("server/tir-coordinator"), "--config=" + config});
     auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
     clients_ = tir::v1::CompilerService::NewStub(channel).release();
@@ -96,12 +105,13 @@ class Security : public ::testing::Test {
     return "";
   }
   struct Registered {
-    std::string name, session;
+    std::string name, session, token;
   };
   static Registered Register(const std::string &toolchain = "", const std::string &name = "",
-                             const std::string &session = "") {
+                             const std::string &session = "", const std::string &token = "worker-token",
+                             grpc::Status *status = nullptr) {
     grpc::ClientContext ctx;
-    Token(ctx, "worker-token");
+    Token(ctx, token);
     if (!session.empty()) ctx.AddMetadata("tir-worker-session", session);
     tir::v1::RegisterWorkerRequest r;
     r.set_name(name);
@@ -109,8 +119,23 @@ class Security : public ::testing::Test {
     r.mutable_capabilities()->set_arch("host");
     r.mutable_capabilities()->set_host_compiler(toolchain);
     tir::v1::RegisterWorkerResponse out;
-    EXPECT_TRUE(workers_->RegisterWorker(&ctx, r, &out).ok());
-    return {out.name(), out.session()};
+    const grpc::Status s = workers_->RegisterWorker(&ctx, r, &out);
+    if (status != nullptr) {
+      *status = s;
+    } else {
+      EXPECT_TRUE(s.ok()) << s.error_message();
+    }
+    return {out.name(), out.session(), token};
+  }
+  // A worker call under `w` (its token and the session given).
+  template <typename Req, typename Resp>
+  static grpc::Status Call(grpc::Status (tir::v1::WorkerService::Stub::*method)(grpc::ClientContext *, const Req &,
+                                                                                  Resp *),
+                           const std::string &token, const std::string &session, const Req &req, Resp *resp) {
+    grpc::ClientContext ctx;
+    Token(ctx, token);
+    ctx.AddMetadata("tir-worker-session", session);
+    return (workers_->*method)(&ctx, req, resp);
   }
   static grpc::Status Compile(const std::string &text, tir::v1::Operation *op, const std::string &request_id = "",
                               const std::string &token = "client-token") {
@@ -146,7 +171,7 @@ class Security : public ::testing::Test {
     for (int i = 0; i < 50; ++i) {
       if (tir::v1::Operation now = Get(op); now.done()) return now;
       grpc::ClientContext ctx;
-      Token(ctx, "worker-token");
+      Token(ctx, w.token);
       ctx.AddMetadata("tir-worker-session", w.session);
       tir::v1::LeaseWorkRequest r;
       r.set_name(w.name);
@@ -156,7 +181,7 @@ class Security : public ::testing::Test {
       if (!workers_->LeaseWork(&ctx, r, &leased).ok()) break;
       for (const auto &item : leased.items()) {
         grpc::ClientContext rctx;
-        Token(rctx, "worker-token");
+        Token(rctx, w.token);
         rctx.AddMetadata("tir-worker-session", w.session);
         tir::v1::ReportResultRequest report;
         report.set_name(w.name);
@@ -409,6 +434,122 @@ TEST_F(Security, TokensAreRequired) {
   r.mutable_capabilities()->set_arch("host");
   tir::v1::RegisterWorkerResponse out;
   EXPECT_EQ(workers_->RegisterWorker(&ctx, r, &out).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// 9. Workers with credentials of their own are their identity: the name is
+// the credential's whatever is asked for, one registration at a time, and
+// no other identity (nor the shared token) acts under it, even holding its
+// session.
+TEST_F(Security, AWorkerCredentialIsItsIdentity) {
+  const std::string a_token = "gpu-a-token-0123456789", b_token = "gpu-b-token-0123456789";
+  const Registered a = Register("", "workers/anything", "", a_token);
+  EXPECT_EQ(a.name, "workers/id-gpu-a");
+  const Registered b = Register("", a.name, a.session, b_token);
+  EXPECT_EQ(b.name, "workers/id-gpu-b") << "another identity does not take a's name, with its session or not";
+  tir::v1::HeartbeatRequest hb;
+  hb.set_name(a.name);
+  hb.set_state(tir::v1::WORKER_STATE_DRAINING);
+  tir::v1::HeartbeatResponse hbOut;
+  for (const std::string &token : {b_token, std::string("worker-token")}) {
+    // a's session leaked: still not a's identity.
+    grpc::Status s = Call(&tir::v1::WorkerService::Stub::Heartbeat, token, a.session, hb, &hbOut);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_THAT(s.error_message(), HasSubstr("identity gpu-a"));
+    tir::v1::DrainRequest drain;
+    drain.set_name(a.name);
+    tir::v1::DrainResponse drained;
+    EXPECT_EQ(Call(&tir::v1::WorkerService::Stub::Drain, token, a.session, drain, &drained).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    tir::v1::ReportResultRequest report;
+    report.set_name(a.name);
+    report.set_lease_id("leases/00000000000000000000000000000000");
+    tir::v1::ReportResultResponse ack;
+    EXPECT_EQ(Call(&tir::v1::WorkerService::Stub::ReportResult, token, a.session, report, &ack).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+    tir::v1::LeaseWorkRequest lease;
+    lease.set_name(a.name);
+    tir::v1::LeaseWorkResponse leased;
+    EXPECT_EQ(Call(&tir::v1::WorkerService::Stub::LeaseWork, token, a.session, lease, &leased).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  EXPECT_EQ(StateOf(a.name), "ready");
+  // A worker credential does not open the client API, nor a client's the
+  // worker API.
+  tir::v1::Operation op;
+  EXPECT_EQ(Compile(Graph("wc", 8), &op, "", a_token).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::Status refused;
+  Register("", "", "", "team-a-token-0123456789", &refused);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // One registration per identity: registering again (a restart) ends the
+  // session before it.
+  const Registered again = Register("", "", "", a_token);
+  EXPECT_EQ(again.name, a.name);
+  EXPECT_NE(again.session, a.session);
+  hb.set_state(tir::v1::WORKER_STATE_READY);
+  EXPECT_EQ(Call(&tir::v1::WorkerService::Stub::Heartbeat, a_token, a.session, hb, &hbOut).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Call(&tir::v1::WorkerService::Stub::Heartbeat, a_token, again.session, hb, &hbOut).ok());
+  // Registering a thousand times leaves one entry.
+  for (int i = 0; i < 1000; ++i) Register("", "", "", a_token);
+  tir::v1::ListWorkersResponse w;
+  ASSERT_TRUE(ListWorkers(&w).ok());
+  int named = 0;
+  for (const auto &x : w.workers()) named += x.name() == a.name;
+  EXPECT_EQ(named, 1);
+}
+
+// 10. A distrusted identity stays distrusted: it cannot register again,
+// under its name or another, nor shed it by draining.
+TEST_F(Security, ADistrustedIdentityCannotComeBack) {
+  const std::string token = "gpu-c-token-0123456789";
+  const Registered rogue = Register(tir::codegen::ToolchainOf("host"), "", "", token);
+  tir::v1::Operation op;
+  ASSERT_TRUE(Compile(Graph("distrusted", 24), &op, "", "team-b-token-0123456789").ok());
+  const tir::v1::Operation done = PlayRogue(rogue, op.name());
+  ASSERT_TRUE(done.has_error());
+  EXPECT_EQ(done.error().reason(), "BINARY_MISMATCH");
+  EXPECT_EQ(StateOf(rogue.name), "distrusted");
+  tir::v1::DrainRequest drain;
+  drain.set_name(rogue.name);
+  tir::v1::DrainResponse drained;
+  EXPECT_TRUE(Call(&tir::v1::WorkerService::Stub::Drain, token, rogue.session, drain, &drained).ok());
+  for (const std::string &name : {std::string(""), rogue.name, std::string("workers/fresh")}) {
+    grpc::Status s;
+    Register("", name, rogue.session, token, &s);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << name;
+    EXPECT_THAT(s.error_message(), HasSubstr("gpu-c"));
+  }
+  EXPECT_EQ(StateOf(rogue.name), "distrusted");
+}
+
+// 11. Limits and request ids are per authenticated client: two clients with
+// credentials of their own on one address each have their own
+// maxJobsPerClient (4 here) and their own request ids.
+TEST_F(Security, LimitsHoldPerClientIdentity) {
+  const std::string a = "team-a-token-0123456789", b = "team-b-token-0123456789";
+  tir::v1::Operation op;
+  for (int i = 0; i < 4; ++i) {
+    grpc::Status s = Compile(Graph(absl::StrCat("quota", i), 8 * (i + 20)), &op, "", a);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.error_message();
+  }
+  grpc::Status s = Compile(Graph("quota_over", 8 * 30), &op, "", a);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("maxJobsPerClient"));
+  // The same address, another identity: its own quota, and its own ids.
+  tir::v1::Operation first, second;
+  ASSERT_TRUE(Compile(Graph("ids_a", 8 * 31), &first, "shared-id", b).ok());
+  s = Compile(Graph("ids_b", 8 * 32), &second, "shared-id", "client-token");
+  EXPECT_TRUE(s.ok()) << "an anonymous client's ids are not team-b's: " << s.error_message();
+  EXPECT_NE(second.name(), first.name());
+  // The read credential reads, and writes nothing.
+  EXPECT_EQ(Compile(Graph("viewer", 8), &op, "", "viewer-token-0123456789").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext ctx;
+  Token(ctx, "viewer-token-0123456789");
+  tir::v1::ListWorkersResponse w;
+  EXPECT_TRUE(clients_->ListWorkers(&ctx, {}, &w).ok());
+  EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/api/status", "Authorization: Bearer viewer-token-0123456789\r\n"),
+              HasSubstr("200 OK"));
 }
 
 }  // namespace
