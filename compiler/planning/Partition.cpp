@@ -68,12 +68,23 @@ struct Draft {
   std::set<mlir::Operation *> ops;
   std::map<mlir::Operation *, Domain> domain;
   std::string reason;
+  // Kept as ops join (placing an op costs no walk over the kernel's ops, so
+  // partitioning stays near-linear in the graph's size): its matmul (a
+  // kernel holds one) and how many reductions it has.
+  mlir::Operation *matmul = nullptr;
+  int reductions = 0;
+  void Add(mlir::Operation *op) {
+    if (!ops.insert(op).second) return;
+    if (IsMatmul(op)) matmul = op;
+    reductions += IsReduction(op);
+  }
 };
 
 class Partitioner {
  public:
-  Partitioner(GraphOp graph, const target::ArchInfo &arch, const std::set<mlir::Operation *> &materialized)
-      : graph_(graph), arch_(arch), materialized_(materialized) {}
+  Partitioner(GraphOp graph, const target::ArchInfo &arch, const std::set<mlir::Operation *> &materialized,
+              absl::Time deadline)
+      : graph_(graph), arch_(arch), materialized_(materialized), deadline_(deadline) {}
 
   absl::StatusOr<Partition> Run() {
     mlir::Block &block = graph_.getBodyBlock();
@@ -102,7 +113,11 @@ class Partitioner {
     }
     llvm::SmallVector<mlir::Operation *> order;
     for (mlir::Operation &op : block.without_terminator()) order.push_back(&op);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) TIR_RETURN_IF_ERROR(Place(*it));
+    size_t placed = 0;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      if (++placed % 256 == 0 && absl::Now() > deadline_) return PlanningBudgetExceeded();
+      TIR_RETURN_IF_ERROR(Place(*it));
+    }
     return Finish();
   }
 
@@ -182,7 +197,7 @@ class Partitioner {
   }
 
   void Join(mlir::Operation *op, int k, Domain d) {
-    drafts_[k].ops.insert(op);
+    drafts_[k].Add(op);
     drafts_[k].domain[op] = d;
     kernels_of_[op].push_back(k);
   }
@@ -202,7 +217,7 @@ class Partitioner {
       draft.space.shape = shape;
       draft.domain[op] = Domain::kMain;
     }
-    draft.ops.insert(op);
+    draft.Add(op);
     drafts_.push_back(std::move(draft));
     kernels_of_[op].push_back(static_cast<int>(drafts_.size()) - 1);
   }
@@ -293,11 +308,7 @@ class Partitioner {
       why = "no user in the kernel";
       return std::nullopt;
     }
-    if (!anchor) {
-      for (mlir::Operation *o : draft.ops) {
-        if (IsMatmul(o)) anchor = o;
-      }
-    }
+    if (!anchor) anchor = draft.matmul;
     const std::vector<int64_t> target = DomainShape(draft, *need, anchor);
     const std::vector<int64_t> shape = ShapeOf(op->getResult(0).getType());
     const bool tiled = *need == Domain::kRow || *need == Domain::kA || *need == Domain::kB ||
@@ -424,9 +435,7 @@ class Partitioner {
     const int64_t rank = max.getInput().getType().cast<mlir::RankedTensorType>().getRank();
     const auto dims = max.getDimensions();
     if (static_cast<int64_t>(dims.size()) < rank && llvm::find(dims, rank - 1) == dims.end()) return false;
-    int reductions = 0;
-    for (mlir::Operation *o : draft.ops) reductions += IsReduction(o);
-    if (reductions != 1) return false;
+    if (draft.reductions != 1) return false;
     return MatchOnlineSoftmax(max, [&](mlir::Operation *o) { return draft.ops.count(o) > 0; }).has_value();
   }
 
@@ -483,19 +492,18 @@ class Partitioner {
       }
     }
     // Outputs: values read by another kernel that does not compute them, and graph results.
+    llvm::DenseMap<mlir::Value, llvm::SmallVector<int, 2>> readers;  // value -> kernels that read it
+    for (const Kernel &k : kernels) {
+      for (mlir::Value v : k.inputs) readers[v].push_back(k.index);
+    }
     for (Kernel &k : kernels) {
       llvm::SetVector<mlir::Value> outputs;
       for (mlir::Operation *op : k.ops) {
         if (writer(op) != k.index) continue;
         for (mlir::Value r : op->getResults()) {
-          bool needed = false;
-          for (mlir::OpOperand &use : r.getUses()) {
-            mlir::Operation *user = use.getOwner();
-            if (llvm::isa<ResultsOp>(user)) { needed = true; continue; }
-            for (Kernel &other : kernels) {
-              if (&other == &k) continue;
-              if (std::find(other.inputs.begin(), other.inputs.end(), r) != other.inputs.end()) needed = true;
-            }
+          bool needed = llvm::any_of(r.getUsers(), [](mlir::Operation *user) { return llvm::isa<ResultsOp>(user); });
+          if (auto it = readers.find(r); it != readers.end()) {
+            needed |= llvm::any_of(it->second, [&](int other) { return other != k.index; });
           }
           if (needed) outputs.insert(r);
         }
@@ -518,6 +526,7 @@ class Partitioner {
   std::set<mlir::Operation *> leaf_, returned_;
   std::set<mlir::Operation *> row_leaf_;  // leaves that read a reduction result
   const std::set<mlir::Operation *> &materialized_;
+  const absl::Time deadline_;
 };
 
 // The op (of `graph`) whose value some kernel of `p` needs under two access
@@ -525,12 +534,12 @@ class Partitioner {
 mlir::Operation *AccessConflict(GraphOp graph, const Partition &p) {
   mlir::OwningOpRef<mlir::ModuleOp> module = BuildPartitionedModule(graph, p);
   const std::string name = graph.getSymName().str();
+  std::map<std::string, GraphOp, std::less<>> byName;
+  for (GraphOp g : module->getOps<GraphOp>()) byName[g.getSymName().str()] = g;
   for (const Kernel &k : p.kernels) {
-    GraphOp kg;
-    for (GraphOp g : module->getOps<GraphOp>()) {
-      if (g.getSymName() == absl::StrCat(name, "_k", k.index)) kg = g;
-    }
-    if (!kg) continue;
+    auto found = byName.find(absl::StrCat(name, "_k", k.index));
+    if (found == byName.end()) continue;
+    GraphOp kg = found->second;
     // Kernel ops are the clones of k.ops, in order.
     std::vector<mlir::Operation *> clones;
     for (mlir::Operation &op : kg.getBodyBlock().without_terminator()) clones.push_back(&op);
@@ -619,7 +628,13 @@ void CopyAliasedResults(GraphOp graph) {
 
 }  // namespace
 
-absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch) {
+absl::Status PlanningBudgetExceeded() {
+  return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                   "planningBudgetMs: planning this graph took longer than its time budget; split the graph, or raise "
+                   "planningBudgetMs");
+}
+
+absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch, absl::Time deadline) {
   CopyAliasedResults(graph);
   // Partition, then check that every kernel's values can be indexed; a
   // non-pointwise value needed under two maps (a reduction or matmul result
@@ -627,7 +642,8 @@ absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &
   // again.
   std::set<mlir::Operation *> materialized;
   for (;;) {
-    TIR_ASSIGN_OR_RETURN(Partition p, Partitioner(graph, arch, materialized).Run());
+    TIR_ASSIGN_OR_RETURN(Partition p, Partitioner(graph, arch, materialized, deadline).Run());
+    if (absl::Now() > deadline) return PlanningBudgetExceeded();
     mlir::Operation *conflict = AccessConflict(graph, p);
     if (conflict == nullptr || !materialized.insert(conflict).second) return p;
   }

@@ -37,6 +37,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "compiler/ir/TirDialect.h"
 #include "compiler/target/ArchTable.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -82,7 +84,13 @@ struct Partition {
 };
 
 // Partitions `graph` for `arch` (the arch decides what fits on chip).
-absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch);
+// Past `deadline` it stops: RESOURCE_EXHAUSTED, reason LIMIT_EXCEEDED
+// (planningBudgetMs).
+absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch,
+                                         absl::Time deadline = absl::InfiniteFuture());
+
+// The error a plan past its time budget gets.
+absl::Status PlanningBudgetExceeded();
 
 // Builds a module with one tir.graph per kernel (@<name>_k<i>, annotated with
 // tir.kernel_kind, tir.iteration_space, tir.iteration_domain (extents, -1 for

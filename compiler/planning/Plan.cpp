@@ -61,9 +61,16 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
   if (mlir::failed(hints)) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", why);
   // Kernels with identical facts (repeated layers) share one ranked space.
   std::map<std::string, std::pair<CandidateSpace, std::vector<Prediction>>> memo;
-  absl::StatusOr<Partition> partition = PartitionGraph(graph, arch);
+  absl::StatusOr<Partition> partition = PartitionGraph(graph, arch, options.deadline);
   if (!partition.ok()) return partition.status();
   out.partition = *std::move(partition);
+  if (options.max_kernels > 0 && out.partition.kernels.size() > options.max_kernels) {
+    return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                     absl::StrCat("maxKernelsPerGraph=", options.max_kernels, ": this graph is partitioned into ",
+                                  out.partition.kernels.size(),
+                                  " kernels, each tuned and built on its own; split the graph, or raise "
+                                  "maxKernelsPerGraph"));
+  }
   out.plan.set_graph(graph.getSymName().str());
   out.plan.set_arch(arch.name);
   if (options.precision == "tf32") out.plan.set_precision("tf32");
@@ -71,7 +78,9 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
   // A dynamic graph ranked at the sizes it is tuned at.
   std::optional<ValueShapeMap> sized;
   if (options.shapes != nullptr) sized = reference::ValueShapes(graph, *options.shapes);
+  size_t candidates = 0;
   for (const Kernel &k : out.partition.kernels) {
+    if (absl::Now() > options.deadline) return PlanningBudgetExceeded();
     for (mlir::Value v : k.outputs) {
       bool returned = false;
       for (mlir::Operation *u : v.getUsers()) returned |= llvm::isa<ResultsOp>(u);
@@ -136,6 +145,14 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
     }
     const CandidateSpace &ranked = hit->second.first;
     const std::vector<Prediction> &rankedPreds = hit->second.second;
+    candidates += ranked.kept.size();
+    if (options.max_candidates > 0 && candidates > options.max_candidates) {
+      return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                       absl::StrCat("maxPlannedCandidates=", options.max_candidates, ": the ",
+                                    out.partition.kernels.size(), " kernels of this graph keep more candidates than ",
+                                    options.max_candidates, " in all (", candidates, " by kernel ", k.index,
+                                    "); split the graph, or raise maxPlannedCandidates"));
+    }
     tir::v1::KernelPlan *kp = out.plan.add_kernels();
     kp->set_index(k.index);
     kp->set_kind(KernelKindName(k.space.kind));

@@ -22,6 +22,15 @@ struct PlanOptions {
   // candidates are ranked for; null: dynamic extents are assumed
   // (kAssumedDynamicExtent).
   const std::vector<std::vector<int64_t>> *shapes = nullptr;
+  // Bounds on what one plan may cost (RESOURCE_EXHAUSTED, LIMIT_EXCEEDED,
+  // naming the limit): its time (planningBudgetMs) and the candidates kept
+  // over all its kernels (maxPlannedCandidates; 0: no bound), each held
+  // with its prediction until the plan is done.
+  absl::Time deadline = absl::InfiniteFuture();
+  size_t max_candidates = 0;
+  // Kernels the graph may be partitioned into (maxKernelsPerGraph; 0: no
+  // bound): each is tuned, and built by the coordinator, on its own.
+  size_t max_kernels = 0;
 };
 
 // INVALID_ARGUMENT (INVALID_OPTIONS) unless `precision` is "", "ieee" or "tf32".

@@ -100,6 +100,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.limits.max_operations = config.max_operations();
   o.limits.max_message_bytes = config.max_message_bytes();
   o.limits.max_planning_queue = config.max_planning_queue();
+  o.limits.planning_budget_ms = config.planning_budget_ms();
+  o.limits.max_planned_candidates = config.max_planned_candidates();
+  o.limits.max_kernels_per_graph = config.max_kernels_per_graph();
   o.planning_threads = static_cast<int>(config.planning_threads());
   o.quarantine_after = static_cast<int>(config.quarantine_after());
   o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());

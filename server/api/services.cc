@@ -60,13 +60,14 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
     r->Finish(Done(method, allowed));
     return r;
   }
-  Answer a = handler(ClientOf(*ctx, identity));
+  const std::string client = ClientOf(*ctx, identity);
+  Answer a = handler(client);
   if (!a.slow) {
     r->Finish(Done(method, a.status));
     return r;
   }
   const absl::Status queued =
-      slow_.Submit([this, r, method, call = std::move(a.slow)] { r->Finish(Done(method, call())); }, "slowCalls");
+      slow_.Submit([this, r, method, call = std::move(a.slow)] { r->Finish(Done(method, call())); }, "slowCalls", client);
   if (!queued.ok()) r->Finish(Done(method, queued));
   return r;
 }

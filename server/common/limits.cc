@@ -11,7 +11,8 @@ LimitCounter::LimitCounter(prometheus::Registry &registry)
                   .Help("Requests refused with LIMIT_EXCEEDED, by limit")
                   .Register(registry)) {
   // Every label value exists from the start, so rates and alerts see zeros.
-  for (const char *limit : {"maxOpsPerGraph", "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
+  for (const char *limit : {"maxOpsPerGraph", "planningBudgetMs", "maxPlannedCandidates", "maxKernelsPerGraph",
+                            "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
     family_.Add({{"limit", limit}});
   }
 }

@@ -22,6 +22,11 @@ struct Limits {
   uint32_t max_operations = 100000;    // operations kept in memory
   uint32_t max_planning_queue = 256;   // requests waiting for the planning pool
   uint64_t max_message_bytes = 64 << 20;  // a bundle must fit one answer (with its envelope)
+  // What planning one request may cost: its time, and the candidates kept
+  // over all its kernels (each held with its prediction while it plans).
+  uint32_t planning_budget_ms = 20000;
+  uint32_t max_planned_candidates = 65536;
+  uint32_t max_kernels_per_graph = 1024;
 };
 
 // The refusals, counted. Thread-safe.

@@ -54,9 +54,13 @@ struct WorkPool::Task {
   std::function<void()> fn;
   bool done = false;
   bool detached = false;  // Submit's: deleted once run
+  std::string client;     // whose turn it ran in (set when taken)
 };
 
-WorkPool::WorkPool(int threads, size_t max_queued) : max_queued_(max_queued) {
+WorkPool::WorkPool(int threads, size_t max_queued)
+    : max_queued_(max_queued),
+      max_per_client_(std::max<size_t>(1, max_queued / 8)),
+      max_running_per_client_(std::max(1, std::max(1, threads) / 2)) {
   for (int k = 0; k < std::max(1, threads); ++k) threads_.emplace_back([this] { Work(); });
 }
 
@@ -68,43 +72,59 @@ WorkPool::~WorkPool() {
   for (std::thread &t : threads_) t.join();
 }
 
-absl::Status WorkPool::Admit(const std::string &limit_name) const {
+absl::Status WorkPool::Admit(const std::string &limit_name, const std::string &client) const {
   if (stopping_) return MakeError(absl::StatusCode::kUnavailable, "SHUTTING_DOWN", "the coordinator is stopping");
-  if (queue_.size() >= max_queued_) {
+  if (waiting_ >= max_queued_) {
     return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
-                     absl::StrCat("limit ", limit_name, "=", max_queued_, " reached: ", queue_.size(),
+                     absl::StrCat("limit ", limit_name, "=", max_queued_, " reached: ", waiting_,
                                   " requests wait behind ", running_, " running"));
+  }
+  if (!client.empty()) {
+    auto it = queues_.find(client);
+    if (it != queues_.end() && it->second.size() >= max_per_client_) {
+      return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                       absl::StrCat("limit ", limit_name, "=", max_queued_, " reached for this client: ",
+                                    it->second.size(), " of its requests wait (one client may have an eighth, ",
+                                    max_per_client_, ")"));
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status WorkPool::Run(const std::function<void()> &fn, const std::string &limit_name) {
+void WorkPool::Enqueue(Task *task, const std::string &client) {
+  std::deque<Task *> &q = queues_[client];
+  if (q.empty()) turns_.push_back(client);
+  q.push_back(task);
+  ++waiting_;
+}
+
+absl::Status WorkPool::Run(const std::function<void()> &fn, const std::string &limit_name, const std::string &client) {
   Task task{fn};
   absl::MutexLock l(&mu_);
-  if (absl::Status s = Admit(limit_name); !s.ok()) return s;
-  queue_.push_back(&task);
+  if (absl::Status s = Admit(limit_name, client); !s.ok()) return s;
+  Enqueue(&task, client);
   mu_.Await(absl::Condition(+[](Task *t) { return t->done; }, &task));
   return absl::OkStatus();
 }
 
-absl::Status WorkPool::Submit(std::function<void()> fn, const std::string &limit_name) {
+absl::Status WorkPool::Submit(std::function<void()> fn, const std::string &limit_name, const std::string &client) {
   absl::MutexLock l(&mu_);
-  if (absl::Status s = Admit(limit_name); !s.ok()) return s;
+  if (absl::Status s = Admit(limit_name, client); !s.ok()) return s;
   Task *task = new Task{std::move(fn)};
   task->detached = true;
-  queue_.push_back(task);
+  Enqueue(task, client);
   return absl::OkStatus();
 }
 
 void WorkPool::Drain() {
   absl::MutexLock l(&mu_);
   mu_.Await(absl::Condition(
-      +[](WorkPool *p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->queue_.empty() && p->running_ == 0; }, this));
+      +[](WorkPool *p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->waiting_ == 0 && p->running_ == 0; }, this));
 }
 
 size_t WorkPool::queued() const {
   absl::MutexLock l(&mu_);
-  return queue_.size();
+  return waiting_;
 }
 
 int WorkPool::running() const {
@@ -112,19 +132,57 @@ int WorkPool::running() const {
   return running_;
 }
 
+bool WorkPool::Eligible(const std::string &client) const {
+  if (client.empty()) return true;
+  auto it = running_by_client_.find(client);
+  return it == running_by_client_.end() || it->second < max_running_per_client_;
+}
+
+bool WorkPool::HasNext() const {
+  return std::any_of(turns_.begin(), turns_.end(), [this](const std::string &c) { return Eligible(c); });
+}
+
+WorkPool::Task *WorkPool::Next() {
+  for (size_t i = 0; i < turns_.size(); ++i) {
+    if (!Eligible(turns_[i])) continue;
+    auto q = queues_.find(turns_[i]);
+    Task *task = q->second.front();
+    q->second.pop_front();
+    --waiting_;
+    std::string who = std::move(turns_[i]);
+    turns_.erase(turns_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (q->second.empty()) {
+      queues_.erase(q);
+    } else {
+      turns_.push_back(who);  // one task, then the back of the line
+    }
+    task->client = std::move(who);
+    return task;
+  }
+  return nullptr;
+}
+
 void WorkPool::Work() {
   absl::MutexLock l(&mu_);
   for (;;) {
     mu_.Await(absl::Condition(
-        +[](WorkPool *p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return !p->queue_.empty() || p->stopping_; }, this));
-    if (queue_.empty()) return;
-    Task *task = queue_.front();
-    queue_.pop_front();
+        +[](WorkPool *p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->stopping_ || p->HasNext(); }, this));
+    Task *task = Next();
+    if (task == nullptr) {
+      // Stopping: what waits still runs (each client under its share of
+      // the threads, its running tasks finishing first).
+      if (waiting_ == 0) return;
+      mu_.Await(absl::Condition(
+          +[](WorkPool *p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->HasNext() || p->waiting_ == 0; }, this));
+      continue;
+    }
+    if (!task->client.empty()) ++running_by_client_[task->client];
     ++running_;
     mu_.Unlock();
     task->fn();
     mu_.Lock();
     --running_;
+    if (!task->client.empty() && --running_by_client_[task->client] == 0) running_by_client_.erase(task->client);
     if (task->detached) {
       delete task;
     } else {

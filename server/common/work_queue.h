@@ -6,13 +6,19 @@
 //  - WorkPool: a fixed number of threads and a bounded queue for the CPU
 //    work of a request (planning, emission, default compiles); a caller
 //    waits for its task, and a full queue refuses with LIMIT_EXCEEDED
-//    instead of piling up.
+//    instead of piling up. The queue is fair across clients: each client
+//    has its own, served in turn (one task each, round robin); at most an
+//    eighth of the bound waits for any one client, and one client's tasks
+//    take at most half the threads at once (at least one). A client that
+//    sends a hundred heavy requests keeps the other threads free for the
+//    rest, whose requests wait for no more than one task per client.
 
 #ifndef TIR_SERVER_COMMON_WORK_QUEUE_H_
 #define TIR_SERVER_COMMON_WORK_QUEUE_H_
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,12 +59,16 @@ class WorkPool {
   WorkPool(const WorkPool &) = delete;
   WorkPool &operator=(const WorkPool &) = delete;
 
-  // Runs `task` on a pool thread and waits for it. Errors: RESOURCE_EXHAUSTED
-  // / LIMIT_EXCEEDED naming `limit_name` when `max_queued` tasks wait
-  // already (the task does not run); UNAVAILABLE when the pool is stopping.
-  absl::Status Run(const std::function<void()> &task, const std::string &limit_name = "maxPlanningQueue");
+  // Runs `task` on a pool thread and waits for it, in `client`'s turn ("":
+  // the coordinator's own work, not capped per client). Errors:
+  // RESOURCE_EXHAUSTED / LIMIT_EXCEEDED naming `limit_name` when
+  // `max_queued` tasks wait already, or max_queued / 8 of `client`'s (the
+  // task does not run); UNAVAILABLE when the pool is stopping. A client's
+  // tasks run on at most half the threads at once.
+  absl::Status Run(const std::function<void()> &task, const std::string &limit_name = "maxPlanningQueue",
+                   const std::string &client = "");
   // Queues `task` for a pool thread and returns at once. Errors: as Run's.
-  absl::Status Submit(std::function<void()> task, const std::string &limit_name);
+  absl::Status Submit(std::function<void()> task, const std::string &limit_name, const std::string &client = "");
 
   // Returns once no task waits or runs.
   void Drain();
@@ -69,10 +79,22 @@ class WorkPool {
  private:
   struct Task;
   void Work();
-  absl::Status Admit(const std::string &limit_name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  const size_t max_queued_;
+  absl::Status Admit(const std::string &limit_name, const std::string &client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(Task *task, const std::string &client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next task a thread may take (a client in turn under its share of
+  // the threads), or null.
+  Task *Next() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasNext() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Eligible(const std::string &client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const size_t max_queued_, max_per_client_;
+  int max_running_per_client_ = 1;
   mutable absl::Mutex mu_;
-  std::deque<Task *> queue_ ABSL_GUARDED_BY(mu_);
+  // Waiting tasks by client, and the clients with any in the order they are
+  // served.
+  std::map<std::string, std::deque<Task *>> queues_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> turns_ ABSL_GUARDED_BY(mu_);
+  size_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> running_by_client_ ABSL_GUARDED_BY(mu_);
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;

@@ -97,5 +97,60 @@ TEST(WorkPoolTest, SubmitReturnsAtOnceAndRunsTheTask) {
   }
 }
 
+// Clients are served in turn: one that queued ten tasks delays another's
+// by one of them, and none may hold more than an eighth of the queue.
+TEST(WorkPoolTest, ClientsAreServedInTurnAndEachHoldsAnEighth) {
+  WorkPool pool(1, 16);
+  absl::Notification release;
+  std::atomic<bool> started{false};
+  ASSERT_TRUE(pool.Submit([&] {
+                started = true;
+                release.WaitForNotification();
+              }, "q").ok());
+  for (int i = 0; i < 1000 && !started; ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(started);
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  auto task = [&](const std::string &who) {
+    return [&, who] {
+      absl::MutexLock l(&mu);
+      order.push_back(who);
+    };
+  };
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(pool.Submit(task("a"), "q", "a").ok());
+  absl::Status third = pool.Submit(task("a"), "q", "a");
+  EXPECT_EQ(ReasonOf(third), "LIMIT_EXCEEDED") << "16 / 8 = 2 per client";
+  EXPECT_NE(third.message().find("for this client"), std::string::npos) << third.message();
+  ASSERT_TRUE(pool.Submit(task("b"), "q", "b").ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(pool.Submit(task("own"), "q").ok()) << "the coordinator's own work is not capped";
+  ASSERT_TRUE(pool.Submit(task("c"), "q", "c").ok());
+  release.Notify();
+  pool.Drain();
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "own", "c", "a", "own", "own", "own", "own"}));
+}
+
+// One client's tasks take at most half the threads: its second heavy task
+// waits while another client's runs on the other thread.
+TEST(WorkPoolTest, OneClientTakesAtMostHalfTheThreads) {
+  WorkPool pool(2, 64);
+  absl::Notification release;
+  std::atomic<int> a_running{0}, b_ran{0};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(pool.Submit([&] {
+                  ++a_running;
+                  release.WaitForNotification();
+                }, "q", "a").ok());
+  }
+  for (int i = 0; i < 1000 && a_running == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(pool.Submit([&] { ++b_ran; }, "q", "b").ok());
+  for (int i = 0; i < 1000 && b_ran == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(b_ran, 1) << "b ran while a's first task held a thread";
+  EXPECT_EQ(a_running, 1) << "a's second task waits for its first";
+  EXPECT_EQ(pool.queued(), 1u);
+  release.Notify();
+  pool.Drain();
+  EXPECT_EQ(a_running, 2);
+}
+
 }  // namespace
 }  // namespace tir::common

@@ -44,6 +44,9 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.quarantine_after() == 0) c.set_quarantine_after(3);
   if (c.quarantine_probe_ms() == 0) c.set_quarantine_probe_ms(60000);
   if (c.max_planning_queue() == 0) c.set_max_planning_queue(256);
+  if (c.planning_budget_ms() == 0) c.set_planning_budget_ms(20000);
+  if (c.max_planned_candidates() == 0) c.set_max_planned_candidates(65536);
+  if (c.max_kernels_per_graph() == 0) c.set_max_kernels_per_graph(1024);
   if (c.shape_buckets().empty()) c.set_shape_buckets("pow2");
   {
     const std::string &b = c.shape_buckets();

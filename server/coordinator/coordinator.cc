@@ -47,7 +47,7 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       builder_(options_.work_dir, *registry_),
       defaults_(builder_, signer_),
       admin_(store_, signer_, sizer_),
-      keyer_(options_.limits.max_ops_per_graph, options_.tuner, Buckets(options_.shape_buckets), limits_),
+      keyer_(options_.limits, options_.tuner, Buckets(options_.shape_buckets), limits_),
       ops_(options_.limits.max_operations, limits_, ledger_),
       dispatcher_(DispatchOptionsOf(options_), *registry_, limits_),
       checks_(dispatcher_, ops_, sizer_, limits_, options_.limits.max_jobs, *registry_),
@@ -260,7 +260,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
       *record.mutable_shape() = {parsed.shape.hints.begin(), parsed.shape.hints.end()};
       untuned = sizer_.ServedCopy(std::move(sized->bundle), record);
     }
-  }));
+  }, "maxPlanningQueue", client));
   TIR_RETURN_IF_ERROR(planned);
   if (checkOnly) {
     // The bundle is only being checked at the shape: the default answers.

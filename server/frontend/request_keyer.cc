@@ -23,9 +23,15 @@ void DescribeShape(tir::v1::Operation &op, const Parsed &parsed) {
   m->set_shape_bucket(parsed.bucket_text);
 }
 
-RequestKeyer::RequestKeyer(uint32_t max_ops_per_graph, tuning::TunerConfig tuner, reference::BucketPolicy buckets,
-                           common::LimitCounter &limits)
-    : max_ops_(max_ops_per_graph), tuner_(tuner), buckets_(std::move(buckets)), limits_(limits) {}
+RequestKeyer::RequestKeyer(const common::Limits &limits, tuning::TunerConfig tuner, reference::BucketPolicy buckets,
+                           common::LimitCounter &counter)
+    : max_ops_(limits.max_ops_per_graph),
+      planning_budget_(absl::Milliseconds(limits.planning_budget_ms)),
+      max_planned_candidates_(limits.max_planned_candidates),
+      max_kernels_(limits.max_kernels_per_graph),
+      tuner_(tuner),
+      buckets_(std::move(buckets)),
+      limits_(counter) {}
 
 std::string RequestKeyer::RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                  const std::string &arch) {
@@ -127,9 +133,18 @@ absl::StatusOr<std::vector<tuning::KernelWork>> RequestKeyer::Plan(Parsed &parse
   tuning::TunerConfig config = tuner_;
   if (parsed.width > 0) config.width = parsed.width;
   const std::vector<std::vector<int64_t>> *tuned = parsed.dynamic ? &parsed.tuned_args : nullptr;
-  return tuning::BuildWorkItems(parsed.graph->loaded.graph, info, config.width, tir::v1::MeasurementPolicy(),
-                                &parsed.signature, &model, config.max_space_fraction,
-                                planning::PlanOptions{parsed.precision, tuned}, tuned);
+  planning::PlanOptions options{parsed.precision, tuned};
+  if (planning_budget_ > absl::ZeroDuration()) options.deadline = absl::Now() + planning_budget_;
+  options.max_candidates = max_planned_candidates_;
+  options.max_kernels = max_kernels_;
+  absl::StatusOr<std::vector<tuning::KernelWork>> work =
+      tuning::BuildWorkItems(parsed.graph->loaded.graph, info, config.width, tir::v1::MeasurementPolicy(),
+                             &parsed.signature, &model, config.max_space_fraction, options, tuned);
+  if (!work.ok() && ReasonOf(work.status()) == "LIMIT_EXCEEDED") {
+    const absl::string_view m = work.status().message();
+    limits_.Count(std::string(m.substr(0, m.find_first_of("=:"))));
+  }
+  return work;
 }
 
 void CostModels::Refit(const ledger::Ledger &ledger) {

@@ -67,8 +67,9 @@ void DescribeShape(tir::v1::Operation &op, const Parsed &parsed);
 
 class RequestKeyer {
  public:
-  RequestKeyer(uint32_t max_ops_per_graph, tuning::TunerConfig tuner, reference::BucketPolicy buckets,
-               common::LimitCounter &limits);
+  // `limits`: maxOpsPerGraph for Parse, the planning budget for Plan.
+  RequestKeyer(const common::Limits &limits, tuning::TunerConfig tuner, reference::BucketPolicy buckets,
+               common::LimitCounter &counter);
 
   // A request seen before, by the hash of its bytes; null when it was not
   // (or its precision is bad).
@@ -77,7 +78,8 @@ class RequestKeyer {
   absl::StatusOr<Parsed> Parse(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                                const std::string &arch) ABSL_LOCKS_EXCLUDED(mu_);
   // Plans `parsed` (from Parse) for `arch`, ranked for `device` ("" for the
-  // arch's representative part) with `model`; fills its signature.
+  // arch's representative part) with `model`; fills its signature. Past the
+  // planning budget (time, candidates) LIMIT_EXCEEDED, counted.
   absl::StatusOr<std::vector<tuning::KernelWork>> Plan(Parsed &parsed, const std::string &arch,
                                                        const std::string &device,
                                                        const planning::CostModel &model) const;
@@ -86,6 +88,8 @@ class RequestKeyer {
   static std::string RawKey(const tir::v1::GraphSource &source, const tir::v1::CompileOptions &options,
                             const std::string &arch);
   const uint32_t max_ops_;
+  const absl::Duration planning_budget_;
+  const size_t max_planned_candidates_, max_kernels_;
   const tuning::TunerConfig tuner_;
   const reference::BucketPolicy buckets_;
   common::LimitCounter &limits_;

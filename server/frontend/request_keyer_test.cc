@@ -1,7 +1,9 @@
 #include "server/frontend/request_keyer.h"
 
 #include "absl/strings/str_cat.h"
+#include "compiler/planning/Plan.h"
 #include "compiler/support/status.h"
+#include "compiler/target/ArchTable.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -16,7 +18,7 @@ std::string Graph(int rows, const std::string &op = "exp") {
 
 class RequestKeyerTest : public ::testing::Test {
  protected:
-  RequestKeyerTest() : limits_(registry_), keyer_(3, tuning::TunerConfig(), reference::BucketPolicy(), limits_) {}
+  RequestKeyerTest() : limits_(registry_), keyer_(common::Limits{.max_ops_per_graph = 3}, tuning::TunerConfig(), reference::BucketPolicy(), limits_) {}
   static tir::v1::GraphSource Source(const std::string &text) {
     tir::v1::GraphSource s;
     s.set_mlir_text(text);
@@ -86,6 +88,54 @@ TEST_F(RequestKeyerTest, PlanningUsesTheParsedGraphAndFillsTheSignature) {
   EXPECT_EQ(p->signature.inputs_size(), 1);
   Parsed unparsed = *keyer_.Known(Source(Graph(8)), options, "host");
   EXPECT_FALSE(keyer_.Plan(unparsed, "host", "", model).ok());
+}
+
+// Planning is bounded per request: by the candidates its kernels keep and
+// by time, each refused with LIMIT_EXCEEDED naming the limit and counted.
+TEST_F(RequestKeyerTest, PlanningPastItsBudgetIsRefusedNamingTheLimit) {
+  // Two kernels (a matmul whose result is another matmul's operand).
+  const std::string two =
+      "tir.graph @g(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {\n"
+      "  %c = matmul(%a, %b) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+      "  %d = matmul(%c, %b) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+      "  results %d : tensor<64x64xf32>\n}\n";
+  planning::AnalyticCostModel model;
+  tir::v1::CompileOptions options;
+  {
+    RequestKeyer keyer(common::Limits{.max_planned_candidates = 1000000}, tuning::TunerConfig(),
+                       reference::BucketPolicy(), limits_);
+    absl::StatusOr<Parsed> p = keyer.Parse(Source(two), options, "sm_90a");
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE(keyer.Plan(*p, "sm_90a", "", model).ok()) << "within the budget";
+  }
+  RequestKeyer keyer(common::Limits{.max_planned_candidates = 3}, tuning::TunerConfig(), reference::BucketPolicy(),
+                     limits_);
+  absl::StatusOr<Parsed> p = keyer.Parse(Source(two), options, "sm_90a");
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto plan = keyer.Plan(*p, "sm_90a", "", model);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(ReasonOf(plan.status()), "LIMIT_EXCEEDED");
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(plan.status().message()), ::testing::HasSubstr("maxPlannedCandidates=3"));
+  // A plan past its time: stopped, with the time limit's name.
+  planning::PlanOptions late;
+  late.deadline = absl::InfinitePast();
+  auto timed = planning::PlanGraph(p->graph->loaded.graph, *target::LookupArch("sm_90a"), model, 1, late);
+  ASSERT_FALSE(timed.ok());
+  EXPECT_EQ(ReasonOf(timed.status()), "LIMIT_EXCEEDED");
+  EXPECT_THAT(std::string(timed.status().message()), ::testing::HasSubstr("planningBudgetMs"));
+  const std::string metrics = [&] {
+    std::string out;
+    for (const auto &family : registry_.Collect()) {
+      for (const auto &m : family.metric) {
+        for (const auto &l : m.label) {
+          if (l.value == "maxPlannedCandidates") out += absl::StrCat(l.value, "=", m.counter.value, ";");
+        }
+      }
+    }
+    return out;
+  }();
+  EXPECT_EQ(metrics, "maxPlannedCandidates=1;");
 }
 
 }  // namespace

@@ -176,11 +176,12 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
   mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(graph, planned.partition);
   const std::string name = graph.getSymName().str();
   std::vector<KernelWork> out;
+  std::map<std::string, GraphOp, std::less<>> byName;
+  for (GraphOp g : module->getOps<GraphOp>()) byName[g.getSymName().str()] = g;
   for (size_t k = 0; k < planned.partition.kernels.size(); ++k) {
-    GraphOp kernel;
-    for (GraphOp g : module->getOps<GraphOp>()) {
-      if (g.getSymName() == absl::StrCat(name, "_k", k)) kernel = g;
-    }
+    if (absl::Now() > plan_options.deadline) return planning::PlanningBudgetExceeded();
+    auto found = byName.find(absl::StrCat(name, "_k", k));
+    GraphOp kernel = found == byName.end() ? GraphOp() : found->second;
     if (!kernel) return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("kernel ", k, " missing"));
     KernelWork work;
     tir::v1::WorkItem &item = work.item;

@@ -7,7 +7,9 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +36,31 @@ using tir::testing::Spawn;
 using tir::testing::Stop;
 using tir::testing::TempDir;
 
+// A chain of `n` matmuls, each followed by an exp: `n` kernels (a matmul
+// result is the next matmul's operand).
+std::string MatmulChain(int n) {
+  std::string s = "tir.graph @chain(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64xf32> {\n";
+  std::string prev = "%x";
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(&s, "  %m", i, " = matmul(", prev,
+                    ", %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n  %e", i, " = exp %m", i,
+                    " : tensor<64x64xf32>\n");
+    prev = absl::StrCat("%e", i);
+  }
+  return absl::StrCat(s, "  results ", prev, " : tensor<64x64xf32>\n}\n");
+}
+
+// A chain of `n` exps: one kernel of `n` ops.
+std::string ExpChain(int n) {
+  std::string s = "tir.graph @exps(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {\n";
+  std::string prev = "%x";
+  for (int i = 0; i < n; ++i) {
+    absl::StrAppend(&s, "  %v", i, " = exp ", prev, " : tensor<64x64xf32>\n");
+    prev = absl::StrCat("%v", i);
+  }
+  return absl::StrCat(s, "  results ", prev, " : tensor<64x64xf32>\n}\n");
+}
+
 std::string Graph(const std::string &name, int rows) {
   return absl::StrCat("tir.graph @", name, "(%x: tensor<", rows, "x64xf32>) -> tensor<", rows, "x64xf32> {\n",
                       "  %y = exp %x : tensor<", rows, "x64xf32>\n  results %y : tensor<", rows, "x64xf32>\n}\n");
@@ -59,6 +86,8 @@ class Security : public ::testing::Test {
     std::ofstream(*dir_ + ".credentials") << "# role identity token\n"
                                              "client team-a team-a-token-0123456789\n"
                                              "client team-b team-b-token-0123456789\n"
+                                             "client team-c team-c-token-0123456789\n"
+                                             "client team-d team-d-token-0123456789\n"
                                              "read viewer viewer-token-0123456789\n"
                                              "worker gpu-a gpu-a-token-0123456789\n"
                                              "worker gpu-b gpu-b-token-0123456789\n"
@@ -550,6 +579,47 @@ TEST_F(Security, LimitsHoldPerClientIdentity) {
   EXPECT_TRUE(clients_->ListWorkers(&ctx, {}, &w).ok());
   EXPECT_THAT(tir::testing::HttpGet(dashboard_, "/api/status", "Authorization: Bearer viewer-token-0123456789\r\n"),
               HasSubstr("200 OK"));
+}
+
+// 12. Planning is bounded per request and fair across clients: the
+// 19,990-op graph that took 37 s plans in linear time, a graph of 9,995
+// kernels is refused (maxKernelsPerGraph), and while one client floods the
+// planners with such graphs another client's compile is answered before
+// the flood is through.
+TEST_F(Security, PlanningIsBoundedAndFairAcrossClients) {
+  const std::string c = "team-c-token-0123456789", d = "team-d-token-0123456789";
+  tir::v1::Operation op;
+  grpc::Status s = Compile(ExpChain(19990), &op, "", c);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_FALSE(op.name().empty());
+  const std::string flood = MatmulChain(9995);
+  s = Compile(flood, &op, "", c);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("maxKernelsPerGraph=1024"));
+  // The flood: six at once from one client.
+  std::atomic<int> finished{0};
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 6; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    Token(*contexts.back(), c);
+    callers.emplace_back([&, ctx = contexts.back().get(), i] {
+      tir::v1::CompileRequest r;
+      // Each its own bytes (a request known by its bytes skips the parse).
+      r.mutable_graph()->set_mlir_text(absl::StrCat("// flood ", i, "\n", flood));
+      r.mutable_options()->set_target_arch("host");
+      tir::v1::Operation out;
+      (void)clients_->Compile(ctx, r, &out);
+      ++finished;
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  s = Compile(Graph("fair", 88), &op, "", d);
+  const int behind = finished;
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_LT(behind, 3) << "another client's compile waited for the flood";
+  for (auto &ctx : contexts) ctx->TryCancel();
+  for (std::thread &t : callers) t.join();
 }
 
 }  // namespace
