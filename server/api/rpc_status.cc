@@ -6,12 +6,39 @@
 
 namespace tir::api {
 
+std::string ShownMessage(absl::string_view m) {
+  std::string out;
+  out.reserve(std::min(m.size(), kMaxErrorMessage) + 32);
+  size_t i = 0;
+  while (i < m.size() && out.size() < kMaxErrorMessage) {
+    const unsigned char c = static_cast<unsigned char>(m[i]);
+    // The length of a well-formed UTF-8 sequence starting here (0: none).
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    for (size_t k = 1; n > 1 && k < n; ++k) {
+      if (i + k >= m.size() || (static_cast<unsigned char>(m[i + k]) & 0xc0) != 0x80) n = 0;
+    }
+    if (n == 1 && (c < 0x20 && c != '\n' && c != '\t')) n = 0;  // control characters
+    if (n == 0) {
+      out += '?';
+      ++i;
+    } else {
+      out.append(m.data() + i, n);
+      i += n;
+    }
+  }
+  if (i < m.size()) absl::StrAppend(&out, "... (", m.size(), " bytes in all)");
+  return out;
+}
+
 grpc::Status ToGrpc(const absl::Status &status) {
   if (status.ok()) return grpc::Status::OK;
   tir::v1::Error e;
   e.set_code(static_cast<int>(status.code()));
   e.set_reason(ReasonOf(status));
-  e.set_message(std::string(status.message()));
+  // What a request sent can come back in its error (a name, a path): the
+  // message is bounded and valid UTF-8, so the answer's metadata always
+  // fits what the caller accepts (8 KB by default).
+  e.set_message(ShownMessage(status.message()));
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), absl::StrCat(e.reason(), ": ", e.message()),
                       e.SerializeAsString());
 }

@@ -6,14 +6,22 @@
 #define TIR_SERVER_API_RPC_STATUS_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "grpcpp/support/status.h"
 
 namespace tir::api {
 
 grpc::Status ToGrpc(const absl::Status &status);
+
+// An error message as an answer carries it: at most kMaxErrorMessage bytes
+// (then "... (N bytes in all)"), invalid UTF-8 and control characters but
+// newline and tab as '?'.
+inline constexpr size_t kMaxErrorMessage = 1024;
+std::string ShownMessage(absl::string_view message);
 
 // A server interceptor that turns gRPC's bare answer to a request it could
 // not parse (INTERNAL, or UNIMPLEMENTED for callback methods; no details)
