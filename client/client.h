@@ -57,8 +57,9 @@ struct ClientOptions {
   // BUNDLE_KEY_MISMATCH, BUNDLE_SIGNATURE_INVALID (client/bundle_signature.h).
   std::string bundle_key;
   // Sent as "tir-client" metadata: a label for logs. The coordinator counts
-  // jobs (maxJobsPerClient) and scopes request ids by the caller's address,
-  // which the caller cannot choose.
+  // jobs (maxJobsPerClient) and scopes request ids by the identity of the
+  // caller's credential (its own token from credentialsFile), else by its
+  // address: neither is the caller's to choose.
   std::string client_name;
 };
 
