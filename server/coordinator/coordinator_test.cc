@@ -394,7 +394,9 @@ TEST_F(CoordinatorTest, AResumedJobGoesOnFromItsStoredRounds) {
 
 // What a worker with the coordinator's toolchain ran is checked against the
 // coordinator's build: the right hash marks the bundle checked; another
-// refuses the job (BINARY_MISMATCH) and the worker takes no more work.
+// distrusts the worker (it takes no more work) and has the job measured
+// again by the others, and a job whose winners are lied about three times
+// is refused (BINARY_MISMATCH).
 TEST_F(CoordinatorTest, MeasuredBinariesAreCheckedAgainstTheCoordinatorsBuild) {
   options_.lost_after = absl::Seconds(30);  // the played worker compiles between its calls
   Start();
@@ -421,35 +423,62 @@ TEST_F(CoordinatorTest, MeasuredBinariesAreCheckedAgainstTheCoordinatorsBuild) {
   EXPECT_TRUE(done.response().provenance().measured_binary_checked());
   EXPECT_EQ(done.response().provenance().worker_toolchain(), toolchain);
 
+  // A rogue (reporting made-up hashes) plays until it is distrusted.
+  auto playRogue = [&](const std::string &rogue) {
+    for (int i = 0; i < 40; ++i) {
+      tir::v1::LeaseWorkRequest r;
+      r.set_name(rogue);
+      r.mutable_wait()->set_nanos(200000000);
+      auto leased = c_->LeaseWork(r, absl::Now() + absl::Seconds(5));
+      if (!leased.ok()) {
+        EXPECT_EQ(ReasonOf(leased.status()), "WORKER_DISTRUSTED");
+        return;
+      }
+      for (const auto &item : leased->items()) ASSERT_TRUE(Report(rogue, item).ok());
+    }
+    ADD_FAILURE() << rogue << " was never distrusted";
+  };
+  auto stateOf = [&](const std::string &name) {
+    const tir::v1::ListWorkersResponse all = c_->ListWorkers("");
+    for (const auto &w : all.workers()) {
+      if (w.name() == name) return w.state();
+    }
+    return std::string();
+  };
+  auto waitDone = [&](const std::string &name) {
+    tir::v1::Operation op;
+    for (int i = 0; i < 100 && !op.done(); ++i) {
+      auto got = c_->GetOperation(name);
+      EXPECT_TRUE(got.ok());
+      if (got.ok()) op = *got;
+      if (!op.done()) absl::SleepFor(absl::Milliseconds(50));
+    }
+    return op;
+  };
   const std::string rogue = Register("host", toolchain);
   auto other = Compile(Graph("rogue", 16));
   ASSERT_TRUE(other.ok()) << other.status();
-  for (int i = 0; i < 20 && c_->jobs_in_flight() > 0; ++i) {
-    tir::v1::LeaseWorkRequest r;
-    r.set_name(rogue);
-    r.mutable_wait()->set_nanos(200000000);
-    auto leased = c_->LeaseWork(r, absl::Now() + absl::Seconds(5));
-    if (!leased.ok()) {
-      EXPECT_EQ(ReasonOf(leased.status()), "WORKER_DISTRUSTED");
-      break;
-    }
-    for (const auto &item : leased->items()) ASSERT_TRUE(Report(rogue, item).ok());
+  playRogue(rogue);
+  EXPECT_EQ(stateOf(rogue), "distrusted") << "the rogue worker takes no more work";
+  auto again = c_->GetOperation(other->name());
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->done()) << "the job is measured again, not failed";
+  // The honest worker measures it again: the answer is the coordinator's
+  // build, checked against what the honest worker ran.
+  for (int i = 0; i < 20 && !c_->GetOperation(other->name())->done(); ++i) {
+    for (const auto &item : Lease(honest)) ASSERT_TRUE(Report(honest, item, 1, real).ok());
   }
-  tir::v1::Operation refused;
-  for (int i = 0; i < 100; ++i) {
-    auto got = c_->GetOperation(other->name());
-    ASSERT_TRUE(got.ok());
-    refused = *got;
-    if (refused.done()) break;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  const tir::v1::Operation remeasured = waitDone(other->name());
+  ASSERT_TRUE(remeasured.has_response()) << remeasured.error().message();
+  EXPECT_TRUE(remeasured.response().provenance().measured_binary_checked());
+  // Lied about three times (the first and two measurements again): refused.
+  auto liedAbout = Compile(Graph("lied_about", 24));
+  ASSERT_TRUE(liedAbout.ok());
+  for (int r = 0; r < 3; ++r) playRogue(Register("host", toolchain));
+  const tir::v1::Operation refused = waitDone(liedAbout->name());
   ASSERT_TRUE(refused.done());
   ASSERT_TRUE(refused.has_error());
   EXPECT_EQ(refused.error().reason(), "BINARY_MISMATCH");
-  const tir::v1::ListWorkersResponse workers = c_->ListWorkers("");
-  bool distrusted = false;
-  for (const auto &w : workers.workers()) distrusted |= w.name() == rogue && w.state() == "distrusted";
-  EXPECT_TRUE(distrusted) << "the rogue worker takes no more work";
   auto third = Compile(Graph("after", 32));
   ASSERT_TRUE(third.ok());
   tir::v1::LeaseWorkRequest lease;

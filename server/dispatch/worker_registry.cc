@@ -141,7 +141,7 @@ std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration
 
 bool WorkerRegistry::Distrust(const std::string &name) {
   WorkerEntry *w = Find(name);
-  if (w == nullptr) return false;
+  if (w == nullptr || w->distrusted) return false;
   w->distrusted = true;
   return true;
 }

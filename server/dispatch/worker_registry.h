@@ -100,7 +100,8 @@ class WorkerRegistry {
   // identity's, bounded by the credentials file and kept for their health).
   std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after,
                                     absl::Duration forget_after = absl::Minutes(10));
-  // Takes no more work (see WorkerEntry::distrusted); false when unknown.
+  // Takes no more work (see WorkerEntry::distrusted); false when unknown or
+  // distrusted already.
   bool Distrust(const std::string &name);
 
   // How many of `asked` items `w` may lease now: all of them, or for a

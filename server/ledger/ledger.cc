@@ -74,6 +74,10 @@ void Ledger::DropJob(const std::string &key) {
   });
 }
 
+void Ledger::DropRounds(const std::string &key) {
+  Post([this, key] { DropPrefix(RoundPrefix(key), "rounds measured again overwrite those left"); });
+}
+
 void Ledger::PutRound(const std::string &key, int kernel, int round, const tir::v1::ReportResultRequest &report) {
   Post([this, k = absl::StrCat(RoundPrefix(key), kernel, "/", round), v = report.SerializeAsString()] {
     IgnoreError(store_->Put(store::Family::kJobs, k, v, false), "a round not stored is measured again after a restart");

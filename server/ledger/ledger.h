@@ -52,6 +52,8 @@ class Ledger {
   void DropJob(const std::string &key);
   // Posted.
   void PutRound(const std::string &key, int kernel, int round, const tir::v1::ReportResultRequest &report);
+  // Forgets every round of job `key` (a job measured again from round 0).
+  void DropRounds(const std::string &key);
   // The stored rounds of `key` (a bad record is skipped).
   absl::StatusOr<Rounds> RoundsOf(const std::string &key) const;
 

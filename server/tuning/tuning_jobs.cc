@@ -1,6 +1,7 @@
 #include "server/tuning/tuning_jobs.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
@@ -266,7 +267,8 @@ void TuningJobs::Advance(const std::string &key) {
     };
     if (absl::Status built = Build(b, measured); !built.ok()) {
       absl::MutexLock l(&mu_);
-      if (ours()) End(key, built);
+      // A lying worker costs the job a new measurement, not its answer.
+      if (ours() && !(ReasonOf(built) == "BINARY_MISMATCH" && Remeasure(key, built))) End(key, built);
       return;
     }
     parts_.writer.Post([this, key, epoch, b = std::move(b)] {
@@ -284,6 +286,28 @@ void TuningJobs::Advance(const std::string &key) {
   };
   // On the pool, else (the pool full) on the writer: outside mu_ either way.
   if (!parts_.pool.Submit(build, "maxPlanningQueue").ok()) parts_.writer.Post(build);
+}
+
+bool TuningJobs::Remeasure(const std::string &key, const absl::Status &why) {
+  auto it = jobs_.find(key);
+  if (it == jobs_.end() || it->second.remeasured >= kMaxRemeasures) return false;
+  Job &job = it->second;
+  ++job.remeasured;
+  std::fprintf(stderr, "tir-coordinator: job %s measured again from round 0 (%d of %d): %s\n", key.substr(0, 16).c_str(),
+               job.remeasured, kMaxRemeasures, std::string(why.message()).c_str());
+  for (KernelJob &k : job.kernels) {
+    k.strategy = strategies_(k.work.item.candidates_size(), k.work.default_position,
+                             static_cast<int>(k.work.space_size), job.spec.width);
+    k.hashes.clear();
+    k.best.clear();
+    k.workers.clear();
+  }
+  job.stored_rounds.clear();
+  job.storing = false;
+  job.epoch = ++epochs_;  // anything of the last measurement is not this one's
+  parts_.ledger.DropRounds(key);
+  Advance(key);
+  return true;
 }
 
 absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured) {

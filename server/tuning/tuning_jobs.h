@@ -126,6 +126,7 @@ class TuningJobs : public dispatch::WorkOwner {
     ledger::Rounds stored_rounds;                  // from before a restart, replayed
     bool cancelled = false;
     bool storing = false;  // the bundle is being written
+    int remeasured = 0;    // times measured again from round 0 (BINARY_MISMATCH)
     uint64_t epoch = 0;    // which opening of the key this is (work items carry it)
     absl::Time start;
   };
@@ -149,6 +150,12 @@ class TuningJobs : public dispatch::WorkOwner {
   // measured (same toolchain: the same hash, else BINARY_MISMATCH and the
   // worker is distrusted); signs. Outside mu_ (compiles take seconds).
   absl::Status Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured) ABSL_LOCKS_EXCLUDED(mu_);
+  // After a winner's worker was found to have measured another binary
+  // (BINARY_MISMATCH, the worker distrusted): every kernel of `key`'s job
+  // measured again from round 0 by the workers left (its rounds forgotten,
+  // its operations kept), at most kMaxRemeasures times; false when spent.
+  bool Remeasure(const std::string &key, const absl::Status &why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr int kMaxRemeasures = 2;
   void End(const std::string &key, const absl::StatusOr<tir::v1::KernelBundle> &result)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `replayed`: a round stored before a restart (not stored again, not counted).
