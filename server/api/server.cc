@@ -144,6 +144,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
                          "worker. Set workerTokenFile or credentialsFile (and client tokens) with TLS, listen on loopback, or pass --insecure "
                          "(config \"insecure\": true)");
   }
+  // The dashboard is plain HTTP: off loopback the read token its page sends
+  // would cross the network in the clear.
+  if (config.dashboard_port() > 0 && !config::IsLoopback(config.dashboard_address()) && tokens.ClientsNeedToken() &&
+      !config.insecure()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
+                     "refusing to serve the dashboard on " + config.dashboard_address() +
+                         " with client tokens set: it is plain HTTP, and the token its page sends would cross the "
+                         "network in the clear. Bind dashboardAddress to loopback (reach it through kubectl "
+                         "port-forward, an SSH tunnel or a TLS proxy), or pass --insecure (config \"insecure\": "
+                         "true)");
+  }
   // Tokens in the clear off loopback are anyone's who can see the traffic.
   if (!config::IsLoopback(config.listen()) && config.tls_cert_file().empty() && !config.insecure()) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_LISTEN",
@@ -195,7 +206,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   if (config.dashboard_port() > 0) {
     TIR_ASSIGN_OR_RETURN(s->dashboard_,
                          dashboard::Dashboard::Start(s->coordinator_.get(),
-                                                     absl::StrCat(config.http_address(), ":", config.dashboard_port()),
+                                                     absl::StrCat(config.dashboard_address(), ":", config.dashboard_port()),
                                                      DashboardTokens(tokens)));
   }
   if (config.metrics_port() > 0) {

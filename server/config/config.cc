@@ -26,6 +26,7 @@ absl::Status Invalid(const std::string &m) { return MakeError(absl::StatusCode::
 absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.listen().empty()) c.set_listen("127.0.0.1:7070");
   if (c.http_address().empty()) c.set_http_address("127.0.0.1");
+  if (c.dashboard_address().empty()) c.set_dashboard_address(c.http_address());
   if (c.max_message_bytes() == 0) c.set_max_message_bytes(64u << 20);
   if (c.heartbeat_interval_ms() == 0) c.set_heartbeat_interval_ms(1000);
   if (c.lost_after_ms() == 0) c.set_lost_after_ms(5000);
@@ -87,6 +88,10 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.http_address().find(':') != std::string::npos && c.http_address().front() != '[') {
     return Invalid("http_address is a host without a port (the ports are dashboard_port and metrics_port), got " +
                    c.http_address());
+  }
+  if (c.dashboard_address().find(':') != std::string::npos && c.dashboard_address().front() != '[') {
+    return Invalid("dashboard_address is a host without a port (the port is dashboard_port), got " +
+                   c.dashboard_address());
   }
   if (!c.read_token_file().empty() && c.client_token_file().empty()) {
     return Invalid("read_token_file needs client_token_file (without it every call is open)");

@@ -111,6 +111,8 @@ check("worker tolerates the GPU taint", any(t.get("key") == "nvidia.com/gpu" for
 check("worker has time to drain", spec.get("terminationGracePeriodSeconds", 30) >= 60)
 check("worker token is mounted", any(wargs["token-file"].startswith(m["mountPath"]) for m in work["volumeMounts"]))
 check("worker trusts the coordinator's CA", any(wargs.get("tls-ca", "-").startswith(m["mountPath"]) for m in work["volumeMounts"]))
+check("the dashboard (plain HTTP, sent the read token) stays on the pod's loopback",
+      config.get("dashboardAddress") == "127.0.0.1")
 check("metrics are scrapeable off the pod", config.get("httpAddress") == "0.0.0.0" and wargs.get("metrics-address") == "0.0.0.0")
 
 for unit in sorted(glob.glob(os.path.join(root, "deploy/systemd/*.service"))):
