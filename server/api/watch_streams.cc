@@ -27,8 +27,10 @@ grpc::ByteBuffer Shared(const std::shared_ptr<const std::string> &bytes) {
 // may end the stream, and OnDone drop it, before it returns).
 class WatchStreams::Stream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  Stream(WatchStreams *owner, grpc::CallbackServerContext *ctx, std::string name, std::string client)
-      : owner_(owner), ctx_(ctx), name_(std::move(name)), client_(std::move(client)) {}
+  // (Nothing of the call's context is kept: it is the stream's only while
+  // the stream lives, and the pump may outlive neither.)
+  Stream(WatchStreams *owner, grpc::CallbackServerContext * /*ctx*/, std::string name, std::string client)
+      : owner_(owner), name_(std::move(name)), client_(std::move(client)) {}
 
   // Ends the stream with `s` (once; after a write in flight).
   void End(const absl::Status &s) ABSL_LOCKS_EXCLUDED(mu_) {
@@ -111,7 +113,6 @@ class WatchStreams::Stream : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   WatchStreams *const owner_;
-  grpc::CallbackServerContext *const ctx_;
   const std::string name_, client_;
   absl::Mutex mu_;
   int64_t version_ ABSL_GUARDED_BY(mu_) = -1;

@@ -139,7 +139,10 @@ bool WorkPool::Eligible(const std::string &client) const {
 }
 
 bool WorkPool::HasNext() const {
-  return std::any_of(turns_.begin(), turns_.end(), [this](const std::string &c) { return Eligible(c); });
+  for (const std::string &c : turns_) {
+    if (Eligible(c)) return true;
+  }
+  return false;
 }
 
 WorkPool::Task *WorkPool::Next() {
