@@ -83,8 +83,8 @@ struct Draft {
 class Partitioner {
  public:
   Partitioner(GraphOp graph, const target::ArchInfo &arch, const std::set<mlir::Operation *> &materialized,
-              absl::Time deadline)
-      : graph_(graph), arch_(arch), materialized_(materialized), deadline_(deadline) {}
+              absl::Time deadline, size_t max_kernels)
+      : graph_(graph), arch_(arch), materialized_(materialized), deadline_(deadline), max_kernels_(max_kernels) {}
 
   absl::StatusOr<Partition> Run() {
     mlir::Block &block = graph_.getBodyBlock();
@@ -117,6 +117,13 @@ class Partitioner {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       if (++placed % 256 == 0 && absl::Now() > deadline_) return PlanningBudgetExceeded();
       TIR_RETURN_IF_ERROR(Place(*it));
+      if (max_kernels_ > 0 && drafts_.size() > max_kernels_) return KernelsExceeded(max_kernels_, drafts_.size());
+      if (kernel_ops_ > kMaxKernelOps) {
+        return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                         absl::StrCat("maxKernelOps=", kMaxKernelOps, ": the kernels of this graph would hold more than ",
+                                      kMaxKernelOps, " ops in all (values recomputed in every kernel that reads them); "
+                                      "split the graph"));
+      }
     }
     return Finish();
   }
@@ -198,6 +205,7 @@ class Partitioner {
 
   void Join(mlir::Operation *op, int k, Domain d) {
     drafts_[k].Add(op);
+    ++kernel_ops_;
     drafts_[k].domain[op] = d;
     kernels_of_[op].push_back(k);
   }
@@ -218,6 +226,7 @@ class Partitioner {
       draft.domain[op] = Domain::kMain;
     }
     draft.Add(op);
+    ++kernel_ops_;
     drafts_.push_back(std::move(draft));
     kernels_of_[op].push_back(static_cast<int>(drafts_.size()) - 1);
   }
@@ -527,6 +536,8 @@ class Partitioner {
   std::set<mlir::Operation *> row_leaf_;  // leaves that read a reduction result
   const std::set<mlir::Operation *> &materialized_;
   const absl::Time deadline_;
+  const size_t max_kernels_;
+  size_t kernel_ops_ = 0;  // ops placed in all kernels, recomputed leaves counted in each
 };
 
 // The op (of `graph`) whose value some kernel of `p` needs under two access
@@ -634,7 +645,16 @@ absl::Status PlanningBudgetExceeded() {
                    "planningBudgetMs");
 }
 
-absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch, absl::Time deadline) {
+absl::Status KernelsExceeded(size_t max_kernels, size_t kernels) {
+  return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                   absl::StrCat("maxKernelsPerGraph=", max_kernels, ": this graph is partitioned into ",
+                                kernels > max_kernels ? "more than " : "", kernels > max_kernels ? max_kernels : kernels,
+                                " kernels, each tuned and built on its own; split the graph, or raise "
+                                "maxKernelsPerGraph"));
+}
+
+absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch, absl::Time deadline,
+                                         size_t max_kernels) {
   CopyAliasedResults(graph);
   // Partition, then check that every kernel's values can be indexed; a
   // non-pointwise value needed under two maps (a reduction or matmul result
@@ -642,7 +662,7 @@ absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &
   // again.
   std::set<mlir::Operation *> materialized;
   for (;;) {
-    TIR_ASSIGN_OR_RETURN(Partition p, Partitioner(graph, arch, materialized, deadline).Run());
+    TIR_ASSIGN_OR_RETURN(Partition p, Partitioner(graph, arch, materialized, deadline, max_kernels).Run());
     if (absl::Now() > deadline) return PlanningBudgetExceeded();
     mlir::Operation *conflict = AccessConflict(graph, p);
     if (conflict == nullptr || !materialized.insert(conflict).second) return p;

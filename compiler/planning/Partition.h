@@ -86,8 +86,16 @@ struct Partition {
 // Partitions `graph` for `arch` (the arch decides what fits on chip).
 // Past `deadline` it stops: RESOURCE_EXHAUSTED, reason LIMIT_EXCEEDED
 // (planningBudgetMs).
+// Past `max_kernels` kernels (0: no bound) it stops as they are made
+// (maxKernelsPerGraph), and past kMaxKernelOps ops in all its kernels (a
+// leaf is recomputed in every kernel that reads it: a chain of D leaves
+// read by U kernels is D x U ops).
+inline constexpr size_t kMaxKernelOps = size_t{1} << 20;
 absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch,
-                                         absl::Time deadline = absl::InfiniteFuture());
+                                         absl::Time deadline = absl::InfiniteFuture(), size_t max_kernels = 0);
+
+// The error a graph of more than `max_kernels` kernels gets.
+absl::Status KernelsExceeded(size_t max_kernels, size_t kernels);
 
 // The error a plan past its time budget gets.
 absl::Status PlanningBudgetExceeded();

@@ -61,15 +61,11 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
   if (mlir::failed(hints)) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH", why);
   // Kernels with identical facts (repeated layers) share one ranked space.
   std::map<std::string, std::pair<CandidateSpace, std::vector<Prediction>>> memo;
-  absl::StatusOr<Partition> partition = PartitionGraph(graph, arch, options.deadline);
+  absl::StatusOr<Partition> partition = PartitionGraph(graph, arch, options.deadline, options.max_kernels);
   if (!partition.ok()) return partition.status();
   out.partition = *std::move(partition);
   if (options.max_kernels > 0 && out.partition.kernels.size() > options.max_kernels) {
-    return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
-                     absl::StrCat("maxKernelsPerGraph=", options.max_kernels, ": this graph is partitioned into ",
-                                  out.partition.kernels.size(),
-                                  " kernels, each tuned and built on its own; split the graph, or raise "
-                                  "maxKernelsPerGraph"));
+    return KernelsExceeded(options.max_kernels, out.partition.kernels.size());
   }
   out.plan.set_graph(graph.getSymName().str());
   out.plan.set_arch(arch.name);

@@ -5,12 +5,19 @@
 #include <optional>
 #include <set>
 
+#include <arpa/inet.h>
+
+#include <cstring>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "compiler/support/status.h"
 #include "openssl/crypto.h"
+#include "openssl/sha.h"
 
 namespace tir::api {
 namespace {
@@ -33,6 +40,12 @@ std::optional<absl::string_view> Presented(const grpc::ServerContextBase &contex
   auto it = md.find("authorization");
   if (it == md.end()) return std::nullopt;
   return absl::string_view(it->second.data(), it->second.size());
+}
+
+std::string Digest(absl::string_view s) {
+  unsigned char d[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char *>(s.data()), s.size(), d);
+  return std::string(reinterpret_cast<const char *>(d), sizeof d);
 }
 
 bool Matches(std::optional<absl::string_view> got, const std::string &token) {
@@ -74,11 +87,25 @@ absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text
     if (c.role == Role::kUnknown) return invalid(n, absl::StrCat("role must be client, read or worker, got \"", f[0], "\""));
     if (!ValidIdentity(f[1])) return invalid(n, "an identity is 1 to 64 of A-Z a-z 0-9 . _ -");
     if (f[2].size() < 16) return invalid(n, "a token has at least 16 bytes");
+    // What an HTTP header value carries as is.
+    if (std::any_of(f[2].begin(), f[2].end(), [](char ch) { return ch < 0x21 || ch > 0x7e; })) {
+      return invalid(n, "a token is printable ASCII without spaces");
+    }
     c.identity = std::string(f[1]);
     c.token = std::string(f[2]);
-    if (!identities.insert({c.role, c.identity}).second) return invalid(n, "identity " + c.identity + " is listed twice for its role");
+    // Clients and read-only callers are one namespace (their limits are
+    // the identity's): a name is one or the other.
+    const Role space = c.role == Role::kRead ? Role::kClient : c.role;
+    if (!identities.insert({space, c.identity}).second) {
+      return invalid(n, "identity " + c.identity + " is listed twice for its role (client and read are one)");
+    }
     if (!tokens.insert(c.token).second) return invalid(n, "a token is listed twice (each identity has its own)");
     out.push_back(std::move(c));
+  }
+  if (out.empty()) {
+    // An empty file would leave the service it was meant to close open.
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                     absl::StrCat("credentialsFile ", path, " has no credentials"));
   }
   return out;
 }
@@ -92,6 +119,10 @@ bool Tokens::ClientsNeedToken() const {
 bool Tokens::WorkersNeedToken() const {
   return !worker.empty() || std::any_of(credentials.begin(), credentials.end(),
                                         [](const Credential &c) { return c.role == Role::kWorker; });
+}
+
+Authenticator::Authenticator(Tokens tokens) : tokens_(std::move(tokens)) {
+  for (const Credential &c : tokens_.credentials) digests_.push_back(Digest("Bearer " + c.token));
 }
 
 Role RoleOf(absl::string_view method) {
@@ -109,9 +140,15 @@ absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::
   }
   if (role == Role::kWorker ? !tokens_.WorkersNeedToken() : !tokens_.ClientsNeedToken()) return absl::OkStatus();
   const std::optional<absl::string_view> got = Presented(context);
-  for (const Credential &c : tokens_.credentials) {
-    if (Grants(c.role, role) && Matches(got, c.token)) {
-      if (identity != nullptr) *identity = c.identity;
+  if (got && !tokens_.credentials.empty()) {
+    const std::string presented = Digest(*got);
+    int found = -1;
+    for (size_t i = 0; i < digests_.size(); ++i) {
+      const bool same = CRYPTO_memcmp(presented.data(), digests_[i].data(), presented.size()) == 0;
+      if (same && found < 0) found = static_cast<int>(i);
+    }
+    if (found >= 0 && Grants(tokens_.credentials[found].role, role)) {
+      if (identity != nullptr) *identity = tokens_.credentials[found].identity;
       return absl::OkStatus();
     }
   }
@@ -122,14 +159,31 @@ absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::
                    got ? "wrong token" : "this call needs a token (authorization: Bearer <token>)");
 }
 
+std::string PeerKey(std::string peer) {
+  // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555" (or %5B...%5D), "unix:...".
+  if (!absl::StartsWith(peer, "ipv6:")) {
+    const size_t colon = peer.rfind(':');
+    if (colon != std::string::npos && colon > peer.find(':')) peer.resize(colon);
+    return peer;
+  }
+  std::string host = peer.substr(5);
+  host = absl::StrReplaceAll(host, {{"%5B", "["}, {"%5D", "]"}, {"%5b", "["}, {"%5d", "]"}});
+  if (!host.empty() && host.front() == '[') host = host.substr(1, host.find(']') - 1);
+  in6_addr a;
+  if (inet_pton(AF_INET6, host.c_str(), &a) != 1) return "ipv6:" + host;
+  // One host holds a /64 (it may take any address in it): the /64 is the
+  // key, but for loopback and IPv4 mapped into IPv6 (one address each).
+  if (!IN6_IS_ADDR_LOOPBACK(&a) && !IN6_IS_ADDR_V4MAPPED(&a)) std::memset(a.s6_addr + 8, 0, 8);
+  char text[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, &a, text, sizeof text);
+  return absl::StrCat("ipv6:", text, IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_V4MAPPED(&a) ? "" : "/64");
+}
+
 std::string ClientOf(const grpc::ServerContextBase &context, const std::string &identity) {
   if (!identity.empty()) return "id:" + identity;
   // Not the "tir-client" metadata: the caller chooses it, so a key made of
   // it would let one client pass for many (it is a label in logs only).
-  std::string peer = context.peer();  // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555", "unix:..."
-  const size_t colon = peer.rfind(':');
-  if (colon != std::string::npos && colon > peer.find(':')) peer.resize(colon);
-  return peer;
+  return PeerKey(context.peer());
 }
 
 }  // namespace tir::api

@@ -63,7 +63,7 @@ Role RoleOf(absl::string_view method);
 
 class Authenticator {
  public:
-  explicit Authenticator(Tokens tokens) : tokens_(std::move(tokens)) {}
+  explicit Authenticator(Tokens tokens);
   // OK when the call's credentials grant `method`; `identity` (when given)
   // is then the identity of the credential it presented, "" for a shared
   // token or an open service. Errors: UNAUTHENTICATED (no token, a wrong
@@ -73,6 +73,10 @@ class Authenticator {
 
  private:
   const Tokens tokens_;
+  // SHA-256 of "Bearer <token>" for each credential, compared with the
+  // presented value's digest for every entry (no early exit, one length):
+  // the time says neither which entry matched nor how long a token is.
+  std::vector<std::string> digests_;
 };
 
 // Who a call counts against for per-client limits and whose request ids it
@@ -80,6 +84,10 @@ class Authenticator {
 // peer's address without the port (what the caller cannot choose; the
 // "tir-client" metadata it may send is a label, not a key).
 std::string ClientOf(const grpc::ServerContextBase &context, const std::string &identity = "");
+// The key of a peer address (ClientOf without a credential): the address
+// without its port; for IPv6 its /64, which one host may fill with
+// addresses of its own (loopback and IPv4-mapped addresses as they are).
+std::string PeerKey(std::string peer);
 
 }  // namespace tir::api
 

@@ -68,6 +68,9 @@ TEST(AuthTest, CredentialsFilesAreParsedWithTheirLine) {
            {"client a short", "at least 16 bytes"},
            {"client a aaaaaaaaaaaaaaaa\nclient a bbbbbbbbbbbbbbbb", "line 2: identity a is listed twice"},
            {"client a aaaaaaaaaaaaaaaa\nworker b aaaaaaaaaaaaaaaa", "a token is listed twice"},
+           {"client a aaaaaaaaaaaaaaaa\nread a bbbbbbbbbbbbbbbb", "line 2: identity a is listed twice"},
+           {"client a aaaaaaaaaaaaaa\x01\x01", "printable ASCII"},
+           {"# nothing\n\n", "has no credentials"},
        }) {
     auto bad = ParseCredentials(text, "creds");
     ASSERT_FALSE(bad.ok()) << text;
@@ -113,6 +116,13 @@ TEST(AuthTest, ACredentialNamesItsCaller) {
   grpc::ServerContext none;
   EXPECT_EQ(ReasonOf(auth.Check(none, "Heartbeat")), "UNAUTHENTICATED") << "worker credentials close the worker API";
   EXPECT_EQ(ClientOf(with("x"), "team-a"), "id:team-a");
+  EXPECT_EQ(PeerKey("ipv4:10.1.2.3:5555"), "ipv4:10.1.2.3");
+  EXPECT_EQ(PeerKey("ipv6:[::1]:5555"), "ipv6:::1");
+  EXPECT_EQ(PeerKey("ipv6:%5B2001:db8:1:2:aaaa:bbbb:cccc:dddd%5D:443"), "ipv6:2001:db8:1:2::/64");
+  EXPECT_EQ(PeerKey("ipv6:[2001:db8:1:2::7]:1"), PeerKey("ipv6:[2001:db8:1:2:ffff::9]:2")) << "one /64, one key";
+  EXPECT_NE(PeerKey("ipv6:[2001:db8:1:2::7]:1"), PeerKey("ipv6:[2001:db8:1:3::7]:1"));
+  EXPECT_EQ(PeerKey("ipv6:[::ffff:10.0.0.1]:80"), "ipv6:::ffff:10.0.0.1");
+  EXPECT_EQ(PeerKey("unix:/tmp/sock"), "unix:/tmp/sock");
 }
 
 }  // namespace

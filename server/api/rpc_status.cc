@@ -12,10 +12,24 @@ std::string ShownMessage(absl::string_view m) {
   size_t i = 0;
   while (i < m.size() && out.size() < kMaxErrorMessage) {
     const unsigned char c = static_cast<unsigned char>(m[i]);
-    // The length of a well-formed UTF-8 sequence starting here (0: none).
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    // The length of a well-formed UTF-8 sequence starting here (0: none):
+    // no overlong forms (C0, C1, E0 80-9F, F0 80-8F), no surrogates (ED
+    // A0-BF), nothing past U+10FFFF (F4 90-BF, F5-FF).
+    size_t n = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
     for (size_t k = 1; n > 1 && k < n; ++k) {
-      if (i + k >= m.size() || (static_cast<unsigned char>(m[i + k]) & 0xc0) != 0x80) n = 0;
+      if (i + k >= m.size()) {
+        n = 0;
+        break;
+      }
+      const unsigned char b = static_cast<unsigned char>(m[i + k]);
+      unsigned char lo = 0x80, hi = 0xbf;
+      if (k == 1) {
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+      }
+      if (b < lo || b > hi) n = 0;
     }
     if (n == 1 && (c < 0x20 && c != '\n' && c != '\t')) n = 0;  // control characters
     if (n == 0) {

@@ -27,6 +27,10 @@ TEST(RpcStatusTest, EchoedInputIsBoundedAndValidUtf8) {
   EXPECT_LT(s.error_details().size(), 1200u);
   EXPECT_EQ(ShownMessage("a\xff" "b\x01" "c\n\xc2\xb5s \xe2\x80"), "a?b?c\n\xc2\xb5s ??");
   EXPECT_EQ(ShownMessage("ok"), "ok");
+  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+  EXPECT_EQ(ShownMessage("\xc0\xaf|\xe0\x80\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xf5\x80\x80\x80"),
+            "??|???|???|????|????");
+  EXPECT_EQ(ShownMessage("\xf0\x9f\x98\x80 \xe2\x82\xac"), "\xf0\x9f\x98\x80 \xe2\x82\xac");
 }
 
 }  // namespace

@@ -129,6 +129,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
     const bool writes = !tokens.client.empty() ||
                         std::any_of(tokens.credentials.begin(), tokens.credentials.end(),
                                     [](const Credential &c) { return c.role == Role::kClient; });
+    for (const Credential &c : tokens.credentials) {
+      if (c.token == tokens.client || c.token == tokens.read || c.token == tokens.worker) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                         "credentialsFile " + config.credentials_file() + ": the token of " + c.identity +
+                             " is also a shared token file's; each identity has its own");
+      }
+    }
     if (reads && !writes) {
       return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
                        "credentialsFile " + config.credentials_file() +

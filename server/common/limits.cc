@@ -12,7 +12,7 @@ LimitCounter::LimitCounter(prometheus::Registry &registry)
                   .Register(registry)) {
   // Every label value exists from the start, so rates and alerts see zeros.
   for (const char *limit : {"maxOpsPerGraph", "planningBudgetMs", "maxPlannedCandidates", "maxKernelsPerGraph",
-                            "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
+                            "maxKernelOps", "maxJobs", "maxJobsPerClient", "maxQueueItems", "maxOperations"}) {
     family_.Add({{"limit", limit}});
   }
 }

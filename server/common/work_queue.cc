@@ -146,8 +146,15 @@ bool WorkPool::HasNext() const {
 }
 
 WorkPool::Task *WorkPool::Next() {
-  for (size_t i = 0; i < turns_.size(); ++i) {
-    if (!Eligible(turns_[i])) continue;
+  // A client with nothing running goes first (a newcomer waits for a free
+  // thread, not for every busy client's next task), then the turns in order.
+  size_t i = 0;
+  while (i < turns_.size() && running_by_client_.count(turns_[i]) > 0) ++i;
+  if (i == turns_.size()) {
+    for (i = 0; i < turns_.size() && !Eligible(turns_[i]); ++i) {
+    }
+  }
+  if (i < turns_.size()) {
     auto q = queues_.find(turns_[i]);
     Task *task = q->second.front();
     q->second.pop_front();
@@ -179,13 +186,19 @@ void WorkPool::Work() {
           +[](WorkPool *p) ABSL_NO_THREAD_SAFETY_ANALYSIS { return p->HasNext() || p->waiting_ == 0; }, this));
       continue;
     }
-    if (!task->client.empty()) ++running_by_client_[task->client];
+    ++running_by_client_[task->client];
     ++running_;
     mu_.Unlock();
     task->fn();
     mu_.Lock();
     --running_;
-    if (!task->client.empty() && --running_by_client_[task->client] == 0) running_by_client_.erase(task->client);
+    if (--running_by_client_[task->client] == 0) running_by_client_.erase(task->client);
+    // Its turn was the task just run: the client goes behind those waiting.
+    if (auto t = std::find(turns_.begin(), turns_.end(), task->client); t != turns_.end()) {
+      std::string who = std::move(*t);
+      turns_.erase(t);
+      turns_.push_back(std::move(who));
+    }
     if (task->detached) {
       delete task;
     } else {

@@ -8,10 +8,12 @@
 //    waits for its task, and a full queue refuses with LIMIT_EXCEEDED
 //    instead of piling up. The queue is fair across clients: each client
 //    has its own, served in turn (one task each, round robin); at most an
-//    eighth of the bound waits for any one client, and one client's tasks
-//    take at most half the threads at once (at least one). A client that
+//    eighth of the bound waits for any one client, one client's tasks take
+//    at most half the threads at once (at least one), and a client with
+//    nothing running goes before those with tasks running. A client that
 //    sends a hundred heavy requests keeps the other threads free for the
-//    rest, whose requests wait for no more than one task per client.
+//    rest; a newcomer waits for the first thread to free, not for a task of
+//    every busy client.
 
 #ifndef TIR_SERVER_COMMON_WORK_QUEUE_H_
 #define TIR_SERVER_COMMON_WORK_QUEUE_H_

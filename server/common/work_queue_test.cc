@@ -126,7 +126,8 @@ TEST(WorkPoolTest, ClientsAreServedInTurnAndEachHoldsAnEighth) {
   ASSERT_TRUE(pool.Submit(task("c"), "q", "c").ok());
   release.Notify();
   pool.Drain();
-  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "own", "c", "a", "own", "own", "own", "own"}));
+  // ("own" had just run the first task: its turn comes after c's.)
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "c", "own", "a", "own", "own", "own", "own"}));
 }
 
 // One client's tasks take at most half the threads: its second heavy task
@@ -150,6 +151,43 @@ TEST(WorkPoolTest, OneClientTakesAtMostHalfTheThreads) {
   release.Notify();
   pool.Drain();
   EXPECT_EQ(a_running, 2);
+}
+
+// A client with nothing running goes before clients with tasks running,
+// whatever the turns say: with both threads held by two busy clients, a
+// newcomer's task runs on the first thread to free.
+TEST(WorkPoolTest, AClientWithNothingRunningGoesFirst) {
+  WorkPool pool(2, 64);
+  absl::Notification release_a, release_b;
+  std::atomic<int> started{0};
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  auto heavy = [&](absl::Notification *gate, const std::string &who) {
+    return [&, gate, who] {
+      {
+        absl::MutexLock l(&mu);
+        order.push_back(who);
+      }
+      ++started;
+      gate->WaitForNotification();
+    };
+  };
+  ASSERT_TRUE(pool.Submit(heavy(&release_a, "a"), "q", "a").ok());
+  ASSERT_TRUE(pool.Submit(heavy(&release_b, "b"), "q", "b").ok());
+  for (int i = 0; i < 1000 && started < 2; ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_EQ(started, 2);
+  ASSERT_TRUE(pool.Submit(heavy(&release_a, "a2"), "q", "a").ok());
+  ASSERT_TRUE(pool.Submit(heavy(&release_b, "b2"), "q", "b").ok());
+  ASSERT_TRUE(pool.Submit(heavy(&release_a, "c"), "q", "c").ok());
+  release_a.Notify();  // a's thread frees (and a2 and c then pass their gates at once)
+  for (int i = 0; i < 1000 && started < 3; ++i) absl::SleepFor(absl::Milliseconds(5));
+  {
+    absl::MutexLock l(&mu);
+    ASSERT_GE(order.size(), 3u);
+    EXPECT_EQ(order[2], "c") << "the newcomer before a's and b's next tasks";
+  }
+  release_b.Notify();
+  pool.Drain();
 }
 
 }  // namespace

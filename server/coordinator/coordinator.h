@@ -208,8 +208,9 @@ class Coordinator {
   // Notified once Start() has resumed the stored jobs and their operations.
   absl::Notification resumed_;
   // Last: they stop (running what they hold) before the parts above go.
-  common::WorkPool planner_;
+  // The writer outlives the planner: a planning task may post to it.
   common::StoreWriter writer_;
+  common::WorkPool planner_;
 };
 
 }  // namespace tir::coordinator

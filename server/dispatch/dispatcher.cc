@@ -146,7 +146,7 @@ absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::
         for (dispatch::Lease &lease : queue_.TakeHeldBy(name)) Requeue(std::move(lease), false, &given_up);
       }
     } else {
-      if (workers_.Anonymous() >= kMaxWorkers && workers_.Find(request.name()) == nullptr) {
+      if (workers_.Anonymous() >= kMaxWorkers && workers_.Mints(request.name(), session)) {
         return limits_.Exceeded("maxWorkers", kMaxWorkers,
                                 "workers registered without credentials of their own (lost ones are forgotten after 10 "
                                 "minutes)");

@@ -238,5 +238,25 @@ TEST_F(DispatcherTest, RegistrationsAndLeasesAreBounded) {
   EXPECT_EQ(ReasonOf(none.status()), "WORKER_DISTRUSTED");
 }
 
+// The worker bound holds whatever name a registration asks for: a known
+// name without its session (or an identity's) makes a new entry, and counts.
+TEST_F(DispatcherTest, RegistrationsUnderKnownNamesCountAgainstTheBound) {
+  const std::string first = Register();
+  for (size_t i = 1; i < kMaxWorkers; ++i) ASSERT_FALSE(Register().empty());
+  tir::v1::RegisterWorkerRequest r;
+  r.mutable_capabilities()->set_backend("host");
+  r.mutable_capabilities()->set_arch("host");
+  r.set_name(first);
+  auto over = d_.Register(r, "not its session");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(ReasonOf(over.status()), "LIMIT_EXCEEDED");
+  r.set_name("workers/id-gpu-0");
+  EXPECT_EQ(ReasonOf(d_.Register(r, "").status()), "LIMIT_EXCEEDED");
+  // A worker with a credential of its own always has its place.
+  auto own = d_.Register(r, "", "gpu-0");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->name(), "workers/id-gpu-0");
+}
+
 }  // namespace
 }  // namespace tir::dispatch

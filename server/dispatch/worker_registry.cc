@@ -21,8 +21,7 @@ WorkerRegistry::WorkerRegistry(Options options) : options_(options) {}
 std::string WorkerRegistry::Register(const std::string &name, const tir::v1::WorkerCapabilities &caps, absl::Time now,
                                      const std::string &session) {
   std::string n = name;
-  // An identity's name is never taken without its credential.
-  if (n.empty() || !workers_.count(n) || !workers_.at(n).identity.empty() || !SessionMatches(n, session)) {
+  if (Mints(name, session)) {
     do {
       n = "workers/" + RandomHex(16);
     } while (workers_.count(n));
@@ -50,6 +49,12 @@ std::string WorkerRegistry::RegisterIdentity(const std::string &identity, const 
   w.last_heartbeat = now;
   w.state = "ready";
   return n;
+}
+
+bool WorkerRegistry::Mints(const std::string &name, const std::string &session) const {
+  // An identity's name is never taken without its credential.
+  auto it = workers_.find(name);
+  return name.empty() || it == workers_.end() || !it->second.identity.empty() || !SessionMatches(name, session);
 }
 
 size_t WorkerRegistry::Anonymous() const {

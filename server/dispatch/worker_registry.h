@@ -74,6 +74,8 @@ class WorkerRegistry {
                                const std::string &session, bool *replaced);
   // "workers/id-<identity>": never a random name (hex digits only).
   static std::string NameOf(const std::string &identity) { return "workers/id-" + identity; }
+  // Whether Register(name, ..., session) makes a new entry (a new name).
+  bool Mints(const std::string &name, const std::string &session) const;
   // Entries without an identity (the ones maxWorkers bounds).
   size_t Anonymous() const;
   // Whether `session` is the secret of known worker `name` (true for an

@@ -186,7 +186,10 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
     KernelWork work;
     tir::v1::WorkItem &item = work.item;
     llvm::raw_string_ostream os(*item.mutable_kernel_mlir());
-    kernel->print(os);
+    // Printed in its own scope and unverified (the module is verified as it
+    // is built): the default walks, and verifies, the whole module for each
+    // kernel, kernels x module size in all.
+    kernel->print(os, mlir::OpPrintingFlags().useLocalScope().assumeVerified());
     os.flush();
     item.set_arch(arch.name);
     *item.mutable_policy() = policy;
