@@ -120,9 +120,10 @@ def priority(name):
     return (4, 0, name)
 
 
-def candidates(kernels_dir):
+def candidates(kernels_dir, only=None):
     """(graph, candidate dir) pairs: every graph's default first, then the ranked candidates."""
-    graphs = sorted((n for n in os.listdir(kernels_dir) if os.path.isdir(os.path.join(kernels_dir, n))), key=priority)
+    graphs = sorted((n for n in os.listdir(kernels_dir) if os.path.isdir(os.path.join(kernels_dir, n))
+                     and (not only or re.search(only, n))), key=priority)
     order = ["default", "0", "1"]
     work = []
     for rank in range(3):
@@ -296,9 +297,18 @@ def table_line(r):
             f"{('-' if bar is None else 'met' if bar else 'BELOW'):>5} {r.get('timing', '-')}"
             + (f"; {len(r['kernel_s'])} kernels " + " + ".join(f"{t * 1e6:.1f}" for t in r["kernel_s"]) + " us alone"
                if r.get("kernel_s") else "")
+            + (wrong_summary(r["wrong_where"]) if r.get("wrong_where") else "")
             + (f"; {r['cublas_note']}" if r.get("cublas_note") else "")
             + (f"; cuBLAS ERROR {r['cublas_error']}" if r.get("cublas_error") else "")
             + (f"; cuBLAS rel L2 {r['cublas_rel_l2']:.1e}" if r.get("cublas_rel_l2", 0) > 1e-2 else ""))
+
+
+def wrong_summary(w):
+    if "error" in w:
+        return f"; wrong_where failed: {w['error']}"
+    return (f"; wrong: {w['bad_elements']}/{w['numel']} elements ({w['non_finite']} non-finite), "
+            f"{w['bad_tile_count']} of {w['tile_grid'][0]}x{w['tile_grid'][1]} 64x64 tiles, "
+            f"{w['bad_rows'][0]} rows, {w['bad_cols'][0]} cols; first {w['first'][:2]}")
 
 
 def markdown_table(results):
@@ -327,7 +337,7 @@ def floor_s(d):
 # ---------------------------------------------------------------- dry run
 
 def dry_run(args):
-    work = candidates(args.kernels)
+    work = candidates(args.kernels, args.only)
     if not work:
         die(f"no emitted kernels under {args.kernels}: run bench/gpu/prepare.sh", 2)
     print("dry run: no GPU used, nothing measured; every figure column stays empty.")
@@ -400,7 +410,7 @@ def main_gpu(args):
     if not torch.cuda.is_available():
         die(f"no CUDA GPU visible to PyTorch {torch.__version__} (torch.cuda.is_available() is False); nothing "
             "measured. Use --dry-run for the checks that need no GPU.")
-    work = candidates(args.kernels)
+    work = candidates(args.kernels, args.only)
     if not work:
         die(f"no emitted kernels under {args.kernels}: run bench/gpu/prepare.sh and carry bench/gpu/out", 2)
 
@@ -476,6 +486,8 @@ def main_gpu(args):
     prior = json.load(open(out_json)) if args.first > 0 else None
     if prior:  # a resumed run (the previous process lost its CUDA context): same ceiling, earlier rows kept
         copy_gbps, torch_copy_gbps, clocks_before = prior["copy_gbps"], prior["torch_copy_gbps"], prior["clocks_before"]
+    elif args.check_only:  # nothing is timed
+        copy_gbps = torch_copy_gbps = math.nan
     else:  # the copy-bandwidth ceiling, in this run
         copy_bytes = 512 << 20
         try:
@@ -512,6 +524,33 @@ def main_gpu(args):
         if not torch.isfinite(got).all():
             return math.inf
         return (torch.linalg.vector_norm(got - want) / max(torch.linalg.vector_norm(want).item(), 1e-30)).item()
+
+    def wrong_where(got, want, bound):
+        """Where a wrong output is wrong, to tell a layout mistake from a numeric one without a second run:
+        unwritten (NaN poison) and non-finite counts, the 64 x 64 tiles whose relative error is over the
+        bound (up to 24, with the tile grid's size), which rows and columns are bad, and the first mismatches."""
+        got, want = got.double(), want.double()
+        info = {"non_finite": int((~torch.isfinite(got)).sum().item()), "numel": got.numel()}
+        g2 = got.reshape(-1, got.shape[-1]) if got.dim() >= 2 else got.reshape(1, -1)
+        w2 = want.reshape(g2.shape)
+        diff = torch.where(torch.isfinite(g2), g2 - w2, torch.full_like(g2, math.inf))
+        scale = max(torch.linalg.vector_norm(w2).item() / math.sqrt(max(w2.numel(), 1)), 1e-30)
+        bad = diff.abs() > 8 * bound * scale + 8 * bound * w2.abs()
+        info["bad_elements"] = int(bad.sum().item())
+        rows, cols = g2.shape
+        tr, tc = (rows + 63) // 64, (cols + 63) // 64
+        pad = torch.zeros(tr * 64, tc * 64, dtype=torch.bool, device=bad.device)
+        pad[:rows, :cols] = bad
+        tiles = pad.reshape(tr, 64, tc, 64).sum(dim=(1, 3))
+        info["tile_grid"] = [tr, tc]
+        info["bad_tiles"] = [[int(i), int(j), int(tiles[i, j].item())] for i, j in tiles.nonzero()[:24].tolist()]
+        info["bad_tile_count"] = int((tiles > 0).sum().item())
+        br, bc = bad.any(dim=1).nonzero().flatten(), bad.any(dim=0).nonzero().flatten()
+        info["bad_rows"] = [int(br.numel()), br[:16].tolist()]
+        info["bad_cols"] = [int(bc.numel()), bc[:16].tolist()]
+        first = bad.nonzero()[:8].tolist()
+        info["first"] = [[i, j, float(g2[i, j].item()), float(w2[i, j].item())] for i, j in first]
+        return info
 
     def reference(d, inputs):
         """float32 reference (no tf32) of a suite graph."""
@@ -647,6 +686,18 @@ def main_gpu(args):
             row["rel_l2"] = rel_l2(outputs[0], want)
             bound = max(BOUND.get(outputs[0].dtype, 0), 1e-3 if d["gemm"] else 0)
             row["correct"] = row["rel_l2"] <= bound
+            if not row["correct"]:
+                try:
+                    row["wrong_where"] = wrong_where(outputs[0], want, bound)
+                except Exception as e:  # noqa: BLE001 - the diagnosis must not hide the row
+                    row["wrong_where"] = {"error": f"{type(e).__name__}: {e}"[:200]}
+            if args.check_only:
+                results.append(row)
+                print(f"{name:36} {row['candidate']:7} checked: rel L2 {row['rel_l2']:.1e} "
+                      f"{'ok' if row['correct'] else 'WRONG'}" + (wrong_summary(row["wrong_where"])
+                                                               if row.get("wrong_where") else ""), flush=True)
+                save()
+                continue
             row["tir_s"], row["iqr_s"], row["timing"], row["samples"] = timed(
                 lambda reps, ev, cu, n: lib.tir_gpu_time(*everything, reps, ev, cu, n, err, 1024))
             if len(fns) > 1:  # each kernel alone too (its inputs are valid now), to show where the time goes
@@ -756,11 +807,12 @@ def supervise(args):
     out_json = os.path.join(args.out, "gpu_results.json")
     if os.path.exists(out_json):
         os.remove(out_json)
-    work = candidates(args.kernels)
+    work = candidates(args.kernels, args.only)
     first, rc = 0, 0
     while True:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--first", str(first), "--kernels", args.kernels,
                "--lib", args.lib, "--out", args.out, "--deadline", str(args.deadline)]
+        cmd += (["--only", args.only] if args.only else []) + (["--check-only"] if args.check_only else [])
         child = subprocess.Popen(cmd)
         last = time.time()
         while True:
@@ -811,6 +863,9 @@ def main():
     p.add_argument("--deadline", type=float, default=0, help="Unix time after which no further kernel starts")
     p.add_argument("--dry-run", action="store_true", help="CPU-side checks only: no GPU, no figures")
     p.add_argument("--stall-s", type=float, default=90, help="kill a measuring process that makes no progress this long")
+    p.add_argument("--only", help="graphs whose name matches this regular expression (default: all)")
+    p.add_argument("--check-only", action="store_true",
+                   help="the checked launch only: no timing, no baselines (for a run under compute-sanitizer)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()

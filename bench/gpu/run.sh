@@ -5,7 +5,8 @@
 # emitted and the device call carries) inside a time budget. Results land
 # in $OUT (else bench/gpu/results): gpu_results.json (rewritten after every
 # kernel, so a cut-short run keeps its figures), gpu_table.md, run.log,
-# build.log, nvidia-smi.txt. Exit 0 only when every kernel ran, was correct
+# build.log, nvidia-smi.txt, sass.tar.gz (cuobjdump of each default kernel), sanitizer.log (a wrong or
+# faulting default kernel under compute-sanitizer, when one was). Exit 0 only when every kernel ran, was correct
 # and nothing was skipped; 3 when there is no GPU (nothing is measured).
 #
 # Usage: bench/gpu/run.sh [--dry-run] [--budget SECONDS]
@@ -71,5 +72,45 @@ build_runner
 deadline=$((start + budget - 60))
 left=$((start + budget + 30 - $(date +%s)))
 set -o pipefail
+rc=0
 timeout -k 10 "$left" python3 bench/gpu/run.py --kernels bench/gpu/out --lib "$build/libtir_gpu.so" --out "$out" \
-  --deadline "$deadline" --stall-s 60 2>&1 | tee "$out/run.log"
+  --deadline "$deadline" --stall-s 60 2>&1 | tee "$out/run.log" || rc=$?
+
+# The machine code of each graph's default kernels (cuobjdump: SASS and the resource usage), to read beside
+# the figures: $OUT/sass.tar.gz, one file per graph.
+if command -v cuobjdump >/dev/null; then
+  sass=$(mktemp -d)
+  for dir in bench/gpu/out/*/default; do
+    g=$(basename "$(dirname "$dir")")
+    for cubin in "$dir"/*.cubin; do
+      { echo "== $cubin"; cuobjdump -res-usage -sass "$cubin" 2>&1; } >>"$sass/$g.sass"
+    done
+  done
+  tar -C "$sass" -czf "$out/sass.tar.gz" . && echo "SASS of the default kernels: $out/sass.tar.gz"
+fi
+
+# A default kernel that was wrong or faulted is run once more under compute-sanitizer (memcheck, then
+# racecheck), checked launch only, while the budget lasts: up to two graphs, smallest first.
+if ((rc != 0)) && command -v compute-sanitizer >/dev/null && [[ -f "$out/gpu_results.json" ]]; then
+  bad=$(python3 - "$out/gpu_results.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+bad = [r for r in doc["results"] if r.get("candidate") == "default" and ("error" in r or r.get("correct") is False)]
+bad.sort(key=lambda r: r.get("moved_bytes", 1 << 62))
+print(" ".join(r["graph"] for r in bad[:2]))
+PY
+)
+  for g in $bad; do
+    for tool in memcheck racecheck; do
+      left=$((start + budget - 20 - $(date +%s)))
+      ((left > 30)) || { echo "compute-sanitizer: no time left for $g ($tool)"; continue; }
+      ((left > 90)) && left=90
+      echo "== compute-sanitizer --tool $tool on $g (at most $left s)" | tee -a "$out/sanitizer.log"
+      timeout -k 5 "$left" compute-sanitizer --tool "$tool" --print-limit 20 python3 bench/gpu/run.py --child \
+        --check-only --only "^$g\$" --kernels bench/gpu/out --lib "$build/libtir_gpu.so" --out /tmp/tir_sanitize \
+        >>"$out/sanitizer.log" 2>&1 || echo "   exit $?" | tee -a "$out/sanitizer.log"
+      grep -E "ERROR SUMMARY|RACECHECK SUMMARY|checked:" "$out/sanitizer.log" | tail -3
+    done
+  done
+fi
+exit "$rc"
