@@ -1,0 +1,10 @@
+// Large GEMM with bias + gelu_tanh: x (M=4096, K=4096) times w, N=4096; w stored [K, N] (x @ w); bf16 operands and bias,
+// f32 accumulation and epilogue, bf16 output. Compared with cuBLASLt's GELU_BIAS epilogue and its plain product.
+tir.graph @gemm_bias_gelu_m4096_n4096_k4096(%x: tensor<4096x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<1x4096xbf16>) -> tensor<4096x4096xbf16> {
+  %m = matmul(%x, %w) : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xf32>
+  %bf = convert %b : tensor<1x4096xbf16> -> tensor<1x4096xf32>
+  %y = add %m, %bf : (tensor<4096x4096xf32>, tensor<1x4096xf32>) -> tensor<4096x4096xf32>
+  %g = gelu_approx_tanh_fwd %y : tensor<4096x4096xf32>
+  %o = convert %g : tensor<4096x4096xf32> -> tensor<4096x4096xbf16>
+  results %o : tensor<4096x4096xbf16>
+}

@@ -1,0 +1,8 @@
+// Large GEMM: x (M=2048, K=4096) times w, N=4096; w stored [N, K] as nn.Linear stores it (x @ w^T); bf16 operands, f32 accumulation, bf16 output.
+// Compared with cuBLASLt on the same inputs.
+tir.graph @gemm_wt_m2048_n4096_k4096(%x: tensor<2048x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<2048x4096xbf16> {
+  %t = transpose %w permutation = [1, 0] : tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  %m = matmul(%x, %t) : (tensor<2048x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<2048x4096xf32>
+  %o = convert %m : tensor<2048x4096xf32> -> tensor<2048x4096xbf16>
+  results %o : tensor<2048x4096xbf16>
+}
