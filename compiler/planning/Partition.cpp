@@ -168,7 +168,11 @@ class Partitioner {
         if (!d || (row_leaf_.count(op) && (*d == Domain::kA || *d == Domain::kB))) { all = false; break; }
         domains.push_back(*d);
       }
-      if (all) {
+      // A returned leaf that a matmul would only stage is never stored there:
+      // it takes the path below, which writes it out first.
+      const bool stagedOnly =
+          returned && std::any_of(domains.begin(), domains.end(), [](Domain d) { return d == Domain::kA || d == Domain::kB; });
+      if (all && !stagedOnly) {
         for (size_t i = 0; i < users.size(); ++i) Join(op, users[i], domains[i]);
         return absl::OkStatus();
       }

@@ -108,6 +108,22 @@ tir.graph @g(%x: tensor<6x16xf32>, %g: tensor<1x16xf32>, %wg: tensor<16x12xf32>,
   EXPECT_EQ(p.kernels[2].space.kind, KernelKind::kMatmul);
 }
 
+TEST_F(PartitionTest, AReturnedTransposeAMatmulStagesIsWrittenOutFirst) {
+  // What AOTAutograd hands a compiler in training: the transposed weight is
+  // both the B operand and a result saved for the backward pass. A matmul
+  // stages B per K tile and never stores it, so the transpose (a cheap leaf,
+  // otherwise recomputed where it is read) gets a kernel of its own.
+  Partition p = Check(R"mlir(
+tir.graph @g(%w: tensor<24x8xf32>, %x: tensor<4x8xf32>) -> (tensor<8x24xf32>, tensor<4x24xf32>) {
+  %t = transpose %w permutation = [1, 0] : tensor<24x8xf32> -> tensor<8x24xf32>
+  %m = matmul(%x, %t) : (tensor<4x8xf32>, tensor<8x24xf32>) -> tensor<4x24xf32>
+  results %t, %m : tensor<8x24xf32>, tensor<4x24xf32>
+}
+)mlir", 2, Arch());
+  EXPECT_THAT(p.kernels[0].reason, HasSubstr("staged operand"));
+  EXPECT_EQ(p.kernels[1].space.kind, KernelKind::kMatmul);
+}
+
 TEST_F(PartitionTest, ADimThatSizesAReshapeIsReadAsAScalar) {
   // `dim` gives the reshape its run-time extent (what tir.fx writes for a
   // view of a dynamic dim); its index result is no tensor (this crashed).
