@@ -367,6 +367,31 @@ TEST_F(DynamicShapesTest, AStaticGraphWithADynamicIntermediateIsSizedByInference
   EXPECT_EQ(ReasonOf(bad.status()), "INVALID_SHAPE_HINT") << bad.status();
 }
 
+TEST_F(DynamicShapesTest, AKernelThatReadsNoTensorIsServedAtAnotherShape) {
+  Start();
+  const std::string w = Register();
+  // The constant result is a kernel of its own that takes no input (as the
+  // -inf fill of a causal mask is); serving the bucket at another shape
+  // sizes every kernel, that one included.
+  const std::string text = R"(tir.graph @withConstant(%x: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<4x8xf32>) {
+  %e = exp %x : tensor<?x8xf32>
+  %c = constant dense<1.5> : tensor<4x8xf32>
+  results %e, %c : tensor<?x8xf32>, tensor<4x8xf32>
+}
+)";
+  int tunes = 0, checks = 0;
+  auto op = CompileAt(text, {"0=300x8"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  tir::v1::Operation done = ServeCounting(w, op->name(), &tunes, &checks);
+  ASSERT_TRUE(done.has_response()) << done.error().message();
+  auto again = CompileAt(text, {"0=280x8"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  tir::v1::Operation served = ServeCounting(w, again->name(), &tunes, &checks);
+  ASSERT_TRUE(served.has_response()) << served.error().reason() << ": " << served.error().message();
+  EXPECT_EQ(served.response().outputs(0).shape(0), 280);
+  EXPECT_EQ(served.response().outputs(1).shape(0), 4);
+}
+
 TEST_F(DynamicShapesTest, ACheckInFlightSurvivesARestart) {
   Start();
   const std::string w = Register();

@@ -97,7 +97,9 @@ absl::StatusOr<BundleAtShape> SizeBundle(const tir::v1::KernelBundle &stored, co
   }
   auto context = makeTirContext();
   for (tir::v1::KernelEntry &k : *b.mutable_kernels()) {
-    if (k.kernel_mlir().empty() || k.kernel_inputs().empty()) {
+    // (A kernel may read no tensor: a constant, or an iota sized by a
+    // static shape.)
+    if (k.kernel_mlir().empty()) {
       return MakeError(absl::StatusCode::kFailedPrecondition, "BUNDLE_NOT_SIZABLE",
                        absl::StrCat("bundle ", b.key(), " was stored without its kernel graphs and cannot be served "
                                     "for a shape; compile it again with force_retune"));
