@@ -221,6 +221,17 @@ LogicalResult SliceOp::verify() {
   }
   for (int64_t d = 0; d < in.getRank(); ++d) {
     const int64_t dim = in.getDimSize(d);
+    // A dimension of run-time extent kept whole (a slice along another
+    // dimension of a tensor with dynamic dims): start 0, stride 1, limit 0
+    // standing for the extent.
+    if (ShapedType::isDynamic(dim) && ShapedType::isDynamic(out.getDimSize(d))) {
+      if (starts[d] != 0 || strides[d] != 1 || limits[d] != 0) {
+        return emitOpError() << "dimension " << d << " of run-time extent is kept whole only (start 0, limit 0, "
+                                "stride 1), got start=" << starts[d] << ", limit=" << limits[d]
+                             << ", stride=" << strides[d];
+      }
+      continue;
+    }
     if (starts[d] > limits[d] || (!ShapedType::isDynamic(dim) && limits[d] > dim)) {
       return emitOpError() << "slice out of bounds at dimension " << d << ": start=" << starts[d]
                            << ", limit=" << limits[d] << ", stride=" << strides[d]

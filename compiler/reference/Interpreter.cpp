@@ -188,9 +188,12 @@ class Interpreter {
         })
         .Case<SliceOp>([&](SliceOp o) -> absl::Status {
           const Tensor &in = Get(o.getInput());
-          auto starts = o.getStarts(), limits = o.getLimits(), steps = o.getStrides();
+          auto starts = o.getStarts(), steps = o.getStrides();
+          std::vector<int64_t> limits(o.getLimits().begin(), o.getLimits().end());
+          auto outType = o.getOutput().getType().cast<mlir::RankedTensorType>();
           std::vector<int64_t> shape;
           for (size_t d = 0; d < in.shape.size(); ++d) {
+            if (outType.isDynamicDim(d)) limits[d] = in.shape[d];  // a dynamic dim kept whole
             if (limits[d] > in.shape[d]) {
               return Invalid(absl::StrCat("slice limit ", limits[d], " exceeds extent ", in.shape[d],
                                           " of dimension ", d, " at run time"));

@@ -326,7 +326,14 @@ class GraphShapes {
       auto perm = tr.getPermutation();
       for (size_t d = 0; d < perm.size(); ++d) s_.Equate(D(tr.getOutput())[d], D(tr.getInput())[perm[d]]);
     } else if (auto sl = llvm::dyn_cast<SliceOp>(op)) {
-      for (size_t d = 0; d < sl.getLimits().size(); ++d) s_.AtLeast(D(sl.getInput())[d], sl.getLimits()[d]);
+      auto outType = sl.getOutput().getType().cast<mlir::RankedTensorType>();
+      for (size_t d = 0; d < sl.getLimits().size(); ++d) {
+        if (outType.isDynamicDim(d)) {
+          s_.Equate(D(sl.getOutput())[d], D(sl.getInput())[d]);  // a dynamic dim kept whole
+        } else {
+          s_.AtLeast(D(sl.getInput())[d], sl.getLimits()[d]);
+        }
+      }
     } else if (auto c = llvm::dyn_cast<ConcatenateOp>(op)) {
       const size_t axis = c.getDimension();
       std::vector<Term> parts;

@@ -199,3 +199,12 @@ tir.graph @udWidth(%a: tensor<4x8xui32>) -> tensor<4x1xui32> {
   } : tensor<4x8xui32> -> tensor<4x1xui32>
   results %r : tensor<4x1xui32>
 }
+
+// -----
+
+// Tests that a dimension of run-time extent is only kept whole by a slice.
+tir.graph @sliceInsideDynamic(%x: tensor<?x24xf32>) -> tensor<?x8xf32> {
+  // expected-error @below {{dimension 0 of run-time extent is kept whole only (start 0, limit 0, stride 1), got start=1, limit=0, stride=1}}
+  %k = slice %x starts = [1, 0] limits = [0, 8] strides = [1, 1] : tensor<?x24xf32> -> tensor<?x8xf32>
+  results %k : tensor<?x8xf32>
+}

@@ -84,3 +84,15 @@ tir.graph @welford_like(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x1
   } : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x1xf32>, tensor<4x1xf32>
   results %r#0, %r#1 : tensor<4x1xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Tests that a slice keeps a dimension of run-time extent whole (start 0,
+// limit 0 for the extent, stride 1) while it slices another: a split of a
+// tensor whose leading dims are dynamic.
+// CHECK-LABEL: tir.graph @sliceOfDynamic
+// CHECK: slice %{{.*}} starts = [0, 0, 8] limits = [2, 0, 16] strides = [1, 1, 1] : tensor<2x?x24xf32> -> tensor<2x?x8xf32>
+tir.graph @sliceOfDynamic(%x: tensor<2x?x24xf32>) -> tensor<2x?x8xf32> {
+  %k = slice %x starts = [0, 0, 8] limits = [2, 0, 16] strides = [1, 1, 1] : tensor<2x?x24xf32> -> tensor<2x?x8xf32>
+  results %k : tensor<2x?x8xf32>
+}
