@@ -53,4 +53,6 @@ setup(
     install_requires=["grpcio", "protobuf"],
     extras_require={"torch": ["torch"], "numpy": ["numpy"]},
     cmdclass={"build_py": BuildWithProtos},
+    # torch.compile(model, backend="tir") finds the backend by this name.
+    entry_points={"torch_dynamo_backends": ["tir = tir.backend:dynamo_backend"]},
 )

@@ -227,6 +227,21 @@ check("... the repeated result is one graph result", ret.exported.text.count("re
       len(ret.bundle.outputs) == 3, str(len(ret.bundle.outputs)))
 
 
+class DictReturns(torch.nn.Module):
+    """Outputs as Hugging Face models return them: a dict."""
+
+    def forward(self, x):
+        h = torch.tanh(x)
+        return {"hidden": h, "pooled": h.mean(1), "probs": torch.softmax(h, -1)}
+
+
+dret = tir.fx.compile(DictReturns(), (xr,), arch="host", client=client)
+got, want = dret(xr), DictReturns()(xr)
+check("a module returning a dict returns the same dict (keys, order, values)",
+      isinstance(got, dict) and list(got) == list(want)
+      and all(torch.allclose(got[k], want[k], rtol=1e-4, atol=1e-5) for k in want), str(type(got)))
+
+
 class Identity(torch.nn.Module):
     def forward(self, x):
         return F.dropout(x, p=0.1, training=False)

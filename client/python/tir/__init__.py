@@ -45,14 +45,15 @@ def connect(server=None, token=None, bundle_key=None, tls_root_certs=None, timeo
 
 
 def compile(graph, arch=None, shapes=None, server=None, client=None, token=None, bundle_key=None,
-            heuristic_now=False, timeout=1200.0):
+            heuristic_now=False, timeout=1200.0, max_candidates=0):
     """Compiles `graph` (tir or TensorIR text) and returns its tir.Bundle.
 
     `client` (a tir.Client) or `server` ("host:port"); neither: the embedded
     default. `arch`: "sm_90a", "host", ...; None: the embedded worker's.
     `shapes`: for a graph with dynamic dims, {input index: shape}; the bundle
     answered is sized for that shape. Waits up to `timeout` seconds for the
-    tuning. Errors raise TirError with the coordinator's reason
+    tuning; `max_candidates` bounds the candidates measured per kernel (0:
+    the coordinator's default). Errors raise TirError with the coordinator's reason
     (INVALID_GRAPH, UNKNOWN_ARCH, NO_CORRECT_CANDIDATE, SHAPE_HINT_MISSING,
     UNAVAILABLE, ...)."""
     own = client is None
@@ -63,7 +64,8 @@ def compile(graph, arch=None, shapes=None, server=None, client=None, token=None,
         if not arch:
             raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT",
                            "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
-        op = client.compile(graph, arch=arch, shapes=shapes, heuristic_now=heuristic_now)
+        op = client.compile(graph, arch=arch, shapes=shapes, heuristic_now=heuristic_now,
+                            max_candidates_per_kernel=max_candidates)
         if not op.done:
             op = client.wait(op.name, timeout=timeout)
         if not op.done:

@@ -1,21 +1,32 @@
-"""A torch.compile backend (torch >= 2) that runs the regions of a model tir
-can write as tuned tir bundles, and the rest eagerly.
+"""The torch.compile backend: regions of a model that tir writes run as tuned
+tir bundles, the rest eagerly.
 
-    model = torch.compile(model, backend=tir.torch_backend())             # embedded default
+    model = torch.compile(model, backend="tir")                          # the embedded default
     model = torch.compile(model, backend=tir.torch_backend(server="tir:7070", arch="sm_90a"))
 
-The backend is called with each FX graph the compiler captures. It records
-every value once on the example inputs, partitions the graph into the
-largest regions of nodes tir writes (torch.fx's CapabilityBasedPartitioner),
-exports each region (tir.fx.export) and compiles it through the service.
-A region that cannot be exported or compiled, a service that is down or
+On torch >= 2 the backend keeps Dynamo's contract through AOTAutograd: the
+graph it is given is functionalized (an in-place update of an input or a
+buffer becomes a result that AOTAutograd writes back, once per call) and
+lowered to ATen ops; the forward graph's regions that tir writes
+(tir.regions) run as bundles, the backward graph runs eagerly, so outputs
+carry gradients as eager ones do. Symbolic sizes (a batch that varies,
+`dynamic=True`) are tir's dynamic dims: a region is tuned once per shape
+bucket and verified at each shape it is called with. Nothing of the user's
+graph runs at compile time: shapes come from the graph's FakeTensors.
+
+A region that cannot be written or compiled, a service that is down or
 slower than `timeout`, or a bundle that fails at run time makes that region
-run eagerly, with one warning per backend: an error of tir never reaches the
-user's model. The backend is a plain function of (GraphModule, example
-inputs), so it also runs on torch 1.13 (without torch.compile) on a
-symbolically traced module.
+run eagerly, with one warning per backend (the messages are kept in
+`warnings`, at most 32): an error of tir never reaches the user's model.
+
+On torch 1.13 (no torch.compile) the backend is a plain function of
+(GraphModule, example inputs) for a symbolically traced module: tir.fx writes
+the regions, recorded on copies of the example inputs with the module's
+buffers restored after, and a region runs eagerly whenever gradients are
+required.
 """
 
+import collections
 import copy
 import operator
 import threading
@@ -30,6 +41,9 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 import tir
 from tir import fx as tir_fx
 from tir.client import TirError
+
+# torch.compile (Dynamo and AOTAutograd): torch >= 2.
+_DYNAMO = hasattr(torch, "compile")
 
 # What tir.fx writes, by the name torch.X / F.X / Tensor.X share.
 SUPPORTED_NAMES = {
@@ -94,6 +108,11 @@ class _Region(torch.nn.Module):
         self.eager, self.compiled, self.owner = eager, compiled, owner
 
     def forward(self, *args):
+        if self.compiled is not None and torch.is_grad_enabled() and (
+                any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+                or any(p.requires_grad for p in self.eager.parameters())):
+            self.owner.warn("a tir region runs eagerly while gradients are required (torch < 2 has no AOTAutograd)")
+            return self.eager(*args)
         if self.compiled is not None:
             try:
                 out = self.compiled(*args)
@@ -114,68 +133,139 @@ class _Region(torch.nn.Module):
 class TirBackend:
     """The backend object (callable as a torch.compile backend). Counters for
     tests and logs: `regions_compiled`, `regions_eager`, `regions_run`,
-    `warnings` (the messages; one warning is emitted)."""
+    `warnings` (the messages, at most MAX_WARNINGS; one warning is emitted).
+
+    `dynamic`: None or True: symbolic sizes are tir's dynamic dims (one
+    tuning per shape bucket); False: a region with symbolic sizes is written
+    and compiled for each shape it is called with."""
+
+    MAX_WARNINGS = 32
 
     def __init__(self, server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0,
-                 min_nodes=1, dynamic=None):
+                 min_nodes=1, dynamic=None, progress=None, max_candidates=0):
         self.server, self.client, self.arch, self.token, self.bundle_key = server, client, arch, token, bundle_key
-        self.timeout, self.min_nodes, self.dynamic = timeout, min_nodes, dynamic
+        self.timeout, self.min_nodes, self.dynamic, self.progress = timeout, min_nodes, dynamic, progress
+        self.max_candidates = max_candidates
         self.regions_compiled = self.regions_eager = self.regions_run = 0
         self.warnings = []
+        self.warnings_dropped = 0
+        self.refusals = collections.deque(maxlen=64)  # nodes the writer left eager, and why
         self._warned = False
         self._lock = threading.Lock()
+        self._graphs = 0
 
     def warn(self, message):
         with self._lock:
-            self.warnings.append(message)
-            if not self._warned:
-                self._warned = True
-                warnings.warn("tir: %s (further tir fallbacks are not reported)" % message, RuntimeWarning,
-                              stacklevel=3)
+            if len(self.warnings) < self.MAX_WARNINGS:
+                self.warnings.append(message)
+            else:
+                self.warnings_dropped += 1
+            if self._warned:
+                return
+            self._warned = True
+        warnings.warn("tir: %s (further tir fallbacks are not reported)" % message, RuntimeWarning, stacklevel=3)
+
+    def graph_name(self):
+        with self._lock:
+            self._graphs += 1
+            return "dynamo%d" % self._graphs
 
     def _client(self):
         if self.client is None:
             self.client = tir.connect(self.server, token=self.token, bundle_key=self.bundle_key, timeout=30.0)
         return self.client
 
-    def __call__(self, gm, example_inputs):
+    def compile_graph(self, text, shapes):
+        """A tir graph compiled through the service (TirError when it is not)."""
+        client = self._client()
+        arch = self.arch or getattr(client, "default_arch", None)
+        if not arch:
+            raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT",
+                           "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
+        return tir.compile(text, arch=arch, shapes=shapes, client=client, timeout=self.timeout,
+                           max_candidates=self.max_candidates)
+
+    def __call__(self, gm, example_inputs, **kwargs):
+        # Dynamo's graphs carry each value's FakeTensor; a symbolically traced
+        # GraphModule (the torch 1.13 way, also on torch 2) does not.
+        traced_by_dynamo = any("example_value" in n.meta or "val" in n.meta for n in gm.graph.nodes)
+        if _DYNAMO and traced_by_dynamo:
+            try:
+                return self._aot(gm, list(example_inputs))
+            except Exception as e:  # never fatal: the graph as captured
+                self.warn("the graph runs eagerly: %s" % e)
+                return gm.forward
         try:
             return self._compile(gm, list(example_inputs))
         except Exception as e:  # never fatal: the graph as captured
             self.warn("the graph runs eagerly: %s" % e)
             return gm.forward
 
+    # -- torch >= 2 -------------------------------------------------------------------
+
+    def _aot(self, gm, example_inputs):
+        from torch._decomp import core_aten_decompositions
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._functorch.aot_autograd import make_boxed_func
+        from tir import regions
+
+        def forward(fw_gm, fw_inputs):
+            try:
+                fused, _ = regions.fuse(fw_gm, self, self.min_nodes)
+            except Exception as e:  # noqa: BLE001 - the forward graph as traced
+                self.warn("the graph runs eagerly: %s" % e)
+                return make_boxed_func(fw_gm.forward)
+            return make_boxed_func(fused.forward)
+
+        def backward(bw_gm, bw_inputs):
+            return make_boxed_func(bw_gm.forward)
+
+        compiler = aot_autograd(fw_compiler=forward, bw_compiler=backward, inference_compiler=forward,
+                                decompositions=core_aten_decompositions())
+        return compiler(gm, example_inputs)
+
+    # -- torch 1.13: a symbolically traced GraphModule ---------------------------------
+
     def _compile(self, gm, example_inputs):
         if any(not isinstance(t, torch.Tensor) for t in example_inputs):
-            raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_OP", "the graph takes non-tensor inputs (symbolic sizes)")
+            raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_OP", "the graph takes non-tensor inputs")
         # The caller's GraphModule stays as it is: the regions are fused into
         # a copy that shares its submodules and parameters.
         gm = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-        values = tir_fx._record(gm, example_inputs)
-        partitioner = CapabilityBasedPartitioner(gm, _Support(gm, values), allows_single_node_partition=True)
-        partitions = [p for p in partitioner.propose_partitions() if len(p.nodes) >= self.min_nodes]
-        if not partitions:
-            raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_OP", "no node of the graph is one tir writes")
-        fused = partitioner.fuse_partitions(partitions)
-        # Example inputs of each region: run the fused graph once.
-        inputs = {}
+        # The graph is run to learn its values: on copies of the inputs, and
+        # with every buffer it may update in place restored afterwards.
+        inputs = [t.detach().clone() for t in example_inputs]
+        saved = [(b, b.detach().clone()) for _, b in gm.named_buffers()]
+        try:
+            values = tir_fx._record(gm, inputs)
+            partitioner = CapabilityBasedPartitioner(gm, _Support(gm, values), allows_single_node_partition=True)
+            partitions = [p for p in partitioner.propose_partitions() if len(p.nodes) >= self.min_nodes]
+            if not partitions:
+                raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "UNSUPPORTED_OP", "no node of the graph is one tir writes")
+            fused = partitioner.fuse_partitions(partitions)
+            region_inputs = {}
 
-        class _Inputs(torch.fx.Interpreter):
-            def call_module(self, target, args, kwargs):
-                if target.startswith("fused_"):
-                    inputs[target] = args
-                return super().call_module(target, args, kwargs)
+            class _Inputs(torch.fx.Interpreter):
+                def call_module(self, target, args, kwargs):
+                    if target.startswith("fused_"):
+                        region_inputs[target] = args
+                    return super().call_module(target, args, kwargs)
 
-        with torch.no_grad():
-            _Inputs(fused).run(*example_inputs)
+            with torch.no_grad():
+                _Inputs(fused).run(*inputs)
+        finally:
+            with torch.no_grad():
+                for b, value in saved:
+                    b.copy_(value)
         for name, _ in list(fused.named_children()):
-            if not name.startswith("fused_") or name not in inputs:
+            if not name.startswith("fused_") or name not in region_inputs:
                 continue
             sub = getattr(fused, name)
             compiled = None
             try:
                 client = self._client()
-                compiled = tir_fx.compile(sub, inputs[name], arch=self.arch, client=client, timeout=self.timeout)
+                compiled = tir_fx.compile(sub, region_inputs[name], arch=self.arch, client=client, timeout=self.timeout,
+                                          max_candidates=self.max_candidates)
                 self.regions_compiled += 1
             except TirError as e:
                 self.regions_eager += 1
@@ -185,12 +275,32 @@ class TirBackend:
         return fused
 
 
-def torch_backend(server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0, min_nodes=1):
+def torch_backend(server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0, min_nodes=1,
+                  dynamic=None, progress=None, max_candidates=0):
     """A torch.compile backend: torch.compile(model, backend=tir.torch_backend(...)).
 
     `server` ("host:port") or `client`; neither: the embedded default.
     `arch`: the target ("sm_90a", "host"); None: the embedded worker's.
     `timeout`: seconds a region's compile may take before it runs eagerly.
-    `min_nodes`: smaller regions stay eager."""
+    `min_nodes`: smaller regions stay eager.
+    `dynamic`: see TirBackend.
+    `max_candidates`: candidates measured per kernel (0: the coordinator's
+    default); fewer tune faster."""
     return TirBackend(server=server, client=client, arch=arch, token=token, bundle_key=bundle_key, timeout=timeout,
-                      min_nodes=min_nodes)
+                      min_nodes=min_nodes, dynamic=dynamic, progress=progress, max_candidates=max_candidates)
+
+
+_entry_backend = None
+
+
+def dynamo_backend(gm, example_inputs, options=None, **kwargs):
+    """torch.compile(model, backend="tir"): the `torch_dynamo_backends` entry
+    point. `options` (torch.compile's options=) are torch_backend's
+    arguments; without them one backend on the embedded default serves
+    every model of the process."""
+    global _entry_backend
+    if options:
+        return torch_backend(**options)(gm, example_inputs)
+    if _entry_backend is None:
+        _entry_backend = torch_backend()
+    return _entry_backend(gm, example_inputs)

@@ -30,6 +30,7 @@ import inspect
 import math
 import operator
 import threading
+import warnings
 
 import grpc
 
@@ -70,6 +71,8 @@ class Exported:
         """The module's return value from the bundle's `results` and the
         graph's input tensors (for results that are inputs)."""
         def build(t):
+            if isinstance(t, dict):
+                return {k: build(x) for k, x in t.items()}
             if isinstance(t, tuple) and t and t[0] in ("result", "input") and not isinstance(t[0], tuple):
                 if t[0] == "input":
                     return graph_inputs[t[1]]
@@ -126,13 +129,13 @@ class _Parts:
             raise unsupported(node, "piece %r of %d" % (i, len(self.starts)))
         v, d = self.v, self.dim
         lo, size = self.starts[i], self.sizes[i]
+        if v.shape[d] is None:
+            raise unsupported(node, "a split along a dynamic dim")
         starts = [0] * v.rank
-        limits = list(v.shape)
+        limits = [0 if x is None else x for x in v.shape]  # a dim of run-time extent is kept whole (limit 0)
         starts[d], limits[d] = lo, lo + size
         shape = list(v.shape)
         shape[d] = size
-        if any(x is None for x in limits):
-            raise unsupported(node, "a split of a tensor with dynamic dims")
         r = w.emit("slice %s starts = [%s] limits = [%s] strides = [%s] : %s -> $T"
                    % (v.name, ", ".join(map(str, starts)), ", ".join(map(str, limits)), ", ".join(["1"] * v.rank),
                       v.type), shape, v.dtype)
@@ -463,6 +466,8 @@ class _Writer:
         inputs = {v.name: j for j, (_, v, _) in enumerate(self.args)}
 
         def tree(a):
+            if isinstance(a, dict):
+                return {k: tree(x) for k, x in a.items()}
             if isinstance(a, (tuple, list)):
                 return type(a)(tree(x) for x in a)
             if not isinstance(a, torch.fx.Node) or not isinstance(self.env.get(a), _Val):
@@ -739,7 +744,11 @@ class _Writer:
                 if extent is None:
                     if ix != slice(None):
                         raise unsupported(n, "slicing a dynamic dim")
-                    raise unsupported(n, "slicing a tensor with dynamic dims")
+                    # a dim of run-time extent is kept whole (tir's limit 0)
+                    starts.append(0), limits.append(0), steps.append(1)
+                    out_shape.append(None)
+                    d += 1
+                    continue
                 s0, s1, st = ix.indices(extent)
                 if st <= 0:
                     raise unsupported(n, "a negative slice step")
@@ -748,7 +757,8 @@ class _Writer:
             else:
                 raise unsupported(n, "indexing with %s" % type(ix).__name__)
             d += 1
-        sliced_shape = [(lim - s + st - 1) // st for s, lim, st in zip(starts, limits, steps)]
+        sliced_shape = [None if e is None else (lim - s + st - 1) // st
+                        for s, lim, st, e in zip(starts, limits, steps, v.shape)]
         r = v
         if sliced_shape != v.shape:
             r = self.emit("slice %s starts = [%s] limits = [%s] strides = [%s] : %s -> $T"
@@ -816,8 +826,16 @@ def _graph_name(gm):
 
 def export(module, example_inputs, dynamic=None):
     """The tir graph of `module` at `example_inputs` (a tuple of tensors).
-    `dynamic`: {input index: [dims]} written as `?`. Returns Exported."""
+    `dynamic`: {input index: [dims]} written as `?`. Returns Exported.
+
+    On torch >= 2 a module (not a GraphModule) is traced by torch.export and
+    lowered to ATen ops (tir.aten writes them): models export as they are
+    written (size() unpacking, split, slices by shape, dict / namedtuple /
+    dataclass outputs, buffers updated in place). On torch 1.13,
+    torch.fx.symbolic_trace."""
     inputs = tuple(example_inputs)
+    if _TORCH_EXPORT and isinstance(module, torch.nn.Module) and not isinstance(module, torch.fx.GraphModule):
+        return _export_program(module, _with_defaults(module, inputs), dynamic)
     concrete = {}
     if isinstance(module, torch.nn.Module) and not isinstance(module, torch.fx.GraphModule):
         # Arguments left to their defaults, and numbers, flags or None given
@@ -868,16 +886,194 @@ def export(module, example_inputs, dynamic=None):
     return exported
 
 
+_TORCH_EXPORT = hasattr(torch, "export") and hasattr(getattr(torch, "export", None), "export")
+
+
+class ExportedProgram(Exported):
+    """Exported through torch.export: `inputs` as Exported's (("input", i),
+    ("param", name), ("constant", name)); the results are the program's
+    outputs (user outputs, then in-place updates, in the program's order):
+    `outputs` says for each where it is among the graph's results (result
+    index and the dims merged at run time, or ("input", graph input index)),
+    `mutations` which of them update a buffer or an input."""
+
+    def __init__(self, text, inputs, out_spec, outputs, mutations, dynamic, input_specs, ranks):
+        super().__init__(text, inputs, None, dynamic, input_specs)
+        self.out_spec, self.outputs, self.mutations, self.ranks = out_spec, outputs, mutations, ranks
+
+    def _value(self, j, results, graph_inputs):
+        where, rank = self.outputs[j], self.ranks[j]
+        if where[0] == "input":
+            return graph_inputs[where[1]]
+        r = results[where[0]]
+        if where[1] is not None:
+            r = r.reshape([math.prod(r.shape[d] for d in g) for g in where[1]])
+        return r.reshape(()) if rank == 0 else r
+
+    def unflatten(self, results, graph_inputs=()):
+        import torch.utils._pytree as pytree
+        values = [self._value(j, results, graph_inputs) for j in range(len(self.outputs))
+                  if j not in self.mutations]
+        return pytree.tree_unflatten(values, self.out_spec)
+
+    def apply_mutations(self, results, graph_inputs, targets):
+        """Writes each in-place update into its tensor (`targets`: the
+        graph inputs' original tensors, by graph input index)."""
+        with torch.no_grad():
+            for j, g in self.mutations.items():
+                targets[g].copy_(self._value(j, results, graph_inputs).reshape(targets[g].shape))
+
+
+def _register_dataclass_from(error):
+    """torch.export refuses an output type that pytree cannot flatten; a
+    dataclass named in the error is registered and True returned."""
+    import dataclasses
+    import importlib
+    import re
+    m = re.search(r"<class '([\w.]+)'>", str(error))
+    if not m:
+        return False
+    module_name, _, qualname = m.group(1).rpartition(".")
+    try:
+        cls = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+    except (ImportError, AttributeError):
+        return False
+    if not dataclasses.is_dataclass(cls):
+        return False
+    torch.export.register_dataclass(cls)
+    return True
+
+
+def _with_defaults(module, inputs):
+    """The example arguments with the forward's defaults after them (a
+    compiled module binds its calls the same way)."""
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return inputs
+    if len(inputs) < len(params) and all(p.default is not p.empty for p in params[len(inputs):]):
+        inputs = inputs + tuple(p.default for p in params[len(inputs):])
+    return inputs
+
+
+def _export_program(module, inputs, dynamic):
+    from torch._decomp import core_aten_decompositions
+    from tir import aten
+
+    dynamic = {int(k): sorted(int(d) for d in (v if isinstance(v, (list, tuple)) else [v]))
+               for k, v in (dynamic or {}).items()}
+    for i, ds in dynamic.items():
+        if i >= len(inputs) or not isinstance(inputs[i], torch.Tensor):
+            raise TirError(_INVALID, "INVALID_ARGUMENT", "dynamic names input %d, which is not a tensor input" % i)
+        for d in ds:
+            if not -inputs[i].dim() <= d < inputs[i].dim():
+                raise TirError(_INVALID, "INVALID_ARGUMENT", "dynamic: input %d has no dim %d" % (i, d))
+        dynamic[i] = sorted(d % inputs[i].dim() for d in ds)
+    shapes = None
+    if dynamic:
+        auto = getattr(torch.export.Dim, "AUTO", None)
+        shapes = tuple({d: auto if auto is not None else torch.export.Dim("d%d_%d" % (i, d)) for d in dynamic[i]}
+                       if i in dynamic else None for i in range(len(inputs)))
+    for _ in range(8):
+        try:
+            # Traced for inference (bundles compute values, not gradients): a
+            # buffer updated in place from values that would need grad is fine.
+            with torch.no_grad():
+                program = torch.export.export(module, inputs, dynamic_shapes=shapes)
+            break
+        except Exception as e:  # torch.export's own errors name what it cannot trace
+            if _register_dataclass_from(e):
+                continue
+            raise TirError(_INVALID, "UNSUPPORTED_OP", "torch.export cannot trace %s: %s: %s"
+                           % (type(module).__name__, type(e).__name__, str(e)[:2000]))
+    program = program.run_decompositions(core_aten_decompositions())
+    gm, sig = program.graph_module, program.graph_signature
+    writer = aten.Writer(type(module).__name__)
+    graph_inputs, specs, fixed = [], [], {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    user = 0
+    for node, spec in zip(placeholders, sig.input_specs):
+        kind = spec.kind.name
+        if kind == "USER_INPUT":
+            index = user
+            user += 1
+            if not isinstance(inputs[index], torch.Tensor):
+                fixed[index] = inputs[index]  # specialized by torch.export: calls must pass the same
+                continue
+            source = ("input", index)
+        elif kind in ("PARAMETER", "BUFFER"):
+            source = ("param", spec.target)
+        elif kind == "CONSTANT_TENSOR":
+            source = ("constant", spec.target)
+        else:
+            raise TirError(_INVALID, "UNSUPPORTED_OP", "the program takes a %s input (%s)" % (kind, spec.target))
+        v = writer.input(node)
+        if v is None:
+            continue
+        graph_inputs.append(source)
+        specs.append((tuple(v.shape), v.dtype, None))
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            if isinstance(aten.meta_value(node), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
+                continue  # a size (x.size(1), T // n): read through the shapes of the values that use it
+            try:
+                writer.node(node)
+            except aten.Refused as e:
+                raise TirError(_INVALID, "UNSUPPORTED_OP", str(e))
+    out_nodes = list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    tensors = [o for o in out_nodes if isinstance(o, torch.fx.Node) and isinstance(aten.meta_value(o), torch.Tensor)]
+    if len(tensors) != len(out_nodes):
+        raise TirError(_INVALID, "UNSUPPORTED_OP", "the module returns values that are not tensors")
+    by_input = {node: i for i, node in enumerate(n for n, sp in zip(placeholders, sig.input_specs)
+                                                 if not (sp.kind.name == "USER_INPUT" and
+                                                         not isinstance(aten.meta_value(n), torch.Tensor)))}
+    computed = [o for o in out_nodes if o not in by_input]
+    text, where = writer.finish(computed) if computed else (None, [])
+    outputs, k = [], 0
+    for o in out_nodes:
+        if o in by_input:
+            outputs.append(("input", by_input[o]))
+        else:
+            outputs.append(where[k])
+            k += 1
+    ranks = [aten.meta_value(o).dim() for o in out_nodes]
+    mutations = {}
+    for j, spec in enumerate(sig.output_specs):
+        kind = spec.kind.name
+        if kind == "BUFFER_MUTATION":
+            mutations[j] = graph_inputs.index(("param", spec.target))
+        elif kind == "USER_INPUT_MUTATION":
+            name = spec.target
+            node = next(n for n in placeholders if n.name == name)
+            mutations[j] = by_input[node]
+        elif kind != "USER_OUTPUT":
+            raise TirError(_INVALID, "UNSUPPORTED_OP", "the program has a %s output" % kind)
+    exported = ExportedProgram(text, graph_inputs, program.call_spec.out_spec, outputs, mutations, dynamic, specs,
+                               ranks)
+    exported.fixed = fixed
+    exported.arguments = len(inputs)
+    exported.constants = dict(program.constants)
+    return exported
+
+
 class Compiled:
     """A compiled module: call it like the module. Each new shape of the
     dynamic dims compiles (once) through the service; bundles are kept per
-    shape. Runs under torch.no_grad (inference)."""
+    shape. Bundles compute values, not gradients: when a gradient is
+    required (an input or parameter that requires grad, outside no_grad) the
+    module runs eagerly, with one warning. In-place updates the module makes
+    (a buffer, an input) are written back after each run, once."""
 
-    def __init__(self, module, exported, arch, client, timeout):
+    def __init__(self, module, exported, arch, client, timeout, max_candidates=0):
         self.module, self.exported, self.arch, self.timeout = module, exported, arch, timeout
+        self.max_candidates = max_candidates
         self._client = client
         self._bundles = {}
         self._lock = threading.Lock()
+        self._warned_grad = False
         forward = module.forward if isinstance(module, torch.nn.Module) else module
         try:
             self._signature = inspect.signature(forward)
@@ -906,7 +1102,7 @@ class Compiled:
             b = self._bundles.get(key)
             if b is None:
                 b = tir.compile(self.exported.text, arch=self.arch, shapes=shapes or None, client=self._client,
-                                timeout=self.timeout)
+                                timeout=self.timeout, max_candidates=self.max_candidates)
                 self._bundles[key] = b
         return b
 
@@ -933,7 +1129,12 @@ class Compiled:
         for g, (kind, which) in enumerate(self.exported.inputs):
             # Parameters and buffers are read at each call: an update, or a
             # replaced Parameter or submodule, is what runs.
-            t = args[which] if kind == "input" else _attr(self.module, which)
+            if kind == "input":
+                t = args[which]
+            elif kind == "constant":
+                t = self.exported.constants[which]
+            else:
+                t = _attr(self.module, which)
             originals.append(t)
             t = t.detach()
             shape, dtype, strides = self.exported.input_specs[g]
@@ -942,16 +1143,27 @@ class Compiled:
             if strides is None and not t.is_contiguous():
                 t = t.contiguous()
             tensors.append(t)
+        if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in originals):
+            # A bundle's outputs carry no gradient: the module runs as it is.
+            if not self._warned_grad:
+                self._warned_grad = True
+                warnings.warn("tir: gradients are required, so the compiled module runs eagerly (tir bundles compute "
+                              "forward values only; torch.compile(backend=\"tir\") keeps gradients)", RuntimeWarning,
+                              stacklevel=2)
+            return self.module(*args)
         bundle = self.bundle_for(args)
         results = ()
         if bundle is not None:
             with torch.no_grad():
                 results = bundle.run(*tensors)
-        return self.exported.unflatten(list(results), originals)
+        results = list(results)
+        if getattr(self.exported, "mutations", None):
+            self.exported.apply_mutations(results, tensors, originals)
+        return self.exported.unflatten(results, originals)
 
 
 def compile(module, example_inputs, arch=None, server=None, client=None, dynamic=None, token=None, bundle_key=None,
-            timeout=1200.0):
+            timeout=1200.0, max_candidates=0):
     """`module` compiled through tir: a callable with its call signature.
 
     `server` ("host:port") or `client` (tir.Client); neither: the embedded
@@ -964,6 +1176,6 @@ def compile(module, example_inputs, arch=None, server=None, client=None, dynamic
     arch = arch or getattr(client, "default_arch", None)
     if not arch:
         raise TirError(_INVALID, "INVALID_ARGUMENT", "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
-    compiled = Compiled(module, exported, arch, client, timeout)
+    compiled = Compiled(module, exported, arch, client, timeout, max_candidates)
     compiled.bundle_for(tuple(example_inputs))
     return compiled
