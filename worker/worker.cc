@@ -377,12 +377,20 @@ void Worker::Run() {
     req.mutable_wait()->set_seconds(absl::ToInt64Seconds(options_.lease_wait));
     req.mutable_wait()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(options_.lease_wait) % 1000000000));
     tir::v1::LeaseWorkResponse resp;
+    const absl::Time asked = absl::Now();
     grpc::Status s = Call(&tir::v1::WorkerService::Stub::LeaseWork, req, &resp, options_.lease_wait + absl::Seconds(10));
     if (!s.ok()) {
       SleepBackoff(attempt++, true);
       continue;
     }
     attempt = 0;
+    if (resp.items_size() == 0) {
+      // Nothing, at once: a busy coordinator did not hold the call open (its
+      // waiting calls are bounded). The rest of the wait is spent here, not
+      // in asking again at once.
+      const absl::Time until = asked + options_.lease_wait;
+      while (absl::Now() < until && !stopping_) absl::SleepFor(std::min(absl::Milliseconds(50), until - absl::Now()));
+    }
     metrics_->leases.Increment(resp.items_size());
     for (const tir::v1::WorkItem &item : resp.items()) {
       if (stopping_) {  // leased but not started: given back at drain

@@ -33,8 +33,9 @@ absl::StatusOr<tir::v1::Graph> ExportGraph(GraphOp graph);
 // A graph from any accepted encoding, parsed and verified: the module and its
 // single tir.graph (a source with zero or several graphs is INVALID_GRAPH).
 // LoadGraphSource is what a compile request goes through, so it also refuses
-// a graph without outputs (valid IR, as in TensorIR, but nothing to compile);
-// LoadGraphText accepts it.
+// a graph without outputs (valid IR, as in TensorIR, but nothing to compile)
+// and a name longer than kMaxGraphNameBytes (LIMIT_EXCEEDED); LoadGraphText
+// accepts both.
 struct LoadedGraph {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   GraphOp graph;

@@ -80,8 +80,29 @@ absl::StatusOr<LoadedGraphs> LoadGraphsText(llvm::StringRef text, mlir::MLIRCont
   return out;
 }
 
-absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
-                                            mlir::MLIRContext *context) {
+namespace {
+
+// LIMIT_EXCEEDED for a graph whose name passes kMaxGraphNameBytes.
+absl::StatusOr<LoadedGraph> NameBounded(absl::StatusOr<LoadedGraph> loaded) {
+  if (loaded.ok() && loaded->graph.getSymName().size() > kMaxGraphNameBytes) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "LIMIT_EXCEEDED",
+                     absl::StrCat("the graph's name has ", loaded->graph.getSymName().size(), " bytes; at most ",
+                                  kMaxGraphNameBytes, " are taken"));
+  }
+  return loaded;
+}
+
+absl::StatusOr<LoadedGraph> LoadAnyGraphSource(const tir::v1::GraphSource &source, mlir::MLIRContext *context);
+
+}  // namespace
+
+absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source, mlir::MLIRContext *context) {
+  return NameBounded(LoadAnyGraphSource(source, context));
+}
+
+namespace {
+
+absl::StatusOr<LoadedGraph> LoadAnyGraphSource(const tir::v1::GraphSource &source, mlir::MLIRContext *context) {
   switch (source.source_case()) {
     case tir::v1::GraphSource::kGraph: {
       TIR_ASSIGN_OR_RETURN(mlir::OwningOpRef<mlir::ModuleOp> module, ImportGraph(source.graph(), context));
@@ -106,5 +127,7 @@ absl::StatusOr<LoadedGraph> LoadGraphSource(const tir::v1::GraphSource &source,
   return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
                    "graph source is empty: set graph, mlir_text or mlir_bytecode");
 }
+
+}  // namespace
 
 }  // namespace tir

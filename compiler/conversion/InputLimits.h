@@ -36,6 +36,11 @@ inline constexpr int kMaxGraphNesting = 256;
 // have no such cap.
 inline constexpr size_t kMaxGraphBytecodeBytes = size_t{2} << 20;
 
+// Longest graph name (its symbol) taken: the name is kept with what the
+// service remembers of a request and shown with its job, so a request of a
+// name many megabytes long would cost that much for as long as it is kept.
+inline constexpr size_t kMaxGraphNameBytes = 1024;
+
 // Stack of the thread that parses untrusted graphs.
 inline constexpr size_t kParseStackBytes = size_t{256} << 20;
 

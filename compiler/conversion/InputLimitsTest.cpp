@@ -59,6 +59,32 @@ TEST(InputLimits, OrdinaryNestingStillParses) {
   EXPECT_EQ(ReasonOf(LoadGraphSource(src, ctx.get()).status()), "INVALID_GRAPH");
 }
 
+TEST(InputLimits, LongGraphNamesAreRefusedInEveryForm) {
+  auto ctx = makeTirContext();
+  const std::string name(kMaxGraphNameBytes + 1, 'g');
+  const std::string text = "tir.graph @" + name +
+                           "(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = exp %x : tensor<4xf32>\n  results %y : "
+                           "tensor<4xf32>\n}\n";
+  tir::v1::GraphSource src;
+  src.set_mlir_text(text);
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(ReasonOf(g.status()), "LIMIT_EXCEEDED");
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("name has 1025 bytes; at most 1024"));
+  // The proto form too.
+  absl::StatusOr<LoadedGraph> parsed = LoadGraphText(text, ctx.get());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<tir::v1::Graph> proto = ExportGraph(parsed->graph);
+  ASSERT_TRUE(proto.ok()) << proto.status();
+  tir::v1::GraphSource fromProto;
+  *fromProto.mutable_graph() = *proto;
+  EXPECT_EQ(ReasonOf(LoadGraphSource(fromProto, ctx.get()).status()), "LIMIT_EXCEEDED");
+  // A name at the limit is taken.
+  proto->set_name(std::string(kMaxGraphNameBytes, 'g'));
+  *fromProto.mutable_graph() = *proto;
+  EXPECT_TRUE(LoadGraphSource(fromProto, ctx.get()).ok());
+}
+
 TEST(InputLimits, AttributeTextInTheProtoFormIsBounded) {
   auto ctx = makeTirContext();
   tir::v1::GraphSource text;

@@ -107,6 +107,8 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   o.quarantine_after = static_cast<int>(config.quarantine_after());
   o.quarantine_probe = absl::Milliseconds(config.quarantine_probe_ms());
   o.shape_buckets = config.shape_buckets();
+  // Waiting LeaseWork calls hold server threads: at most half of them.
+  o.max_lease_waits = std::max<uint32_t>(1, config.max_server_threads() / 2);
   if (!config.bundle_key_file().empty()) {
     TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file(), "bundleKeyFile"));
   }

@@ -40,7 +40,8 @@ CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tok
                     .Help("Client API calls by method and status code")
                     .Register(registry)),
       slow_(static_cast<int>(std::max(4u, std::thread::hardware_concurrency() * 2)), kSlowCalls),
-      watches_(std::make_unique<WatchStreams>(c, [this](const absl::Status &s) { Done("WatchOperation", s); })) {}
+      watches_(std::make_unique<WatchStreams>(c, [this](const absl::Status &s) { Done("WatchOperation", s); })),
+      waits_(std::make_unique<OperationWaits>(c, [this](const absl::Status &s) { Done("WaitOperation", s); })) {}
 
 grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) { return Counted(requests_, method, s); }
 
@@ -93,16 +94,18 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServer
   return React(ctx, "GetOperation", [&](const std::string &) -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
 }
 
-grpc::Status CompilerServiceImpl::WaitOperation(grpc::ServerContext *ctx, const tir::v1::WaitOperationRequest *req,
-                                                tir::v1::Operation *out) {
-  return Run(ctx, "WaitOperation", [&] {
-    absl::Duration timeout = req->has_timeout()
-                                 ? absl::Seconds(req->timeout().seconds()) + absl::Nanoseconds(req->timeout().nanos())
-                                 : absl::Minutes(10);
-    // Answer a little before the caller's deadline, with the operation as it is.
-    timeout = std::min(timeout, DeadlineOf(*ctx) - absl::Now() - absl::Milliseconds(50));
-    return Assign(c_->WaitOperation(req->name(), std::max(timeout, absl::ZeroDuration())), out);
-  });
+grpc::ServerUnaryReactor *CompilerServiceImpl::WaitOperation(grpc::CallbackServerContext *ctx,
+                                                             const tir::v1::WaitOperationRequest *req,
+                                                             tir::v1::Operation *out) {
+  std::string identity;
+  const absl::Status allowed = auth_.Check(*ctx, "WaitOperation", &identity);
+  absl::Duration timeout = req->has_timeout()
+                               ? absl::Seconds(req->timeout().seconds()) + absl::Nanoseconds(req->timeout().nanos())
+                               : absl::Minutes(10);
+  // Answer a little before the caller's deadline, with the operation as it is.
+  const absl::Time now = absl::Now();
+  const absl::Time end = std::min(now + std::max(timeout, absl::ZeroDuration()), DeadlineOf(*ctx) - absl::Milliseconds(50));
+  return waits_->Start(req->name(), end, ClientOf(*ctx, identity), out, allowed);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(grpc::CallbackServerContext *ctx,

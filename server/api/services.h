@@ -13,6 +13,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "server/api/auth.h"
+#include "server/api/operation_waits.h"
 #include "server/api/watch_streams.h"
 #include "server/coordinator/coordinator.h"
 #include "server/common/work_queue.h"
@@ -26,15 +27,16 @@ namespace tir::api {
 // threads, with no thread of their own per call, so a thousand clients on
 // cache hits need no thousand threads; a Compile or Lookup that must parse
 // or plan goes to a bounded pool (`kSlowCalls` waiting at most, then
-// LIMIT_EXCEEDED). Long polls (Wait, Watch) and writes stay synchronous.
-// WatchOperation streams are callback reactors over serialized bytes
-// (watch_streams.h): no thread per stream, one copy of a bundle however
-// many streams send it.
+// LIMIT_EXCEEDED). Writes stay synchronous. The long polls hold no thread:
+// WaitOperation calls are callback reactors a poller answers
+// (operation_waits.h), WatchOperation streams callback reactors over
+// serialized bytes (watch_streams.h), one copy of a bundle however many
+// streams send it.
 using CompilerServiceBase = tir::v1::CompilerService::WithCallbackMethod_Compile<
     tir::v1::CompilerService::WithCallbackMethod_GetOperation<tir::v1::CompilerService::WithCallbackMethod_GetKernel<
         tir::v1::CompilerService::WithCallbackMethod_LookupKernel<tir::v1::CompilerService::WithCallbackMethod_ListKernels<
-            tir::v1::CompilerService::WithCallbackMethod_ListWorkers<
-                tir::v1::CompilerService::WithRawCallbackMethod_WatchOperation<tir::v1::CompilerService::Service>>>>>>>;
+            tir::v1::CompilerService::WithCallbackMethod_ListWorkers<tir::v1::CompilerService::WithCallbackMethod_WaitOperation<
+                tir::v1::CompilerService::WithRawCallbackMethod_WatchOperation<tir::v1::CompilerService::Service>>>>>>>>;
 
 class CompilerServiceImpl final : public CompilerServiceBase {
  public:
@@ -43,7 +45,8 @@ class CompilerServiceImpl final : public CompilerServiceBase {
                                     tir::v1::Operation *) override;
   grpc::ServerUnaryReactor *GetOperation(grpc::CallbackServerContext *, const tir::v1::GetOperationRequest *,
                                          tir::v1::Operation *) override;
-  grpc::Status WaitOperation(grpc::ServerContext *, const tir::v1::WaitOperationRequest *, tir::v1::Operation *) override;
+  grpc::ServerUnaryReactor *WaitOperation(grpc::CallbackServerContext *, const tir::v1::WaitOperationRequest *,
+                                          tir::v1::Operation *) override;
   grpc::ServerWriteReactor<grpc::ByteBuffer> *WatchOperation(grpc::CallbackServerContext *,
                                                             const grpc::ByteBuffer *request) override;
   grpc::Status CancelOperation(grpc::ServerContext *, const tir::v1::CancelOperationRequest *,
@@ -66,6 +69,7 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   void DrainSlowCalls() {
     slow_.Drain();
     watches_->Stop();
+    waits_->Stop();
   }
 
  private:
@@ -87,6 +91,7 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   prometheus::Family<prometheus::Counter> &requests_;
   common::WorkPool slow_;
   std::unique_ptr<WatchStreams> watches_;
+  std::unique_ptr<OperationWaits> waits_;
 };
 
 class WorkerServiceImpl final : public tir::v1::WorkerService::Service {

@@ -26,7 +26,7 @@ bundles::BundleIdentity IdentityOf(const frontend::Parsed &p, const std::string 
 
 dispatch::DispatchOptions DispatchOptionsOf(const CoordinatorOptions &o) {
   return {o.heartbeat_interval, o.lost_after,          o.max_attempts,          o.lease_timeout,
-          o.quarantine_after,   o.quarantine_probe, o.limits.max_queue_items};
+          o.quarantine_after,   o.quarantine_probe, o.limits.max_queue_items, o.max_lease_waits};
 }
 
 }  // namespace
@@ -160,6 +160,12 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
   }
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
+  if (request.request_id().size() > kMaxRequestIdBytes) {
+    // It is kept with the operation (and its client's ids) while it lives.
+    return MakeError(absl::StatusCode::kInvalidArgument, "LIMIT_EXCEEDED",
+                     absl::StrCat("request_id has ", request.request_id().size(), " bytes; at most ",
+                                  kMaxRequestIdBytes, " are taken"));
+  }
   ++counts_.requests;
   // 1. The key: of a request seen before without parsing; else parsed
   // (once: the plan below is made from the same graph).

@@ -71,6 +71,9 @@ namespace tir::coordinator {
 using common::Limits;
 using tuning::TunerConfig;
 
+// Longest CompileRequest.request_id taken (LIMIT_EXCEEDED past it).
+inline constexpr size_t kMaxRequestIdBytes = 256;
+
 struct CoordinatorOptions {
   // Workers heartbeat this often and count as lost after `lost_after` without one.
   absl::Duration heartbeat_interval = absl::Seconds(1);
@@ -96,6 +99,9 @@ struct CoordinatorOptions {
   // item every `quarantine_probe` (0: never quarantine).
   int quarantine_after = 3;
   absl::Duration quarantine_probe = absl::Minutes(1);
+  // LeaseWork calls that may wait for work at once (half the server's
+  // threads: the rest answer heartbeats and everything else).
+  uint32_t max_lease_waits = 128;
   // How a dynamic graph's sizes fall into buckets ("pow2", "multiple:N", "bound").
   std::string shape_buckets = "pow2";
 };

@@ -1,6 +1,7 @@
 #include "server/dispatch/dispatcher.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "compiler/support/status.h"
 #include "compiler/target/ArchTable.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/api/rpc_status.h"
 
 namespace tir::dispatch {
 
@@ -184,14 +186,19 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Dispatcher::Lease(const tir::v1::Leas
   std::vector<std::pair<WorkOwner *, std::string>> leased;
   {
     absl::MutexLock l(&mu_);
+    bool waiting = false;  // counted in lease_waits_
+    absl::Status refused;
     for (;;) {
       WorkerEntry *w = workers_.FindLive(request.name());
       if (w == nullptr) {
-        return MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
+        refused = MakeError(absl::StatusCode::kFailedPrecondition, "UNKNOWN_WORKER", "register again: " + request.name());
+        break;
       }
       if (w->distrusted) {
-        return MakeError(absl::StatusCode::kPermissionDenied, "WORKER_DISTRUSTED",
-                         request.name() + " reported measuring a binary other than the coordinator's build; it takes no work");
+        refused = MakeError(absl::StatusCode::kPermissionDenied, "WORKER_DISTRUSTED",
+                            request.name() +
+                                " reported measuring a binary other than the coordinator's build; it takes no work");
+        break;
       }
       w->last_heartbeat = absl::Now();
       const std::string arch = w->capabilities.arch();
@@ -209,8 +216,15 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Dispatcher::Lease(const tir::v1::Leas
         workers_.Leased(*w, absl::Now());
       }
       if (out.items_size() > 0 || absl::Now() >= end || stopping_) break;
+      if (!waiting) {
+        if (lease_waits_ >= options_.max_lease_waits) break;  // no thread to spare for one more wait
+        waiting = true;
+        ++lease_waits_;
+      }
       changed_.WaitWithDeadline(&mu_, probe ? std::min(end, w->next_probe) : end);
     }
+    if (waiting) --lease_waits_;
+    if (!refused.ok()) return refused;
     Touch();
   }
   for (const auto &[owner, job] : leased) {
@@ -250,8 +264,45 @@ void Dispatcher::Distrust(const std::string &worker, const std::string &why) {
   Deliver(std::move(given_up));
 }
 
+absl::StatusOr<tir::v1::CandidateResult> TakenFromWorker(const tir::v1::CandidateResult &r) {
+  auto invalid = [&](const std::string &what) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_REPORT",
+                     absl::StrCat("the result for candidate ", r.candidate_index(), " ", what));
+  };
+  const std::string &hash = r.binary_sha256();
+  if (hash.size() > 64) {
+    // A hash (64 hex digits) is compared, never trusted: anything longer is a payload.
+    return invalid(absl::StrCat("has a binary_sha256 of ", hash.size(), " bytes (a SHA-256 is 64 hex digits)"));
+  }
+  const tir::v1::Measurement &m = r.measurement();
+  bool timed = true;
+  for (double t : {m.median_seconds(), m.iqr_seconds(), m.min_seconds()}) timed &= std::isfinite(t) && t >= 0;
+  if (!timed && r.verification().verdict() == tir::v1::VERDICT_PASSED) {
+    return invalid(absl::StrCat("passed with a time of ", m.median_seconds(), " s (times are finite and >= 0)"));
+  }
+  tir::v1::CandidateResult out;
+  out.set_candidate_index(r.candidate_index());
+  *out.mutable_verification() = r.verification();
+  if (timed) *out.mutable_measurement() = m;
+  *out.mutable_compile_info() = r.compile_info();
+  out.set_format(r.format());
+  out.set_binary_sha256(hash);
+  // Nothing a worker chose beyond the fields above, and no field of theirs
+  // it did not know of (a payload riding in an unknown field), goes on.
+  out.DiscardUnknownFields();
+  out.mutable_verification()->set_detail(api::ShownMessage(r.verification().detail()));
+  out.mutable_compile_info()->set_log(api::ShownMessage(r.compile_info().log()));
+  return out;
+}
+
 absl::StatusOr<std::vector<tir::v1::CandidateResult>> InItemOrder(
-    const tir::v1::WorkItem &item, const google::protobuf::RepeatedPtrField<tir::v1::CandidateResult> &results) {
+    const tir::v1::WorkItem &item, const google::protobuf::RepeatedPtrField<tir::v1::CandidateResult> &reported) {
+  std::vector<tir::v1::CandidateResult> results;
+  results.reserve(reported.size());
+  for (const tir::v1::CandidateResult &r : reported) {
+    TIR_ASSIGN_OR_RETURN(tir::v1::CandidateResult taken, TakenFromWorker(r));
+    results.push_back(std::move(taken));
+  }
   // A round may hold a candidate more than once (a confirming round that
   // measures the default beside a winner that is the default): its results
   // fill its places in order.
@@ -401,7 +452,7 @@ absl::StatusOr<tir::v1::ReturnWorkResponse> Dispatcher::Return(const tir::v1::Re
   }
   if (out.requeued() > 0) {
     std::fprintf(stderr, "tir-coordinator: %s gave back %u lease(s): %s\n", request.name().c_str(), out.requeued(),
-                 request.reason().c_str());
+                 api::ShownMessage(request.reason()).c_str());
   }
   Deliver(std::move(given_up));
   return out;

@@ -63,6 +63,10 @@ struct DispatchOptions {
   int quarantine_after = 3;
   absl::Duration quarantine_probe = absl::Minutes(1);
   uint32_t max_queue_items = 100000;
+  // LeaseWork calls that wait for work at once (each holds a server thread
+  // while it waits); past it a call takes what is queued and answers at
+  // once, so long polls never take the threads heartbeats need.
+  uint32_t max_lease_waits = 128;
 };
 
 // The workers and the queue as the status page shows them.
@@ -71,6 +75,15 @@ struct DispatchSnapshot {
   uint32_t queued = 0;
   uint32_t alive = 0;
 };
+
+// What the coordinator takes from a worker's result for one candidate: its
+// index, verdict (free text bounded as error messages are), measurement,
+// compile figures and the SHA-256 of what it ran; nothing else (the fields
+// the coordinator fills from its own work item, and unknown fields, where
+// a payload could ride into bundles, the ledger and clients, are dropped).
+// INVALID_REPORT for a hash longer than 64 bytes, or a passing time that is
+// not finite and >= 0 (a failed candidate's time is dropped).
+absl::StatusOr<tir::v1::CandidateResult> TakenFromWorker(const tir::v1::CandidateResult &result);
 
 class Dispatcher {
  public:
@@ -96,7 +109,8 @@ class Dispatcher {
   // (WORKER_IDENTITY_MISMATCH); OK for an unknown name: the call reports it.
   absl::Status CheckSession(const std::string &name, const std::string &session, const std::string &identity = "") const;
   tir::v1::HeartbeatResponse Heartbeat(const tir::v1::HeartbeatRequest &request);
-  // Long-polls up to the request's wait (at most 30 s), capped by `deadline`.
+  // Long-polls up to the request's wait (at most 30 s), capped by `deadline`,
+  // while fewer than max_lease_waits calls wait (else answers at once).
   absl::StatusOr<tir::v1::LeaseWorkResponse> Lease(const tir::v1::LeaseWorkRequest &request, absl::Time deadline);
   absl::StatusOr<tir::v1::ReportResultResponse> Report(const tir::v1::ReportResultRequest &request);
   tir::v1::DrainResponse Drain(const tir::v1::DrainRequest &request);
@@ -154,6 +168,7 @@ class Dispatcher {
   std::set<std::string> gauge_arches_ ABSL_GUARDED_BY(mu_);  // every arch the queue gauge has shown
   absl::Time last_sample_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint32_t lease_waits_ ABSL_GUARDED_BY(mu_) = 0;  // LeaseWork calls waiting now
   std::thread reaper_;
 };
 

@@ -1,5 +1,7 @@
 #include "server/dispatch/dispatcher.h"
 
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -259,4 +261,44 @@ TEST_F(DispatcherTest, RegistrationsUnderKnownNamesCountAgainstTheBound) {
 }
 
 }  // namespace
+// What a worker's result carries on is the coordinator's to choose: known
+// fields, bounded text, a hash that is one and times that are times.
+TEST(TakenFromWorker, KeepsKnownBoundedFieldsOnly) {
+  tir::v1::CandidateResult r;
+  r.set_candidate_index(3);
+  r.mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
+  r.mutable_verification()->set_detail(std::string(100000, 'd'));
+  r.mutable_measurement()->set_median_seconds(1e-6);
+  r.mutable_measurement()->set_samples(5);
+  r.set_binary_sha256(std::string(64, 'c'));
+  r.set_source_hash("worker-chosen");
+  r.set_arch("sm_90a");
+  r.mutable_verification()->GetReflection()->MutableUnknownFields(r.mutable_verification())->AddLengthDelimited(
+      99, "payload");
+  r.GetReflection()->MutableUnknownFields(&r)->AddLengthDelimited(5, "payload");
+  absl::StatusOr<tir::v1::CandidateResult> taken = TakenFromWorker(r);
+  ASSERT_TRUE(taken.ok()) << taken.status();
+  EXPECT_EQ(taken->candidate_index(), 3u);
+  EXPECT_EQ(taken->binary_sha256(), std::string(64, 'c'));
+  EXPECT_DOUBLE_EQ(taken->measurement().median_seconds(), 1e-6);
+  EXPECT_LE(taken->verification().detail().size(), 1100u);
+  EXPECT_TRUE(taken->source_hash().empty());
+  EXPECT_TRUE(taken->arch().empty());
+  EXPECT_EQ(taken->SerializeAsString().find("payload"), std::string::npos);
+
+  tir::v1::CandidateResult forged = r;
+  forged.set_binary_sha256(std::string(64, 'c') + "\x7f" "ELF payload");
+  EXPECT_EQ(ReasonOf(TakenFromWorker(forged).status()), "INVALID_REPORT");
+  for (double t : {std::nan(""), -1.0, std::numeric_limits<double>::infinity()}) {
+    tir::v1::CandidateResult timed = r;
+    timed.mutable_measurement()->set_median_seconds(t);
+    EXPECT_EQ(ReasonOf(TakenFromWorker(timed).status()), "INVALID_REPORT") << t;
+    // A candidate that did not pass has no time to trust: it is dropped.
+    timed.mutable_verification()->set_verdict(tir::v1::VERDICT_FAULT);
+    absl::StatusOr<tir::v1::CandidateResult> fault = TakenFromWorker(timed);
+    ASSERT_TRUE(fault.ok()) << t;
+    EXPECT_FALSE(fault->has_measurement());
+  }
+}
+
 }  // namespace tir::dispatch

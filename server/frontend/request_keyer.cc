@@ -115,9 +115,24 @@ absl::StatusOr<Parsed> RequestKeyer::Parse(const tir::v1::GraphSource &source, c
   known->signature.Clear();  // the hot path needs only the key and the shape
   known->graph.reset();
   const std::string raw = RawKey(source, options, arch);
+  // What the entry keeps, roughly (the shape texts and sizes grow with the
+  // graph's inputs).
+  size_t bytes = sizeof(Parsed) + raw.size() + known->key.size() + known->fingerprint.size() + known->policy.size() +
+                 known->graph_name.size() + known->shape.text.size() + known->bucket_text.size();
+  for (const std::string &n : known->notes) bytes += n.size();
+  for (const auto &a : known->tuned_args) bytes += 8 * a.size() + sizeof(a);
+  for (const tir::v1::ShapeHint &h : known->shape.hints) bytes += 8 * h.shape_size() + sizeof(h);
   absl::MutexLock l(&mu_);
-  if (known_.size() >= 100000) known_.clear();  // bounded; it refills from traffic
-  known_[raw] = std::move(known);
+  // Bounded in entries and bytes; it refills from traffic.
+  if (known_.size() >= kMaxKnown || known_bytes_ + bytes > kMaxKnownBytes) {
+    known_.clear();
+    known_bytes_ = 0;
+  }
+  if (bytes <= kMaxKnownBytes / 64) {  // one request cannot take the cache's room
+    auto [it, added] = known_.try_emplace(raw);
+    if (added) known_bytes_ += bytes;
+    it->second = std::move(known);
+  }
   return p;
 }
 

@@ -8,8 +8,8 @@
 //    Plan, so a miss parses it once;
 //  - Plan: the kernels and their candidates (tuning::BuildWorkItems), ranked
 //    for the device the arch's workers have.
-// The hashes of requests seen are kept (at most 100,000, then refilled from
-// traffic) under their own lock. Thread-safe.
+// The hashes of requests seen are kept (at most 100,000 and 64 MiB of what
+// they key, then refilled from traffic) under their own lock. Thread-safe.
 
 #ifndef TIR_SERVER_FRONTEND_REQUEST_KEYER_H_
 #define TIR_SERVER_FRONTEND_REQUEST_KEYER_H_
@@ -93,8 +93,11 @@ class RequestKeyer {
   const tuning::TunerConfig tuner_;
   const reference::BucketPolicy buckets_;
   common::LimitCounter &limits_;
+  static constexpr size_t kMaxKnown = 100000;
+  static constexpr size_t kMaxKnownBytes = size_t{64} << 20;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const Parsed>> known_ ABSL_GUARDED_BY(mu_);  // request hash -> key
+  size_t known_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The cost model's corrections, fit from the trial ledger. Thread-safe.

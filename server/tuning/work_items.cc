@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/conversion/AttributeProto.h"
 #include "compiler/ir/StrideAttr.h"
@@ -282,7 +283,18 @@ absl::StatusOr<std::vector<KernelWork>> BuildWorkItems(GraphOp graph, const targ
       cw->set_entry_symbol(emitted.entry);
       *cw->mutable_launch() = emitted.launch;
     }
-    if (kept.empty()) return firstRefusal.ok() ? MakeError(absl::StatusCode::kInternal, "INTERNAL", "no candidate") : firstRefusal;
+    if (kept.empty() && firstRefusal.ok() && std::find(work.domain.begin(), work.domain.end(), 0) != work.domain.end()) {
+      // A zero-sized tensor: no tile covers an empty domain.
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                       absl::StrCat("kernel ", k, " iterates over [", absl::StrJoin(work.domain, ", "),
+                                    "]: a dimension of extent 0 leaves nothing to compute (zero-sized tensors are "
+                                    "not compiled)"));
+    }
+    if (kept.empty()) {
+      return firstRefusal.ok() ? MakeError(absl::StatusCode::kInternal, "INTERNAL",
+                                           absl::StrCat("kernel ", k, " has no tile candidate"))
+                               : firstRefusal;
+    }
     if (work.default_position < 0) work.default_position = 0;
     work.ranks = kept;
     out.push_back(std::move(work));

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <thread>
 #include <string>
@@ -223,6 +224,13 @@ class Security : public ::testing::Test {
           x->mutable_measurement()->set_median_seconds(1e-9);
           x->set_binary_sha256(std::string(64, 'a'));
           x->GetReflection()->MutableUnknownFields(x)->AddLengthDelimited(5, "\x7f" "ELF rogue payload");
+          // And where the coordinator copies what a worker says: unknown
+          // fields of the verdict and the measurement, and its free text.
+          for (google::protobuf::Message *m : {static_cast<google::protobuf::Message *>(x->mutable_verification()),
+                                               static_cast<google::protobuf::Message *>(x->mutable_measurement())}) {
+            m->GetReflection()->MutableUnknownFields(m)->AddLengthDelimited(77, "\x7f" "ELF rogue payload");
+          }
+          x->mutable_verification()->set_detail(std::string(200000, 'D') + "rogue detail");
         }
         tir::v1::ReportResultResponse ack;
         (void)workers_->ReportResult(&rctx, report, &ack);
@@ -303,7 +311,15 @@ TEST_F(Security, ARogueWorkersBinaryNeverReachesClients) {
     EXPECT_EQ(k.binary().find("rogue"), std::string::npos) << "the worker's bytes were served";
     EXPECT_EQ(k.binary_sha256(), tir::Sha256Hex(k.binary()));
     EXPECT_TRUE(k.GetReflection()->GetUnknownFields(k).empty());
+    EXPECT_TRUE(k.verification().GetReflection()->GetUnknownFields(k.verification()).empty());
+    EXPECT_TRUE(k.measurement().GetReflection()->GetUnknownFields(k.measurement()).empty());
+    EXPECT_LE(k.verification().detail().size(), 1100u) << "a worker's free text is bounded";
   }
+  // Nowhere in what a client gets: not in an unknown field of a message
+  // the coordinator copies from a report, nor in a worker's free text.
+  const std::string served = done.SerializeAsString();
+  EXPECT_EQ(served.find("rogue payload"), std::string::npos) << "a worker's bytes ride in the bundle";
+  EXPECT_EQ(served.find("rogue detail"), std::string::npos);
   EXPECT_TRUE(tir::CheckBundleSignature(b, "bundle-key").ok());
   EXPECT_TRUE(tir::CheckBinaryHashes(b).ok());
 }
@@ -322,6 +338,42 @@ TEST_F(Security, AWorkerThatMeasuredAnotherBinaryIsRefusedAndDistrusted) {
   ASSERT_TRUE(done.has_response()) << done.error().message();
   EXPECT_TRUE(done.response().provenance().measured_binary_checked());
   for (const auto &k : done.response().kernels()) EXPECT_EQ(k.binary_sha256(), tir::Sha256Hex(k.binary()));
+}
+
+// 1c. What a report carries is checked: a binary hash longer than a hash
+// (a payload), or a passing time that is not a time, refuses the report.
+TEST_F(Security, AReportWithAForgedHashOrTimeIsRefused) {
+  const Registered w = Register();
+  tir::v1::Operation op;
+  ASSERT_TRUE(Compile(Graph("forged", 136), &op, "", "team-d-token-0123456789").ok());
+  tir::v1::LeaseWorkRequest r;
+  r.set_name(w.name);
+  r.mutable_wait()->set_seconds(5);
+  tir::v1::LeaseWorkResponse leased;
+  ASSERT_TRUE(Call(&tir::v1::WorkerService::Stub::LeaseWork, w.token, w.session, r, &leased).ok());
+  ASSERT_GT(leased.items_size(), 0);
+  const tir::v1::WorkItem &item = leased.items(0);
+  for (int bad = 0; bad < 3; ++bad) {
+    tir::v1::ReportResultRequest report;
+    report.set_name(w.name);
+    report.set_lease_id(item.lease_id());
+    tir::v1::CandidateResult *x = report.add_results();
+    x->set_candidate_index(item.candidates(0).candidate_index());
+    x->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
+    x->mutable_measurement()->set_samples(5);
+    x->mutable_measurement()->set_median_seconds(bad == 1 ? std::nan("") : bad == 2 ? -1.0 : 1e-6);
+    x->set_binary_sha256(bad == 0 ? std::string(64, 'b') + "\x7f" "ELF rogue payload" : std::string(64, 'b'));
+    tir::v1::ReportResultResponse ack;
+    const grpc::Status s = Call(&tir::v1::WorkerService::Stub::ReportResult, w.token, w.session, report, &ack);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("INVALID_REPORT")) << bad;
+  }
+  grpc::ClientContext ctx;
+  Token(ctx, "team-d-token-0123456789");
+  tir::v1::CancelOperationRequest cancel;
+  cancel.set_name(op.name());
+  tir::v1::Operation cancelled;
+  EXPECT_TRUE(clients_->CancelOperation(&ctx, cancel, &cancelled).ok());
 }
 
 // 2. Names are bound to their registration: another caller with the worker
@@ -390,6 +442,36 @@ TEST_F(Security, DeeplyNestedRequestsAreRefusedNotACrash) {
   for (int i = 0; i < 5000; ++i) type = "tensor<4x" + type + ">";
   s = Compile(absl::StrCat("tir.graph @t(%x: ", type, ") -> ", type, " {\n  results %x : ", type, "\n}\n"), &op);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// 3b. What a request leaves behind is bounded: a graph's name (kept with
+// what is remembered of the request and shown with its job) and a request
+// id (kept with its operation) of megabytes are refused, through the read
+// token's lookup too; a zero-sized tensor is refused for what it is.
+TEST_F(Security, LongNamesAndRequestIdsAreRefused) {
+  const std::string longName = std::string(4 << 20, 'n');
+  grpc::ClientContext ctx;
+  Token(ctx, "read-token");
+  tir::v1::LookupKernelRequest lookup;
+  lookup.mutable_graph()->set_mlir_text(Graph(longName, 4));
+  lookup.mutable_options()->set_target_arch("host");
+  tir::v1::LookupKernelResponse found;
+  grpc::Status s = clients_->LookupKernel(&ctx, lookup, &found);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("LIMIT_EXCEEDED: the graph's name has 4194304 bytes; at most 1024"));
+  tir::v1::Operation op;
+  s = Compile(Graph(longName, 4), &op);
+  EXPECT_THAT(s.error_message(), HasSubstr("LIMIT_EXCEEDED: the graph's name"));
+  s = Compile(Graph("rid_long", 168), &op, std::string(1 << 20, 'r'));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("LIMIT_EXCEEDED: request_id has 1048576 bytes; at most 256"));
+  const std::string zero =
+      "tir.graph @zero(%x: tensor<0x64xf32>) -> tensor<0x64xf32> {\n  %y = exp %x : tensor<0x64xf32>\n  results %y : "
+      "tensor<0x64xf32>\n}\n";
+  s = Compile(zero, &op);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("INVALID_GRAPH"));
+  EXPECT_THAT(s.error_message(), HasSubstr("extent 0"));
 }
 
 // 4. Registrations are bounded.
@@ -495,6 +577,160 @@ TEST_F(Security, UnreadStreamsStarveNothing) {
   while (reader->Read(&got)) {
   }
   reader->Finish();
+}
+
+// 8b. Waits take no thread either: hundreds of WaitOperation calls on an
+// operation that is not done (more than the server's threads, from six
+// callers) leave every worker call answering at once; past a caller's cap
+// a wait is refused with the limit, and the waits are answered when the
+// operation ends.
+TEST_F(Security, WaitsStarveNoWorker) {
+  const Registered w = Register();
+  tir::v1::Operation op;
+  ASSERT_TRUE(Compile(Graph("waited", 152), &op, "", "team-d-token-0123456789").ok());
+  ASSERT_FALSE(op.done());
+  grpc::CompletionQueue cq;
+  struct Open {
+    grpc::ClientContext ctx;
+    tir::v1::Operation out;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<tir::v1::Operation>> reader;
+  };
+  std::vector<std::unique_ptr<Open>> open;
+  tir::v1::WaitOperationRequest req;
+  req.set_name(op.name());
+  req.mutable_timeout()->set_seconds(120);
+  // Six callers (the shared tokens are one caller: their address).
+  const std::vector<std::string> callers = {"read-token",
+                                            "viewer-token-0123456789",
+                                            "team-a-token-0123456789",
+                                            "team-b-token-0123456789",
+                                            "team-c-token-0123456789",
+                                            "team-d-token-0123456789"};
+  for (const std::string &token : callers) {
+    for (int i = 0; i < 64; ++i) {
+      auto o = std::make_unique<Open>();
+      Token(o->ctx, token);
+      o->reader = clients_->AsyncWaitOperation(&o->ctx, req, &cq);
+      o->reader->Finish(&o->out, &o->status, o.get());
+      open.push_back(std::move(o));
+    }
+  }
+  absl::SleepFor(absl::Seconds(2));
+  // Worker calls still answer, at once.
+  for (int i = 0; i < 10; ++i) {
+    const absl::Time start = absl::Now();
+    tir::v1::HeartbeatRequest hb;
+    hb.set_name(w.name);
+    hb.set_state(tir::v1::WORKER_STATE_READY);
+    tir::v1::HeartbeatResponse out;
+    const grpc::Status s = Call(&tir::v1::WorkerService::Stub::Heartbeat, w.token, w.session, hb, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  }
+  EXPECT_FALSE(Register().name.empty());
+  // A caller past its cap is refused with the limit.
+  {
+    grpc::ClientContext ctx;
+    Token(ctx, "read-token");
+    tir::v1::Operation got;
+    const grpc::Status s = clients_->WaitOperation(&ctx, req, &got);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr("maxWaits"));
+  }
+  // The operation ends: every wait is answered with it.
+  {
+    grpc::ClientContext ctx;
+    Token(ctx, "team-d-token-0123456789");
+    tir::v1::CancelOperationRequest cancel;
+    cancel.set_name(op.name());
+    tir::v1::Operation cancelled;
+    ASSERT_TRUE(clients_->CancelOperation(&ctx, cancel, &cancelled).ok());
+  }
+  int answered = 0;
+  for (size_t i = 0; i < open.size(); ++i) {
+    void *tag;
+    bool ok;
+    if (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(20)) !=
+        grpc::CompletionQueue::GOT_EVENT) {
+      break;
+    }
+    const Open *o = static_cast<Open *>(tag);
+    EXPECT_TRUE(o->status.ok()) << o->status.error_message();
+    answered += o->status.ok() && o->out.done();
+  }
+  EXPECT_EQ(answered, static_cast<int>(open.size()));
+  for (auto &o : open) o->ctx.TryCancel();
+  cq.Shutdown();
+  void *tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+// 8c. Workers' long polls are bounded too: 300 workers waiting in
+// LeaseWork at once (more than the server's threads; one holder of the
+// worker token may register them) leave heartbeats answering, since past
+// half the threads a lease call answers at once instead of waiting.
+TEST_F(Security, LeasePollsStarveNoHeartbeat) {
+  const Registered w = Register();
+  std::vector<Registered> pollers;
+  for (int i = 0; i < 300; ++i) pollers.push_back(Register("", absl::StrCat("workers/poller-", i)));
+  grpc::CompletionQueue cq;
+  struct Open {
+    grpc::ClientContext ctx;
+    tir::v1::LeaseWorkResponse out;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<tir::v1::LeaseWorkResponse>> reader;
+  };
+  std::vector<std::unique_ptr<Open>> open;
+  for (const Registered &p : pollers) {
+    auto o = std::make_unique<Open>();
+    Token(o->ctx, p.token);
+    o->ctx.AddMetadata("tir-worker-session", p.session);
+    tir::v1::LeaseWorkRequest r;
+    r.set_name(p.name);
+    r.mutable_wait()->set_seconds(25);
+    o->reader = workers_->AsyncLeaseWork(&o->ctx, r, &cq);
+    o->reader->Finish(&o->out, &o->status, o.get());
+    open.push_back(std::move(o));
+  }
+  absl::SleepFor(absl::Seconds(2));
+  for (int i = 0; i < 10; ++i) {
+    const absl::Time start = absl::Now();
+    tir::v1::HeartbeatRequest hb;
+    hb.set_name(w.name);
+    hb.set_state(tir::v1::WORKER_STATE_READY);
+    tir::v1::HeartbeatResponse out;
+    const grpc::Status s = Call(&tir::v1::WorkerService::Stub::Heartbeat, w.token, w.session, hb, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  }
+  EXPECT_TRUE(ListWorkers().ok());
+  for (auto &o : open) o->ctx.TryCancel();
+  int refused = 0;
+  for (size_t i = 0; i < open.size(); ++i) {
+    void *tag;
+    bool ok;
+    if (cq.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(30)) !=
+        grpc::CompletionQueue::GOT_EVENT) {
+      break;
+    }
+    refused += static_cast<Open *>(tag)->status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  EXPECT_EQ(refused, 0) << "a lease call was refused for want of a thread";
+  cq.Shutdown();
+  void *tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  // The pollers go (their places are the anonymous workers' 1,024).
+  for (const Registered &p : pollers) {
+    tir::v1::DrainRequest drain;
+    drain.set_name(p.name);
+    tir::v1::DrainResponse drained;
+    (void)Call(&tir::v1::WorkerService::Stub::Drain, p.token, p.session, drain, &drained);
+  }
 }
 
 // 7. Calls without a token, or with the read token for a write, are refused.
