@@ -126,6 +126,15 @@ absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::
                        absl::StrCat("capabilities field ", field, " has ", value->size(), " bytes; at most ",
                                     kMaxWorkerField, " are kept"));
     }
+    // Shown in logs, the dashboard and ListWorkers: printable ASCII only (a
+    // newline or an escape sequence would forge log lines or a terminal).
+    for (unsigned char ch : *value) {
+      if (ch < 0x20 || ch > 0x7e) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
+                         absl::StrCat("capabilities field ", field, " holds byte 0x", absl::Hex(ch, absl::kZeroPad2),
+                                      "; worker names and capabilities are printable ASCII"));
+      }
+    }
   }
   std::vector<Delivery> given_up;
   tir::v1::RegisterWorkerResponse out;

@@ -202,6 +202,18 @@ TEST_F(DispatcherTest, RegistrationsAndLeasesAreBounded) {
   EXPECT_EQ(ReasonOf(refused.status()), "INVALID_ARGUMENT");
   EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("device_name"));
 
+  // A name that would forge a log line (a newline, an escape) is refused.
+  tir::v1::RegisterWorkerRequest forged;
+  forged.set_name("gpu0\ntir-coordinator: worker gpu1 lost");
+  forged.mutable_capabilities()->set_backend("host");
+  forged.mutable_capabilities()->set_arch("host");
+  auto refusedName = d_.Register(forged);
+  ASSERT_FALSE(refusedName.ok());
+  EXPECT_THAT(std::string(refusedName.status().message()), ::testing::HasSubstr("printable ASCII"));
+  forged.set_name("gpu0");
+  forged.mutable_capabilities()->set_device_name("NVIDIA \x1b[2JH200");
+  EXPECT_FALSE(d_.Register(forged).ok());
+
   // max_items is capped whatever the worker asks.
   const std::string w = Register();
   for (int i = 0; i < 3; ++i) d_.Push(Item("job" + std::to_string(i)));
