@@ -178,7 +178,21 @@ class Builder {
       set(0, Map(r));
     } else if (auto rs = llvm::dyn_cast<ReshapeOp>(op)) {
       std::vector<int64_t> in = Shape(rs.getInput().getType());
-      if (Static(in) && Static(out)) {
+      if (UnitDimsOnly(in, out)) {
+        // Unit dims in or out: each other input dim is the output dim it
+        // becomes (dynamic extents included); unit dims are index 0.
+        llvm::SmallVector<AffineExpr> r;
+        size_t j = 0;
+        for (int64_t d : in) {
+          if (d == 1) {
+            r.push_back(C(0));
+            continue;
+          }
+          while (out[j] == 1) ++j;
+          r.push_back(map.getResult(j++));
+        }
+        set(0, Map(r));
+      } else if (Static(in) && Static(out)) {
         llvm::SmallVector<AffineExpr> idx(map.getResults().begin(), map.getResults().end());
         set(0, Delinearize(LinearIndex(idx, out), in));
       }
@@ -242,6 +256,17 @@ class Builder {
 };
 
 }  // namespace
+
+bool UnitDimsOnly(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out) {
+  llvm::SmallVector<int64_t> a, b;
+  for (int64_t d : in) {
+    if (d != 1) a.push_back(d);
+  }
+  for (int64_t d : out) {
+    if (d != 1) b.push_back(d);
+  }
+  return a == b;
+}
 
 mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel, mlir::Operation **conflict) {
   if (!kernel->hasAttr("tir.kernel_kind") || !kernel->hasAttr("tir.iteration_domain")) {

@@ -20,6 +20,11 @@ struct AccessMaps {
   llvm::DenseMap<mlir::OpOperand *, mlir::AffineMap> operands;
 };
 
+// Whether a reshape from `in` to `out` only inserts or removes unit dims
+// (the other extents, dynamic ones included, equal and in order): its
+// index relation is a relabeling, affine whatever the extents.
+bool UnitDimsOnly(llvm::ArrayRef<int64_t> in, llvm::ArrayRef<int64_t> out);
+
 // Computes the maps of a kernel graph; emits an error and fails on a conflict
 // that needs a partition boundary (a non-pointwise value needed under two
 // maps). With `conflict`, the op is stored there instead of an error.

@@ -328,7 +328,8 @@ class Partitioner {
                        (draft.space.kind != KernelKind::kPointwise && *need == Domain::kMain);
 
     if (IsPointwiseLike(op)) {
-      if (llvm::isa<ReshapeOp>(op) && tiled && ShapeOf(op->getOperand(0).getType()) != shape) {
+      if (llvm::isa<ReshapeOp>(op) && tiled && ShapeOf(op->getOperand(0).getType()) != shape &&
+          !UnitDimsOnly(ShapeOf(op->getOperand(0).getType()), shape)) {
         why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
         return std::nullopt;
       }
@@ -343,6 +344,8 @@ class Partitioner {
           // A size the reshape takes (a `dim` of another value) is read as a
           // scalar, not through the reshape's index relation.
           if (user->getOperand(0).getDefiningOp() != op) continue;
+          // Unit dims in or out relabel indices: read through it anywhere.
+          if (UnitDimsOnly(shape, ShapeOf(user->getResult(0).getType()))) continue;
           if (tiled) {
             why = "a reshape remaps the dimensions the consumer's reduction or matmul tiles";
             return std::nullopt;
@@ -432,10 +435,45 @@ class Partitioner {
       why = absl::StrCat("the matmul result ", Fmt(shape), " feeds a kernel iterating ", Fmt(target));
       return std::nullopt;
     }
+    // The same shape is not the same space when a view between C and what
+    // the kernel stores remaps dims: a transpose of equal or run-time
+    // extents keeps the shape.
+    if (RemapsInDraft(op, draft)) {
+      why = absl::StrCat("the matmul result ", Fmt(shape), " reaches the kernel's stores through a view that "
+                         "remaps its dims");
+      return std::nullopt;
+    }
     // A pointwise kernel of C's shape becomes the matmul's epilogue.
     SetMatmulSpace(draft.space, llvm::cast<MatmulOp>(op));
     for (auto &[o, d] : draft.domain) d = Domain::kC;
     return Domain::kC;
+  }
+
+  // Whether a view among the draft's ops that read `op`'s value (directly
+  // or through other ops of the draft) remaps dims: a transpose that
+  // permutes, a slice, a reshape other than unit dims in or out.
+  static bool RemapsInDraft(mlir::Operation *op, const Draft &draft) {
+    std::vector<mlir::Operation *> stack = {op};
+    std::set<mlir::Operation *> seen;
+    while (!stack.empty()) {
+      mlir::Operation *cur = stack.back();
+      stack.pop_back();
+      for (mlir::Operation *user : cur->getUsers()) {
+        if (!draft.ops.count(user) || !seen.insert(user).second) continue;
+        if (auto t = llvm::dyn_cast<TransposeOp>(user)) {
+          for (size_t i = 0; i < t.getPermutation().size(); ++i) {
+            if (t.getPermutation()[i] != static_cast<int64_t>(i)) return true;
+          }
+        } else if (llvm::isa<SliceOp>(user)) {
+          return true;
+        } else if (llvm::isa<ReshapeOp>(user) &&
+                   !UnitDimsOnly(ShapeOf(user->getOperand(0).getType()), ShapeOf(user->getResult(0).getType()))) {
+          return true;
+        }
+        stack.push_back(user);
+      }
+    }
+    return false;
   }
 
   // `op` pairs with the one reduction of the streaming kernel `draft` as an
