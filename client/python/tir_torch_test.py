@@ -479,7 +479,7 @@ with torch.no_grad():
     want = mixed(xm)
 backend = tir.torch_backend(client=client, arch="host")
 gm = torch.fx.symbolic_trace(mixed)
-with warnings.catch_warnings(record=True) as caught:
+with warnings.catch_warnings(record=True) as caught, torch.no_grad():
     warnings.simplefilter("always")
     run = backend(gm, [xm])
     got = run(xm)
@@ -492,7 +492,7 @@ check("no warning when all is well", not caught, str([str(w.message) for w in ca
 
 check("the backend leaves the caller's GraphModule as it is",
       not any(n.startswith("fused_") for n, _ in gm.named_children()))
-with warnings.catch_warnings(record=True) as caught:
+with warnings.catch_warnings(record=True) as caught, torch.no_grad():
     warnings.simplefilter("always")
     bigger = torch.randn(3, 16)  # another shape than the regions were compiled for
     ok, detail = close(run(bigger), mixed(bigger))
@@ -500,6 +500,19 @@ with warnings.catch_warnings(record=True) as caught:
 check("a call at another shape runs eagerly and matches", ok, detail)
 check("... and the tir regions run again at the compiled shape", ok2 and backend.regions_run == 4,
       "%s, %d runs" % (detail2, backend.regions_run))
+xg = xm.clone().requires_grad_()
+graded = run(xg)
+(graded * graded).sum().backward()
+xe = xm.clone().requires_grad_()
+weight_grad = mixed.fc.weight.grad.clone()
+mixed.zero_grad()
+(mixed(xe) ** 2).sum().backward()
+ok, detail = close(graded.detach(), want)
+ok_g, detail_g = close(torch.cat([xg.grad.flatten(), weight_grad.flatten()]),
+                       torch.cat([xe.grad.flatten(), mixed.fc.weight.grad.flatten()]))
+check("with gradients required the tir regions still run and their outputs carry eager's gradients",
+      ok and ok_g and backend.regions_run == 6, "%s %s, %d runs" % (detail, detail_g, backend.regions_run))
+mixed.zero_grad()
 
 backend = tir.torch_backend(server=down, arch="host", timeout=10)
 with warnings.catch_warnings(record=True) as caught:

@@ -243,11 +243,22 @@ def op_name(node):
     return p.split(".")[0] if p else None
 
 
+def _zero_sized(node):
+    """Whether the node's result (the first of several: batch norm's other
+    two are empty in inference) has a dim of size 0."""
+    out = meta_value(node)
+    if isinstance(out, (tuple, list)):
+        out = out[0] if out else None
+    return isinstance(out, torch.Tensor) and any(isinstance(d, int) and d == 0 for d in out.shape)
+
+
 def supported(node):
     """Whether the writer takes `node`: an ATen op it writes, tensors of
     dtypes tir has in and out, numbers where numbers go."""
     name = op_name(node)
     if name is None or (name not in _WRITTEN and name != "getitem"):
+        return False
+    if name != "getitem" and _zero_sized(node):
         return False
     out = meta_value(node)
     outs = out if isinstance(out, (tuple, list)) else [out]
@@ -256,8 +267,7 @@ def supported(node):
             continue
         if not isinstance(o, torch.Tensor) or tir_dtype(o.dtype) is None:
             return False
-        if name != "embedding" and any(s == 0 for s in o.shape if isinstance(s, int)):
-            return False
+
     for a in node.all_input_nodes:
         v = meta_value(a)
         if isinstance(v, torch.Tensor):
@@ -554,6 +564,8 @@ class Writer:
     def node(self, n):
         """Writes `n`; its value is then what later nodes read."""
         name = op_name(n)
+        if name is not None and name != "getitem" and _zero_sized(n):
+            raise Refused(n, "its result has a zero-size dim")
         if name is None or not supported(n):
             raise Refused(n, "not an op tir writes")
         folds = [self.env[a] for a in n.all_input_nodes if isinstance(self.env.get(a), Val) and self.env[a].phys is not None]
@@ -997,6 +1009,8 @@ class Writer:
     # shapes
 
     def op_view(self, n, a):
+        if a.get("dtype") is not None or ("size" not in a and "shape" not in a):
+            raise Refused(n, "a view as another dtype (a bitcast) is not written")
         shape, syms, _ = self.result(n)
         v = self.value(a["self"], n, folded=True)
         base = v.phys if v.phys is not None else v

@@ -22,8 +22,8 @@ run eagerly, with one warning per backend (the messages are kept in
 On torch 1.13 (no torch.compile) the backend is a plain function of
 (GraphModule, example inputs) for a symbolically traced module: tir.fx writes
 the regions, recorded on copies of the example inputs with the module's
-buffers restored after, and a region runs eagerly whenever gradients are
-required.
+buffers restored after; with gradients required a region's outputs come from
+its bundle and its backward recomputes the region eagerly (tir.fx.Compiled).
 """
 
 import collections
@@ -108,11 +108,6 @@ class _Region(torch.nn.Module):
         self.eager, self.compiled, self.owner = eager, compiled, owner
 
     def forward(self, *args):
-        if self.compiled is not None and torch.is_grad_enabled() and (
-                any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-                or any(p.requires_grad for p in self.eager.parameters())):
-            self.owner.warn("a tir region runs eagerly while gradients are required (torch < 2 has no AOTAutograd)")
-            return self.eager(*args)
         if self.compiled is not None:
             try:
                 out = self.compiled(*args)

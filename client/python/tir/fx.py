@@ -994,7 +994,9 @@ def _export_program(module, inputs, dynamic):
     writer = aten.Writer(type(module).__name__)
     graph_inputs, specs, fixed = [], [], {}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    user = 0
+    # The call's tensors first, then the parameters, buffers and constants
+    # it reads (as on torch 1.13).
+    sources, user = [], 0
     for node, spec in zip(placeholders, sig.input_specs):
         kind = spec.kind.name
         if kind == "USER_INPUT":
@@ -1003,18 +1005,26 @@ def _export_program(module, inputs, dynamic):
             if not isinstance(inputs[index], torch.Tensor):
                 fixed[index] = inputs[index]  # specialized by torch.export: calls must pass the same
                 continue
-            source = ("input", index)
+            sources.append((0, node, ("input", index)))
         elif kind in ("PARAMETER", "BUFFER"):
-            source = ("param", spec.target)
+            sources.append((1, node, ("param", spec.target)))
         elif kind == "CONSTANT_TENSOR":
-            source = ("constant", spec.target)
+            sources.append((1, node, ("constant", spec.target)))
         else:
             raise TirError(_INVALID, "UNSUPPORTED_OP", "the program takes a %s input (%s)" % (kind, spec.target))
-        v = writer.input(node)
+    graph_index = {}
+    for _, node, source in sorted(sources, key=lambda s: s[0]):
+        example = inputs[source[1]] if source[0] == "input" else None
+        # An input laid out otherwise than row-major keeps the example's
+        # layout (the bundle checks it at each call), as on torch 1.13.
+        strides = _strides_attr(example) if isinstance(example, torch.Tensor) and dynamic.get(source[1]) is None \
+            else None
+        v = writer.input(node, strides)
         if v is None:
             continue
+        graph_index[node] = len(graph_inputs)
         graph_inputs.append(source)
-        specs.append((tuple(v.shape), v.dtype, None))
+        specs.append((tuple(v.shape), v.dtype, strides))
     for node in gm.graph.nodes:
         if node.op == "call_function":
             if isinstance(aten.meta_value(node), (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)):
@@ -1027,9 +1037,18 @@ def _export_program(module, inputs, dynamic):
     tensors = [o for o in out_nodes if isinstance(o, torch.fx.Node) and isinstance(aten.meta_value(o), torch.Tensor)]
     if len(tensors) != len(out_nodes):
         raise TirError(_INVALID, "UNSUPPORTED_OP", "the module returns values that are not tensors")
-    by_input = {node: i for i, node in enumerate(n for n, sp in zip(placeholders, sig.input_specs)
-                                                 if not (sp.kind.name == "USER_INPUT" and
-                                                         not isinstance(aten.meta_value(n), torch.Tensor)))}
+    # An output that is an input, as it is or through ops that only relabel
+    # it (a clone, dropout in eval), is handed back as that input.
+    by_val = {writer.env[n].name: i for n, i in graph_index.items()}
+    by_input = {}
+    for o in out_nodes:
+        v = writer.env.get(o)
+        if o in graph_index:
+            by_input[o] = graph_index[o]
+        elif isinstance(v, aten.Val) and v.phys is None and v.name in by_val and \
+                tuple(aten.meta_value(o).shape) == tuple(aten.meta_value(
+                    next(n for n, i in graph_index.items() if i == by_val[v.name])).shape):
+            by_input[o] = by_val[v.name]
     computed = [o for o in out_nodes if o not in by_input]
     text, where = writer.finish(computed) if computed else (None, [])
     outputs, k = [], 0
@@ -1048,7 +1067,7 @@ def _export_program(module, inputs, dynamic):
         elif kind == "USER_INPUT_MUTATION":
             name = spec.target
             node = next(n for n in placeholders if n.name == name)
-            mutations[j] = by_input[node]
+            mutations[j] = graph_index[node]
         elif kind != "USER_OUTPUT":
             raise TirError(_INVALID, "UNSUPPORTED_OP", "the program has a %s output" % kind)
     exported = ExportedProgram(text, graph_inputs, program.call_spec.out_spec, outputs, mutations, dynamic, specs,
@@ -1062,10 +1081,12 @@ def _export_program(module, inputs, dynamic):
 class Compiled:
     """A compiled module: call it like the module. Each new shape of the
     dynamic dims compiles (once) through the service; bundles are kept per
-    shape. Bundles compute values, not gradients: when a gradient is
-    required (an input or parameter that requires grad, outside no_grad) the
-    module runs eagerly, with one warning. In-place updates the module makes
-    (a buffer, an input) are written back after each run, once."""
+    shape. When a gradient is required (an input or parameter that requires
+    grad, outside no_grad) the bundle still computes the outputs, and their
+    backward recomputes the module eagerly and differentiates it; a module
+    that also updates tensors in place then runs eagerly, with one warning.
+    In-place updates the module makes (a buffer, an input) are written back
+    after each run, once."""
 
     def __init__(self, module, exported, arch, client, timeout, max_candidates=0):
         self.module, self.exported, self.arch, self.timeout = module, exported, arch, timeout
@@ -1144,13 +1165,20 @@ class Compiled:
                 t = t.contiguous()
             tensors.append(t)
         if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in originals):
-            # A bundle's outputs carry no gradient: the module runs as it is.
-            if not self._warned_grad:
-                self._warned_grad = True
-                warnings.warn("tir: gradients are required, so the compiled module runs eagerly (tir bundles compute "
-                              "forward values only; torch.compile(backend=\"tir\") keeps gradients)", RuntimeWarning,
-                              stacklevel=2)
-            return self.module(*args)
+            if getattr(self.exported, "mutations", None):
+                # A recomputed forward would update the buffers twice: the
+                # module runs as it is.
+                if not self._warned_grad:
+                    self._warned_grad = True
+                    warnings.warn("tir: gradients are required by a module that updates tensors in place, so it "
+                                  "runs eagerly (torch.compile(backend=\"tir\") keeps gradients through tir)",
+                                  RuntimeWarning, stacklevel=2)
+                return self.module(*args)
+            return _EagerBackward.run(self, args, tensors, originals)
+        return self._forward(args, tensors, originals)
+
+    def _forward(self, args, tensors, originals):
+        """The module's return value from the bundle (values only)."""
         bundle = self.bundle_for(args)
         results = ()
         if bundle is not None:
@@ -1160,6 +1188,49 @@ class Compiled:
         if getattr(self.exported, "mutations", None):
             self.exported.apply_mutations(results, tensors, originals)
         return self.exported.unflatten(results, originals)
+
+
+class _EagerBackward(torch.autograd.Function):
+    """tir's bundle computes the forward values; the backward recomputes the
+    module eagerly from the saved arguments and differentiates that, so the
+    outputs carry the gradients eager ones do (at the cost of a second
+    forward when backward runs)."""
+
+    @staticmethod
+    def forward(ctx, compiled, args, tensors, originals, holder, *wrt):
+        import torch.utils._pytree as pytree
+        out = compiled._forward(args, tensors, originals)
+        flat, spec = pytree.tree_flatten(out)
+        holder["spec"], holder["tensor"] = spec, [isinstance(t, torch.Tensor) for t in flat]
+        ctx.compiled, ctx.args, ctx.count = compiled, args, len(wrt)
+        ctx.wrt_params = holder["params"]
+        return tuple(t for t in flat if isinstance(t, torch.Tensor))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        import torch.utils._pytree as pytree
+        with torch.enable_grad():
+            args = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+                    for a in ctx.args]
+            out = ctx.compiled.module(*args)
+            flat = [t for t in pytree.tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            wrt = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad] + ctx.wrt_params
+            pairs = [(o, g) for o, g in zip(flat, grads) if o.requires_grad and g is not None]
+            got = torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True) \
+                if pairs else [None] * len(wrt)
+        return (None, None, None, None, None) + tuple(got)
+
+    @staticmethod
+    def run(compiled, args, tensors, originals):
+        import torch.utils._pytree as pytree
+        params = [p for p in (compiled.module.parameters() if isinstance(compiled.module, torch.nn.Module) else ())
+                  if p.requires_grad]
+        holder = {"params": params}
+        wrt = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad] + params
+        flat = _EagerBackward.apply(compiled, args, tensors, originals, holder, *wrt)
+        it = iter(flat)
+        leaves = [next(it) if is_tensor else None for is_tensor in holder["tensor"]]
+        return pytree.tree_unflatten(leaves, holder["spec"])
 
 
 def compile(module, example_inputs, arch=None, server=None, client=None, dynamic=None, token=None, bundle_key=None,

@@ -217,6 +217,8 @@ class Region(torch.nn.Module):
         outs = []
         for (i, groups), rank in zip(self.where, self.ranks):
             r = results[i]
+            if not isinstance(r, torch.Tensor):  # a region that reads no tensor (an arange) answers in numpy
+                r = torch.from_numpy(r)
             if groups is not None:  # a view that merges dims tir could not size: merged here
                 r = r.reshape([_prod(r.shape[d] for d in g) for g in groups])
             outs.append(r.reshape(()) if rank == 0 else r)
