@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "compiler/ir/ReduceBody.h"
 #include "compiler/ir/StrideAttr.h"
+#include "compiler/planning/AccessMaps.h"
 #include "compiler/reference/Elementwise.h"
 #include "compiler/support/status.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -251,8 +252,13 @@ absl::Status KernelEmitter::DynamicConcat(ConcatenateOp cat, std::string &code, 
 absl::Status KernelEmitter::EmitOp(mlir::Operation *op, std::string &code, const std::string &indent) {
   if (op->getNumResults() == 0) return absl::OkStatus();
   if (auto rs = llvm::dyn_cast<ReshapeOp>(op)) {
-    if (!rs.getInput().getType().cast<mlir::ShapedType>().hasStaticShape() ||
-        !rs.getOutput().getType().cast<mlir::ShapedType>().hasStaticShape()) {
+    auto inType = rs.getInput().getType().cast<mlir::ShapedType>();
+    auto outType = rs.getOutput().getType().cast<mlir::ShapedType>();
+    // Unit dims in or out only relabel the element: a computed value passes
+    // through as it does for static extents.
+    const bool relabels = !rs.getInput().isa<mlir::BlockArgument>() &&
+                          planning::UnitDimsOnly(inType.getShape(), outType.getShape());
+    if ((!inType.hasStaticShape() || !outType.hasStaticShape()) && !relabels) {
       return DynamicReshape(rs, code, indent);
     }
   }

@@ -326,6 +326,17 @@ nv_tensor_ir.graph @g(%in: tensor<16x16xf32> {nv_tensor_ir.stride = "(1,16)"}) -
   %a = add %b, %t : tensor<16x16xf32>
   results %a : tensor<16x16xf32>
 })mlir"},
+      {"dynamic_unit_reshape_of_computed_values", R"mlir(
+tir.graph @g(%x: tensor<?x8xf32>, %b: tensor<?x8xf32>, %d: index) -> (tensor<?x1x8xf32>, tensor<1x?x8xf32>) {
+  %e = exp %x : tensor<?x8xf32>
+  %r = reshape %e : tensor<?x8xf32> -> tensor<?x1x8xf32>
+  %u = reshape %b : tensor<?x8xf32> -> tensor<?x1x8xf32>
+  %a = add %r, %u : tensor<?x1x8xf32>
+  %n = neg %a : tensor<?x1x8xf32>
+  %t = reshape %e dynamic_dims(%d) : tensor<?x8xf32> -> tensor<1x?x8xf32>
+  %s = sigmoid_fwd %t : tensor<1x?x8xf32>
+  results %n, %s : tensor<?x1x8xf32>, tensor<1x?x8xf32>
+})mlir"},
       {"dynamic_reshape_of_computed_values", R"mlir(
 nv_tensor_ir.graph @g(%x: tensor<?x3xf32>, %cols: index, %y: tensor<?x32x4xf32>, %z: tensor<?x128xf32>) -> (tensor<3x?xf32>, tensor<?x128xf32>) {
   %e = exp %x : tensor<?x3xf32>
