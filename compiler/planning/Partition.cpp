@@ -5,6 +5,7 @@
 #include "compiler/planning/Partition.h"
 
 #include "compiler/planning/AccessMaps.h"
+#include "compiler/planning/DynamicDims.h"
 
 #include <algorithm>
 #include <map>
@@ -656,6 +657,9 @@ absl::Status KernelsExceeded(size_t max_kernels, size_t kernels) {
 absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch, absl::Time deadline,
                                          size_t max_kernels) {
   CopyAliasedResults(graph);
+  // Sizes only the whole graph's shape inference knows become dynamic_dims
+  // read from graph inputs, so each kernel graph carries them.
+  MaterializeDynamicDims(graph);
   // Partition, then check that every kernel's values can be indexed; a
   // non-pointwise value needed under two maps (a reduction or matmul result
   // read directly and transposed) is materialized and the graph partitioned

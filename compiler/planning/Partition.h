@@ -84,6 +84,10 @@ struct Partition {
 };
 
 // Partitions `graph` for `arch` (the arch decides what fits on chip).
+// First `graph` is rewritten so that each kernel can be built from its own
+// ops: a result that is also an input or an earlier result gets a copy, and
+// dynamic extents only the graph's shape inference determines become
+// dynamic_dims (DynamicDims.h).
 // Past `deadline` it stops: RESOURCE_EXHAUSTED, reason LIMIT_EXCEEDED
 // (planningBudgetMs).
 // Past `max_kernels` kernels (0: no bound) it stops as they are made

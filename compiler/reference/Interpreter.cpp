@@ -63,12 +63,18 @@ class Interpreter {
       return Invalid(absl::StrCat("graph @", graph.getSymName().str(), " takes ",
                                   block.getNumArguments(), " inputs, got ", inputs.size()));
     }
+    graph_ = graph;
     for (mlir::BlockArgument arg : block.getArguments()) {
       const Tensor &t = inputs[arg.getArgNumber()];
       TIR_RETURN_IF_ERROR(CheckMatches(t, arg.getType(), absl::StrCat("input #", arg.getArgNumber())));
       values_[arg.getAsOpaquePointer()] = t;
+      const bool index = arg.getType().isIndex();
+      arguments_.push_back(t.scalar ? (index ? std::vector<int64_t>{t.GetI(0)} : std::vector<int64_t>{}) : t.shape);
     }
-    for (mlir::Operation &op : block.without_terminator()) TIR_RETURN_IF_ERROR(Eval(op));
+    for (mlir::Operation &op : block.without_terminator()) {
+      TIR_RETURN_IF_ERROR(Eval(op));
+      if (track_) TIR_RETURN_IF_ERROR(Propagate(op));
+    }
     std::vector<Tensor> out;
     for (mlir::Value v : block.getTerminator()->getOperands()) out.push_back(Get(v));
     return out;
@@ -99,8 +105,19 @@ class Interpreter {
 
   const Tensor &Get(mlir::Value v) { return values_.at(v.getAsOpaquePointer()); }
 
+  // The extent of dim `d` of `v` that the graph's shape inference gives
+  // from the inputs' shapes (ShapeSolver's rules), or -1: a size an op does
+  // not carry itself (a broadcast to `?` from a unit dim, a splat without
+  // dynamic_dims) that other ops tie to an input's.
+  int64_t Inferred(mlir::Value v, int64_t d) {
+    if (!inferred_) inferred_ = ValueShapes(graph_, arguments_);
+    auto it = inferred_->find(v);
+    if (it == inferred_->end() || d >= static_cast<int64_t>(it->second.size())) return -1;
+    return it->second[d];
+  }
+
   // Result shape: static dims from the type, dynamic ones from `dynamic`
-  // (in order), else from `fallback`.
+  // (in order), else from `fallback`, else from the graph's shape inference.
   absl::StatusOr<std::vector<int64_t>> ResultShape(mlir::Operation &op, mlir::ValueRange dynamicDims,
                                                    const std::vector<int64_t> &fallback) {
     auto type = op.getResult(0).getType().cast<mlir::RankedTensorType>();
@@ -113,6 +130,8 @@ class Interpreter {
         shape.push_back(Get(dynamicDims[next++]).GetI(0));
       } else if (d < static_cast<int64_t>(fallback.size()) && fallback[d] >= 0) {
         shape.push_back(fallback[d]);
+      } else if (const int64_t inferred = Inferred(op.getResult(0), d); inferred >= 0) {
+        shape.push_back(inferred);
       } else {
         return Invalid(absl::StrCat(op.getName().getStringRef().str(), ": dynamic result dimension ", d,
                                     " has no size (give dynamic_dims)"));
@@ -399,20 +418,24 @@ class Interpreter {
     if (!o.getDynamicDims().empty() || type.hasStaticShape()) {
       TIR_ASSIGN_OR_RETURN(shape, ResultShape(*o, o.getDynamicDims(), {}));
     } else {
-      // Infer the single dynamic extent from the element count.
+      // Dynamic extents from the graph's shape inference, and the one it
+      // leaves open (if any) from the element count.
       int64_t known = 1, unknown = -1;
       for (int64_t d = 0; d < type.getRank(); ++d) {
-        if (type.isDynamicDim(d)) {
+        const int64_t extent = type.isDynamicDim(d) ? Inferred(o.getOutput(), d) : type.getDimSize(d);
+        if (extent < 0) {
           if (unknown >= 0) return Invalid("reshape with several dynamic extents needs dynamic_dims");
           unknown = d;
           shape.push_back(-1);
         } else {
-          known *= type.getDimSize(d);
-          shape.push_back(type.getDimSize(d));
+          known *= extent;
+          shape.push_back(extent);
         }
       }
-      if (known == 0 || in.NumElements() % known) return Invalid("reshape cannot infer its dynamic extent");
-      shape[unknown] = in.NumElements() / known;
+      if (unknown >= 0) {
+        if (known == 0 || in.NumElements() % known) return Invalid("reshape cannot infer its dynamic extent");
+        shape[unknown] = in.NumElements() / known;
+      }
     }
     Tensor out = in;
     out.shape = shape;
@@ -655,6 +678,11 @@ class Interpreter {
 
   // Node-based, so references stay valid while results are added.
   std::map<const void *, Tensor> values_;
+  bool track_ = false;
+  std::map<const void *, Tensor> rounding_;  // f64 scales of the values a sum reaches
+  GraphOp graph_;
+  std::vector<std::vector<int64_t>> arguments_;  // as ValueShapes takes them
+  std::optional<llvm::DenseMap<mlir::Value, std::vector<int64_t>>> inferred_;
 };
 
 }  // namespace

@@ -66,3 +66,34 @@ tir.graph @chain(%a: tensor<32x64xf32>, %b: tensor<64x48xf32>, %c: tensor<48x16x
   %abc = matmul(%ab, %c) : (tensor<32x48xf32>, tensor<48x16xf32>) -> tensor<32x16xf32>
   results %abc : tensor<32x16xf32>
 }
+
+// -----
+
+// Tests that a softmax with both dims dynamic, written as TensorIR writes it
+// (`?x1` broadcast to `?x?` without dynamic_dims), gives every kernel graph
+// its sizes: the broadcasts read them with `dim` from the kernel's input.
+// CHECK-LABEL: tir.graph @softmax_dynamic_k0
+// CHECK-SAME: (%[[X0:[^:]*]]: tensor<?x?xf32>)
+// CHECK-SAME: (streaming, online max and sum)
+// CHECK-DAG: %[[R0:.*]] = dim %[[X0]] dimension = 0 : tensor<?x?xf32>
+// CHECK-DAG: %[[C0:.*]] = dim %[[X0]] dimension = 1 : tensor<?x?xf32>
+// CHECK: broadcast %{{.*}} dynamic_dims(%[[R0]], %[[C0]]) : tensor<?x1xf32> -> tensor<?x?xf32>
+// CHECK-LABEL: tir.graph @softmax_dynamic_k1
+// CHECK-SAME: (%[[X1:[^:]*]]: tensor<?x?xf32>, %[[M:[^:]*]]: tensor<?x1xf32>, %[[Z:[^:]*]]: tensor<?x1xf32>)
+// CHECK-SAME: tir.kernel_kind = "pointwise"
+// CHECK-DAG: %[[R1:.*]] = dim %[[X1]] dimension = 0 : tensor<?x?xf32>
+// CHECK-DAG: %[[C1:.*]] = dim %[[X1]] dimension = 1 : tensor<?x?xf32>
+// CHECK: broadcast %[[M]] dynamic_dims(%[[R1]], %[[C1]]) : tensor<?x1xf32> -> tensor<?x?xf32>
+// CHECK: broadcast %[[Z]] dynamic_dims(%[[R1]], %[[C1]]) : tensor<?x1xf32> -> tensor<?x?xf32>
+// CHECK-LABEL: tir.graph @softmax_dynamic(
+// CHECK-SAME: tir.kernels = 2
+nv_tensor_ir.graph @softmax_dynamic(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max> > : tensor<?x?xf32> -> tensor<?x1xf32>
+  %mb = broadcast %m : tensor<?x1xf32> -> tensor<?x?xf32>
+  %s = sub %x, %mb : tensor<?x?xf32>
+  %e = exp %s : tensor<?x?xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add> > : tensor<?x?xf32> -> tensor<?x1xf32>
+  %zb = broadcast %z : tensor<?x1xf32> -> tensor<?x?xf32>
+  %y = div %e, %zb : tensor<?x?xf32>
+  results %y : tensor<?x?xf32>
+}
