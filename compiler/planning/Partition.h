@@ -12,6 +12,10 @@
 //    add-reduction sums, computed together online (OnlineSoftmax.h).
 //  - matmul: C[batch, M, N] = A[batch, M, K] x B[batch, K, N], with
 //    elementwise prologues on A and B and an epilogue in C's shape.
+// A gather computes its result per element (an indirect load), like a
+// pointwise op, but the data it reads is picked at run time: the data
+// operand is never computed in the gather's kernel (it is a graph input or
+// written out by an earlier kernel), and the kernel reads it from memory.
 //
 // Algorithm (producer-into-consumer fusion, like XLA's, from outputs back):
 // 1. Visit ops in reverse order. An op whose users are all in one kernel K

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -224,6 +225,7 @@ class Interpreter {
                      }));
         })
         .Case<ConcatenateOp>([&](ConcatenateOp o) { return EvalConcat(o); })
+        .Case<GatherOp>([&](GatherOp o) { return EvalGather(o); })
         .Case<ReduceOp>([&](ReduceOp o) { return EvalReduce(o); })
         .Case<ReduceUdOp>([&](ReduceUdOp o) { return EvalReduceUd(o); })
         .Case<MatmulOp>([&](MatmulOp o) { return EvalMatmul(o); })
@@ -477,6 +479,36 @@ class Interpreter {
       }
     }
     return Set(o.getOutput(), std::move(out));
+  }
+
+  // result[p..., q..., s...] = data[p..., indices[q...], s...]; an index
+  // outside [0, extent) is refused, as kernels refuse it.
+  absl::Status EvalGather(GatherOp o) {
+    const Tensor &data = Get(o.getData()), &indices = Get(o.getIndices());
+    const int64_t axis = o.getAxis();
+    const size_t ri = indices.shape.size();
+    std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+    shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+    for (int64_t k = 0; k < indices.NumElements(); ++k) {
+      const int64_t v = indices.GetI(k);
+      if (v < 0 || v >= data.shape[axis]) {
+        std::vector<int64_t> at;
+        Unravel(k, indices.shape, at);
+        return MakeError(absl::StatusCode::kInvalidArgument, "INDEX_OUT_OF_RANGE",
+                         absl::StrCat("gather: index ", v, " at ", Str(at), " of the indices is outside [0, ",
+                                      data.shape[axis], ") (dimension ", axis, " of the data)"));
+      }
+    }
+    const std::vector<int64_t> dataStrides = Strides(data.shape), indexStrides = Strides(indices.shape);
+    return Set(o.getOutput(), Gather(data, shape, [&](const std::vector<int64_t> &idx) {
+                 int64_t q = 0;
+                 for (size_t d = 0; d < ri; ++d) q += idx[axis + d] * indexStrides[d];
+                 int64_t k = indices.GetI(q) * dataStrides[axis];
+                 for (int64_t d = 0; d < axis; ++d) k += idx[d] * dataStrides[d];
+                 for (size_t d = axis + 1; d < data.shape.size(); ++d) k += idx[d + ri - 1] * dataStrides[d];
+                 return k;
+               }));
   }
 
   // Calls fn(outputIndex, inputIndex) for every input element.
@@ -760,7 +792,43 @@ std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed) {
     }
     inputs.push_back(std::move(x));
   }
+  FitGatherIndices(graph, inputs, seed);
   return inputs;
+}
+
+void FitGatherIndices(GraphOp graph, std::vector<Tensor> &inputs, uint64_t seed) {
+  mlir::Block &body = graph.getBodyBlock();
+  std::vector<std::vector<int64_t>> args;
+  for (const Tensor &t : inputs) args.push_back(t.scalar ? std::vector<int64_t>{t.UsesInts() ? t.GetI(0) : 0} : t.shape);
+  std::optional<llvm::DenseMap<mlir::Value, std::vector<int64_t>>> shapes;
+  // The extent each argument's values index, the smallest where several gathers read it.
+  std::map<unsigned, int64_t> extents;
+  graph.walk([&](GatherOp g) {
+    // Through ops that move values unchanged, back to an argument.
+    mlir::Value v = g.getIndices();
+    while (mlir::Operation *def = v.getDefiningOp()) {
+      if (!llvm::isa<ConvertOp, ReshapeOp, BroadcastOp, TransposeOp, SliceOp>(def)) break;
+      v = def->getOperand(0);
+    }
+    auto arg = v.dyn_cast<mlir::BlockArgument>();
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() >= inputs.size()) return;
+    auto data = g.getData().getType().cast<mlir::RankedTensorType>();
+    int64_t extent = data.isDynamicDim(g.getAxis()) ? -1 : data.getDimSize(g.getAxis());
+    if (extent < 0) {
+      if (!shapes) shapes = ValueShapes(graph, args);
+      auto it = shapes->find(g.getData());
+      if (it != shapes->end()) extent = it->second[g.getAxis()];
+    }
+    if (extent <= 0) return;
+    auto [it, fresh] = extents.emplace(arg.getArgNumber(), extent);
+    if (!fresh) it->second = std::min(it->second, extent);
+  });
+  for (const auto &[i, extent] : extents) {
+    Tensor &t = inputs[i];
+    if (t.scalar || !t.UsesInts()) continue;
+    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull + i);
+    for (int64_t k = 0; k < t.NumElements(); ++k) t.SetI(k, static_cast<int64_t>(rng() % static_cast<uint64_t>(extent)));
+  }
 }
 
 }  // namespace tir::reference

@@ -27,7 +27,16 @@ absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Te
 // dynamic_dims, which get values that keep its element count (the leading
 // ones as close to the square root of what is left as a divisor allows, so
 // the reshape regroups). Tensors are seeded from `seed` upwards.
+// Gather indices read from an argument (directly or through converts and
+// views) are drawn in range (FitGatherIndices).
 std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed);
+
+// Redraws, from `seed`, every integer argument of `inputs` that a gather
+// reads as its indices (directly or through converts and views) uniformly
+// in [0, extent) of the data's axis (at the inputs' shapes; the smallest
+// extent where several gathers read it): random integers would pick rows
+// outside the data, which a gather refuses.
+void FitGatherIndices(GraphOp graph, std::vector<Tensor> &inputs, uint64_t seed);
 
 // Whether evaluating `graph` on inputs from SampleInputs(graph, extent, ...)
 // fits this machine: every value the interpreter holds (8 bytes an element)

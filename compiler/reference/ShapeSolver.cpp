@@ -389,6 +389,20 @@ class GraphShapes {
       if (m.getAccumulator()) {
         for (size_t d = 0; d < r2; ++d) s_.Equate(D(m.getAccumulator())[d], c2[d]);
       }
+    } else if (auto g = llvm::dyn_cast<GatherOp>(op)) {
+      // data.shape[:axis] + indices.shape + data.shape[axis+1:]
+      const auto &data = D(g.getData()), &indices = D(g.getIndices()), &out = D(g.getOutput());
+      const size_t axis = g.getAxis();
+      size_t at = 0;
+      for (size_t d = 0; d < data.size() && at < out.size(); ++d) {
+        if (d == axis) {
+          for (Term t : indices) {
+            if (at < out.size()) s_.Equate(t, out[at++]);
+          }
+        } else {
+          s_.Equate(data[d], out[at++]);
+        }
+      }
     } else if (auto dm = llvm::dyn_cast<DimOp>(op)) {
       s_.Equate(scalar_[dm.getOutput()], D(dm.getInput())[dm.getDimension()]);
     } else if (op.getNumResults() == 1 && op.getResult(0).getType().isa<mlir::RankedTensorType>() &&

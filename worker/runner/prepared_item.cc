@@ -222,6 +222,7 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     }
     TIR_RETURN_IF_ERROR(reference::CheckVerificationFitsAt(kernel, sizes));
     for (auto &[i, shape] : hintedShapes) p->inputs[i] = reference::RandomTensor(p->inputs[i].dtype, shape, seed + i);
+    reference::FitGatherIndices(kernel, p->inputs, seed);
   }
   const std::string dir = ReferenceDir();
   const std::string path = dir.empty() ? "" : dir + "/" + ReferenceKey(item, seed);

@@ -97,3 +97,28 @@ nv_tensor_ir.graph @softmax_dynamic(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %y = div %e, %zb : tensor<?x?xf32>
   results %y : tensor<?x?xf32>
 }
+
+// -----
+
+// Tests that a gather is computed in its consumer's kernel with the ids'
+// conversion, while the table it reads, computed by an op, is written out by
+// a kernel of its own first, and says why.
+// CHECK-LABEL: tir.graph @embed_k0
+// CHECK-SAME: tir.split_reason = "it is the data a gather reads at run-time indices, which no tile of the gather's iteration space covers, so it is written out first"
+// CHECK: exp
+// CHECK-LABEL: tir.graph @embed_k1
+// CHECK-SAME: (%[[I:[^:]*]]: tensor<12xsi32>, %[[T:[^:]*]]: tensor<90x16xf32>)
+// CHECK-SAME: tir.iteration_space = "pointwise [12, 16]"
+// CHECK: %[[W:.*]] = convert %[[I]] : tensor<12xsi32> -> tensor<12xsi64>
+// CHECK: %[[G:.*]] = gather %[[T]], %[[W]] axis = 0 : (tensor<90x16xf32>, tensor<12xsi64>) -> tensor<12x16xf32>
+// CHECK: neg %[[G]]
+// CHECK-LABEL: tir.graph @embed(
+// CHECK: %[[E:.*]] = launch @embed_k0(%{{.*}}) : (tensor<90x16xf32>) -> tensor<90x16xf32>
+// CHECK: launch @embed_k1(%{{.*}}, %[[E]])
+tir.graph @embed(%t: tensor<90x16xf32>, %ids: tensor<12xsi32>) -> tensor<12x16xf32> {
+  %et = exp %t : tensor<90x16xf32>
+  %wide = convert %ids : tensor<12xsi32> -> tensor<12xsi64>
+  %r = gather %et, %wide axis = 0 : (tensor<90x16xf32>, tensor<12xsi64>) -> tensor<12x16xf32>
+  %n = neg %r : tensor<12x16xf32>
+  results %n : tensor<12x16xf32>
+}
