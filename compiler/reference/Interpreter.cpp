@@ -81,7 +81,202 @@ class Interpreter {
     return out;
   }
 
+  // Also work out each value's rounding scale (Interpreter.h's Reference).
+  void TrackRounding() { track_ = true; }
+  // The scale of `v`, or null where none reaches it.
+  const Tensor *RoundingOf(mlir::Value v) const {
+    auto it = rounding_.find(v.getAsOpaquePointer());
+    return it == rounding_.end() ? nullptr : &it->second;
+  }
+
  private:
+  // ---- rounding scales (see Interpreter.h) ----
+
+  // The unit roundoff of the accumulator kernels sum `dtype` in: f64 in
+  // f64, every other float in f32.
+  static double AccumulatorRoundoff(DType dtype) {
+    return dtype == tir::v1::DTYPE_F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+  }
+
+  // The scale of `v` at element k, 0 where it has none.
+  double ScaleAt(mlir::Value v, int64_t k) const {
+    const Tensor *t = RoundingOf(v);
+    return t ? t->f[k] : 0.0;
+  }
+
+  absl::Status Propagate(mlir::Operation &op) {
+    if (op.getNumResults() == 0 || !op.getResult(0).getType().isa<mlir::RankedTensorType>()) return absl::OkStatus();
+    if (!IsFloat(Get(op.getResult(0)).dtype)) return absl::OkStatus();  // integers and i1 are exact
+    bool carried = false;
+    for (mlir::Value v : op.getOperands()) carried |= RoundingOf(v) != nullptr;
+    const bool sums = (llvm::isa<ReduceOp>(op) && (llvm::cast<ReduceOp>(op).getReductionMode() == ReductionMode::add ||
+                                                   llvm::cast<ReduceOp>(op).getReductionMode() == ReductionMode::avg)) ||
+                      llvm::isa<MatmulOp>(op);
+    if (!carried && !sums) return absl::OkStatus();
+    if (std::optional<Pointwise> pw = PointwiseOf(op.getName().getStringRef())) return PointwiseRounding(op, *pw);
+    return llvm::TypeSwitch<mlir::Operation *, absl::Status>(&op)
+        .Case<ReduceOp>([&](ReduceOp o) { return ReduceRounding(o); })
+        .Case<MatmulOp>([&](MatmulOp o) { return MatmulRounding(o); })
+        .Case<BinarySelectOp>([&](BinarySelectOp o) {
+          const Tensor &c = Get(o.getCond()), &out = Get(o.getOutput());
+          const Tensor *ea = RoundingOf(o.getLhs()), *eb = RoundingOf(o.getRhs());
+          const Tensor &a = Get(o.getLhs()), &b = Get(o.getRhs());
+          Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, out.shape);
+          std::vector<int64_t> idx;
+          for (int64_t k = 0; k < e.NumElements(); ++k) {
+            Unravel(k, out.shape, idx);
+            const bool pick = c.GetF(BroadcastIndex(idx, c.shape)) != 0;
+            const Tensor *src = pick ? ea : eb;
+            if (src) e.f[k] = src->f[BroadcastIndex(idx, (pick ? a : b).shape)];
+          }
+          return SetRounding(o.getOutput(), std::move(e));
+        })
+        .Case<ConvertOp>([&](ConvertOp o) {
+          if (const Tensor *e = RoundingOf(o.getInput())) return SetRounding(o.getOutput(), *e);
+          return absl::OkStatus();
+        })
+        // Views move elements: their scales move with them.
+        .Case<BroadcastOp, ReshapeOp, TransposeOp, SliceOp, ConcatenateOp, GatherOp>(
+            [&](mlir::Operation *view) { return ViewRounding(*view); })
+        .Default([&](mlir::Operation *) { return absl::OkStatus(); });
+  }
+
+  absl::Status SetRounding(mlir::Value v, Tensor e) {
+    for (double &x : e.f) {
+      if (!std::isfinite(x)) x = 0;  // no bound from a value that overflows
+    }
+    rounding_[v.getAsOpaquePointer()] = std::move(e);
+    return absl::OkStatus();
+  }
+
+  // A view evaluated on its operands' scales (zeros where one has none).
+  absl::Status ViewRounding(mlir::Operation &op) {
+    std::vector<std::pair<const void *, Tensor>> saved;
+    for (mlir::Value v : op.getOperands()) {
+      const Tensor &real = Get(v);
+      if (!v.getType().isa<mlir::RankedTensorType>() || !IsFloat(real.dtype)) continue;
+      const Tensor *e = RoundingOf(v);
+      Tensor scale = e ? *e : Tensor::Zeros(tir::v1::DTYPE_F64, real.shape);
+      saved.emplace_back(v.getAsOpaquePointer(), real);
+      values_[v.getAsOpaquePointer()] = std::move(scale);
+    }
+    const void *result = op.getResult(0).getAsOpaquePointer();
+    Tensor real = values_[result];
+    absl::Status status = Eval(op);
+    Tensor scale = std::move(values_[result]);
+    values_[result] = std::move(real);
+    for (auto &[v, t] : saved) values_[v] = std::move(t);
+    TIR_RETURN_IF_ERROR(status);
+    scale.dtype = tir::v1::DTYPE_F64;
+    return SetRounding(op.getResult(0), std::move(scale));
+  }
+
+  // First order, per operand that carries a scale e: how far the op moves
+  // when that operand moves by e either way, in f64 (the scalar semantics
+  // before the result's rounding), summed over the operands.
+  absl::Status PointwiseRounding(mlir::Operation &op, Pointwise pw) {
+    const Tensor &out = Get(op.getResult(0));
+    const Tensor &a = Get(op.getOperand(0));
+    const Tensor *b = op.getNumOperands() > 1 ? &Get(op.getOperand(1)) : nullptr;
+    const Tensor *ea = RoundingOf(op.getOperand(0)), *eb = b ? RoundingOf(op.getOperand(1)) : nullptr;
+    double beta = 1.0;
+    if (auto attr = op.getAttrOfType<mlir::FloatAttr>("beta")) beta = attr.getValueAsDouble();
+    auto f = [&](double x, double y) { return b ? FloatBinary(pw, x, y, beta) : FloatUnary(pw, x, beta); };
+    auto moved = [&](double f0, double x, double y, double dx, double dy) {
+      return std::max(std::fabs(f(x + dx, y + dy) - f0), std::fabs(f(x - dx, y - dy) - f0));
+    };
+    Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, out.shape);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < e.NumElements(); ++k) {
+      Unravel(k, out.shape, idx);
+      const int64_t ka = BroadcastIndex(idx, a.shape), kb = b ? BroadcastIndex(idx, b->shape) : 0;
+      const double x = a.GetF(ka), y = b ? b->GetF(kb) : 0.0, f0 = f(x, y);
+      double sum = 0;
+      if (ea && ea->f[ka] > 0) sum += moved(f0, x, y, ea->f[ka], 0);
+      if (eb && eb->f[kb] > 0) sum += moved(f0, x, y, 0, eb->f[kb]);
+      e.f[k] = sum;
+    }
+    return SetRounding(op.getResult(0), std::move(e));
+  }
+
+  // A sum (or mean) of n terms x_i: u sqrt(n) sum |x_i| (over n), the
+  // statistical size of a float sum's rounding (Tensor.h's CheckOutput says
+  // why), plus the terms' own scales; max, min and norms carry their
+  // inputs' scales only (their own rounding does not cancel).
+  absl::Status ReduceRounding(ReduceOp o) {
+    const Tensor &in = Get(o.getInput());
+    const Tensor *ein = RoundingOf(o.getInput());
+    const ReductionMode mode = o.getReductionMode();
+    const bool sums = mode == ReductionMode::add || mode == ReductionMode::avg;
+    if (!sums && mode != ReductionMode::max && mode != ReductionMode::min && mode != ReductionMode::amax &&
+        mode != ReductionMode::norm1 && mode != ReductionMode::norm2) {
+      return absl::OkStatus();  // products: relative rounding, the dtype's bound holds
+    }
+    std::vector<int64_t> outShape;
+    ForEachReduced(in.shape, o.getDimensions(), outShape, [](int64_t, int64_t) {});
+    const int64_t outN = std::accumulate(outShape.begin(), outShape.end(), int64_t{1}, std::multiplies<>());
+    const int64_t n = outN ? in.NumElements() / outN : 0;
+    std::vector<double> absSum(outN), eSum(outN), eMax(outN), eSquares(outN);
+    ForEachReduced(in.shape, o.getDimensions(), outShape, [&](int64_t out, int64_t k) {
+      const double x = in.GetF(k);
+      if (std::isfinite(x)) absSum[out] += std::fabs(x);
+      if (ein) {
+        const double e = ein->f[k];
+        eSum[out] += e;
+        eMax[out] = std::max(eMax[out], e);
+        eSquares[out] += e * e;
+      }
+    });
+    const double u = AccumulatorRoundoff(in.dtype), root = std::sqrt(static_cast<double>(std::max<int64_t>(n, 1)));
+    Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, outShape);
+    for (int64_t k = 0; k < outN; ++k) {
+      switch (mode) {
+        case ReductionMode::add: e.f[k] = u * root * absSum[k] + eSum[k]; break;
+        case ReductionMode::avg: e.f[k] = n ? (u * root * absSum[k] + eSum[k]) / static_cast<double>(n) : 0; break;
+        case ReductionMode::norm1: e.f[k] = eSum[k]; break;
+        case ReductionMode::norm2: e.f[k] = std::sqrt(eSquares[k]); break;
+        default: e.f[k] = eMax[k]; break;  // max, min, amax
+      }
+    }
+    return SetRounding(o.getOutput(), std::move(e));
+  }
+
+  // A matmul sums K products: u sqrt(K) sum_k |a_ik b_kj|, plus the
+  // operands' scales through the products (and the accumulator's).
+  absl::Status MatmulRounding(MatmulOp o) {
+    const Tensor &a = Get(o.getA()), &b = Get(o.getB()), &c = Get(o.getC());
+    const Tensor *ea = RoundingOf(o.getA()), *eb = RoundingOf(o.getB());
+    const Tensor *eacc = o.getAccumulator() ? RoundingOf(o.getAccumulator()) : nullptr;
+    const int64_t r = a.shape.size();
+    const int64_t m = a.shape[r - 2], kk = a.shape[r - 1], n = b.shape[r - 1];
+    std::vector<int64_t> batchShape(c.shape.begin(), c.shape.end() - 2), aBatch(a.shape.begin(), a.shape.end() - 2),
+        bBatch(b.shape.begin(), b.shape.end() - 2);
+    int64_t batches = 1;
+    for (int64_t x : batchShape) batches *= x;
+    const double u = AccumulatorRoundoff(a.dtype), root = std::sqrt(static_cast<double>(std::max<int64_t>(kk, 1)));
+    Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, c.shape);
+    std::vector<int64_t> idx;
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      Unravel(bi, batchShape, idx);
+      const int64_t ab = BroadcastIndex(idx, aBatch), bb = BroadcastIndex(idx, bBatch);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double products = 0, carried = 0;
+          for (int64_t p = 0; p < kk; ++p) {
+            const int64_t ka = (ab * m + i) * kk + p, kb = (bb * kk + p) * n + j;
+            const double x = std::fabs(a.GetF(ka)), y = std::fabs(b.GetF(kb));
+            products += x * y;
+            if (ea) carried += ea->f[ka] * y;
+            if (eb) carried += x * eb->f[kb];
+          }
+          const int64_t at = (bi * m + i) * n + j;
+          e.f[at] = u * root * products + carried + (eacc ? eacc->f[at] : 0.0);
+        }
+      }
+    }
+    return SetRounding(o.getC(), std::move(e));
+  }
+
   absl::Status CheckMatches(const Tensor &t, mlir::Type type, const std::string &what) {
     if (auto tensor = type.dyn_cast<mlir::RankedTensorType>()) {
       if (t.scalar) return Invalid(what + " must be a tensor, got a scalar");
@@ -764,6 +959,25 @@ absl::Status CheckVerificationFitsAt(GraphOp graph, const std::vector<std::vecto
 
 absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Tensor> &inputs) {
   return Interpreter().Run(graph, inputs);
+}
+
+Tensor NoRounding() {
+  Tensor t;
+  t.dtype = tir::v1::DTYPE_UNSPECIFIED;
+  t.shape = {0};
+  return t;
+}
+
+absl::StatusOr<Reference> EvaluateWithRounding(GraphOp graph, const std::vector<Tensor> &inputs) {
+  Interpreter interpreter;
+  interpreter.TrackRounding();
+  Reference out;
+  TIR_ASSIGN_OR_RETURN(out.outputs, interpreter.Run(graph, inputs));
+  for (mlir::Value v : graph.getBodyBlock().getTerminator()->getOperands()) {
+    const Tensor *e = interpreter.RoundingOf(v);
+    out.rounding.push_back(e ? *e : NoRounding());
+  }
+  return out;
 }
 
 std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed) {
