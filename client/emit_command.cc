@@ -120,8 +120,10 @@ absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::
   const bool lanes = built.form() == codegen::HostForm::kLanes;
   TIR_RETURN_IF_ERROR(CheckVerificationWork(kernel, launch, lanes));
   std::vector<reference::Tensor> inputs = reference::SampleInputs(kernel, 8, 1);
-  TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> want, reference::Evaluate(kernel, inputs));
-  want = codegen::AsStoredOutputs(kernel, std::move(want));  // a stride-0 output dim stores index 0 only
+  TIR_ASSIGN_OR_RETURN(reference::Reference ref, reference::EvaluateWithRounding(kernel, inputs));
+  // A stride-0 output dim stores index 0 only.
+  const std::vector<reference::Tensor> want = codegen::AsStoredOutputs(kernel, std::move(ref.outputs));
+  const std::vector<reference::Tensor> rounding = codegen::AsStoredOutputs(kernel, std::move(ref.rounding));
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostLaunch> run,
                        codegen::HostLaunch::Prepare(kernel, field_names, launch, inputs));
   run->Poison(0);
@@ -142,10 +144,10 @@ absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::
   }
   std::vector<reference::Tensor> got = run->Outputs(0);
   for (size_t o = 0; o < want.size(); ++o) {
-    const double err = reference::RelativeL2Error(got[o], want[o]);
     const int64_t length = codegen::ReductionLength(kernel, run->domain());
-    const double bound = reference::RelativeL2Bound(want[o].dtype, length, tf32_operands);
-    const bool ok = err <= bound;
+    const reference::OutputCheck check = reference::CheckOutput(got[o], want[o], rounding[o], length, tf32_operands);
+    const double err = check.error, bound = check.bound;
+    const bool ok = check.passed();
     allPassed &= ok;
     absl::StrAppendFormat(&report, "  output %d %s: relative L2 error %.3g (bound %.2g%s) %s\n", o,
                           want[o].ShapeString(), err, bound,

@@ -248,9 +248,41 @@ absl::Status KernelEmitter::DynamicConcat(ConcatenateOp cat, std::string &code, 
   return absl::OkStatus();
 }
 
+absl::Status KernelEmitter::Gather(GatherOp gather, std::string &code, const std::string &indent) {
+  auto arg = gather.getData().dyn_cast<mlir::BlockArgument>();
+  if (!arg) return Unsupported("UNSUPPORTED_OP", "gather from a computed value (it must be a kernel input)");
+  auto found = maps_.results.find(gather.getOperation());
+  if (found == maps_.results.end()) return Unsupported("UNSUPPORTED_OP", "gather without an access map");
+  const mlir::AffineMap map = found->second;
+  auto data = gather.getData().getType().cast<mlir::RankedTensorType>();
+  const int64_t axis = gather.getAxis();
+  const int64_t rank = gather.getIndices().getType().cast<mlir::RankedTensorType>().getRank();
+  if (map.getNumResults() != static_cast<unsigned>(data.getRank() - 1 + rank)) {
+    return Unsupported("UNSUPPORTED_OP", "gather whose access map does not match its rank");
+  }
+  TIR_ASSIGN_OR_RETURN(std::string index, Operand(gather->getOpOperand(1), code, indent));
+  TIR_ASSIGN_OR_RETURN(TypeInfo t, Info(gather.getData().getType()));
+  const std::string input = absl::StrCat("a.in", arg.getArgNumber());
+  const std::string extent = data.isDynamicDim(axis) ? absl::StrCat(input, "_size[", axis, "]")
+                                                     : absl::StrCat("(tir_i64)", data.getDimSize(axis));
+  const std::string at = absl::StrCat("gi", next_++);
+  absl::StrAppend(&code, indent, "const tir_i64 ", at, " = tir_gather_index((tir_i64)(", index, "), ", extent, ");\n");
+  std::vector<std::string> terms;
+  for (int64_t d = 0; d < data.getRank(); ++d) {
+    const std::string i = d < axis ? Expr(map.getResult(d)) : d == axis ? at : Expr(map.getResult(d + rank - 1));
+    terms.push_back(absl::StrCat(i, " * ", input, "_stride[", d, "]"));
+  }
+  const std::string var = absl::StrCat("v", next_++);
+  absl::StrAppend(&code, indent, "const ", t.compute, " ", var, " = ",
+                  Sub(t.load, absl::StrCat(input, "[", absl::StrJoin(terms, " + "), "]")), ";\n");
+  values_[gather.getOutput().getAsOpaquePointer()] = var;
+  return absl::OkStatus();
+}
+
 // Emits `op` (pointwise-like) as `const T vN = ...;` into `code`.
 absl::Status KernelEmitter::EmitOp(mlir::Operation *op, std::string &code, const std::string &indent) {
   if (op->getNumResults() == 0) return absl::OkStatus();
+  if (auto gather = llvm::dyn_cast<GatherOp>(op)) return Gather(gather, code, indent);
   if (auto rs = llvm::dyn_cast<ReshapeOp>(op)) {
     auto inType = rs.getInput().getType().cast<mlir::ShapedType>();
     auto outType = rs.getOutput().getType().cast<mlir::ShapedType>();

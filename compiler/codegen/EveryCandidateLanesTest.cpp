@@ -34,12 +34,13 @@ constexpr int kChunks = 4;
 // kernels: bf16/f16 conversions, static and dynamic extents, row-resident
 // and streaming rows (kept values, reciprocals, run stores), every
 // reduction mode, column reductions, unaligned runs, the online max and sum,
-// bf16 rows computed in f32 (16-byte runs of 8 elements).
+// bf16 rows computed in f32 (16-byte runs of 8 elements), gathers (an
+// embedding lookup; an index_select in a reduction's rows).
 const std::set<std::string> &Chosen() {
   static const auto *names = new std::set<std::string>{
       "bf16_and_f16",      "softmax_bf16",      "rms_norm_bf16",        "dynamic_rows_softmax",
       "dynamic_pointwise", "reduce_every_mode", "column_reduce_int",    "padded_rows_unaligned_runs",
-      "online_softmax_long_rows", "rms_norm_bf16_f32_math"};
+      "online_softmax_long_rows", "rms_norm_bf16_f32_math", "embedding_gather", "gather_dynamic_rows_reduced"};
   return *names;
 }
 

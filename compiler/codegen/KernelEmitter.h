@@ -74,6 +74,11 @@ class KernelEmitter {
   // part is subtracted here; inputs must be kernel inputs (the partitioner
   // makes them so).
   absl::Status DynamicConcat(ConcatenateOp cat, std::string &code, const std::string &indent);
+  // A gather reads its data (a kernel input: the partitioner makes it one)
+  // at the element its index picks: the result's indices outside the
+  // indices' dims, the index checked against the data's extent along the
+  // axis (tir_gather_index), the data's strides.
+  absl::Status Gather(GatherOp gather, std::string &code, const std::string &indent);
   // Emits `op` (pointwise-like) as `const T vN = ...;` into `code`.
   absl::Status EmitOp(mlir::Operation *op, std::string &code, const std::string &indent);
   absl::StatusOr<std::string> Value(mlir::Operation *op, const std::vector<std::string> &in, const TypeInfo &out);

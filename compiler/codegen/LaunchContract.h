@@ -51,7 +51,8 @@ absl::Status CheckLaunchContract(const LayoutContract &contract, const void *poi
                                  bool output, const std::string &what);
 
 // The reference outputs of `kernel` as its output buffers hold them: along
-// a dimension the graph declares with stride 0 only index 0 is stored.
+// a dimension the graph declares with stride 0 only index 0 is stored (also
+// their rounding scales; reference::NoRounding() entries stay as they are).
 std::vector<reference::Tensor> AsStoredOutputs(GraphOp kernel, std::vector<reference::Tensor> outputs);
 
 }  // namespace tir::codegen

@@ -181,5 +181,19 @@ TEST_F(FingerprintTest, BetaAttributeMatters) {
   EXPECT_NE(Fp(g("1.0")), Fp(g("2.0")));
 }
 
+
+TEST_F(FingerprintTest, AGatherIsKeyedByItsAxisAndItsOperands) {
+  auto gather = [&](const std::string &axis, const std::string &a, const std::string &b) {
+    return Fp("tir.graph @g(%w: tensor<8x8xf32>, %v: tensor<8x8xf32>, %i: tensor<8xsi64>) -> tensor<8x8xf32> {\n"
+              "  %r = gather " + a + ", %i axis = " + axis +
+              " : (tensor<8x8xf32>, tensor<8xsi64>) -> tensor<8x8xf32>\n"
+              "  %s = add %r, " + b + " : tensor<8x8xf32>\n  results %s : tensor<8x8xf32>\n}\n");
+  };
+  const std::string rows = gather("0", "%w", "%v");
+  EXPECT_EQ(rows, gather("0", "%w", "%v"));
+  EXPECT_NE(rows, gather("1", "%w", "%v")) << "rows and columns";
+  EXPECT_NE(rows, gather("0", "%v", "%w")) << "which table";
+}
+
 }  // namespace
 }  // namespace tir

@@ -247,6 +247,46 @@ LogicalResult SliceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// gather
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::verify() {
+  auto data = getData().getType().cast<RankedTensorType>();
+  auto indices = getIndices().getType().cast<RankedTensorType>();
+  auto out = getOutput().getType().cast<RankedTensorType>();
+  if (data.getRank() < 1) return emitOpError() << "requires data of rank at least 1, got " << data;
+  if (failed(verifyDimIndex(*this, getAxis(), data.getRank(), "axis"))) return failure();
+  Type index = indices.getElementType();
+  if (!index.isSignedInteger(32) && !index.isSignedInteger(64)) {
+    return emitOpError() << "requires indices of si32 or si64, got " << index;
+  }
+  if (out.getElementType() != data.getElementType()) {
+    return emitOpError() << "requires the result element type to equal the data's, got " << out.getElementType()
+                         << " and " << data.getElementType();
+  }
+  const int64_t axis = getAxis();
+  llvm::SmallVector<int64_t> expected(data.getShape().begin(), data.getShape().begin() + axis);
+  expected.append(indices.getShape().begin(), indices.getShape().end());
+  expected.append(data.getShape().begin() + axis + 1, data.getShape().end());
+  if (out.getRank() != static_cast<int64_t>(expected.size())) {
+    return emitOpError() << "requires a result of rank " << expected.size()
+                         << " (data rank - 1 + indices rank), got " << out.getRank();
+  }
+  for (int64_t d = 0; d < out.getRank(); ++d) {
+    if (out.getDimSize(d) != expected[d]) {
+      return emitOpError() << "result dimension " << d << " (size " << fmtDim(out.getDimSize(d))
+                           << ") does not match " << fmtDim(expected[d])
+                           << " (data.shape[:axis] + indices.shape + data.shape[axis+1:])";
+    }
+  }
+  // A static extent along the axis bounds every index; an empty axis has none to pick.
+  if (data.getDimSize(axis) == 0 && (!indices.hasStaticShape() || indices.getNumElements() > 0)) {
+    return emitOpError() << "gathers along axis " << axis << " of extent 0, where no index is valid";
+  }
+  return verifyTensorLimits(*this, out, "gather result");
+}
+
+//===----------------------------------------------------------------------===//
 // concatenate
 //===----------------------------------------------------------------------===//
 

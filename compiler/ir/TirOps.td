@@ -297,6 +297,32 @@ def Tir_ConcatenateOp : Tir_Op<"concatenate", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tir_GatherOp : Tir_Op<"gather", [Pure]> {
+  let summary = "read slices of `data` picked by integer indices along one axis";
+  let description = [{
+    `torch.nn.functional.embedding(indices, weight)` is a gather of the
+    weight's rows (axis 0); `torch.index_select(x, axis, i)` with a rank-1
+    `i` is one along `axis`:
+
+    ```mlir
+    %e = gather %weight, %ids axis = 0 : (tensor<1000x64xf32>, tensor<37xsi64>) -> tensor<37x64xf32>
+    ```
+
+    The result's shape is data.shape[:axis] + indices.shape +
+    data.shape[axis+1:], its element type data's:
+    result[p..., q..., s...] = data[p..., indices[q...], s...]. Indices are
+    si32 or si64 and must lie in [0, data.shape[axis]): a negative or larger
+    index is an error, never clamped or wrapped. The reference interpreter
+    refuses it (INDEX_OUT_OF_RANGE, naming the position and the value);
+    a kernel stops without reading outside `data` (on a GPU the launch
+    fails with an illegal instruction, on the host the process traps).
+  }];
+  let arguments = (ins Tir_Tensor:$data, Tir_Tensor:$indices, I64Attr:$axis);
+  let results = (outs Tir_Tensor:$output);
+  let assemblyFormat = "$data `,` $indices `axis` `=` $axis attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($output)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and contraction
 //===----------------------------------------------------------------------===//

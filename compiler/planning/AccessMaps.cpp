@@ -4,7 +4,8 @@
 //    natural map (unit dims at 0; a reshaped output through its linear index).
 // 2. Propagate from outputs to inputs, op by op in reverse: an op's result map
 //    gives each operand's map through the op's index relation (broadcast,
-//    transpose, slice, reshape, concatenate, reduce, matmul).
+//    transpose, slice, reshape, concatenate, reduce, matmul, a gather's
+//    indices; a gather's data has none: it is read at run-time positions).
 // 3. Resolve conflicts: a pointwise op whose result is needed under several
 //    maps is cloned, one clone per map; arguments may be read under several
 //    maps; anything else is an error (it needs a partition boundary).
@@ -219,6 +220,14 @@ class Builder {
         }
         set(k, Map(r));
       }
+    } else if (auto g = llvm::dyn_cast<GatherOp>(op)) {
+      // The indices at the result's dims [axis, axis + rank(indices)); the
+      // data at positions they pick at run time: no affine map (the kernel
+      // reads the data operand, a kernel input, from memory).
+      const unsigned axis = g.getAxis(), rank = Shape(g.getIndices().getType()).size();
+      llvm::SmallVector<AffineExpr> r;
+      for (unsigned i = 0; i < rank; ++i) r.push_back(map.getResult(axis + i));
+      set(1, Map(r));
     } else if (auto mm = llvm::dyn_cast<MatmulOp>(op)) {
       const unsigned b = out.size() - 2;  // batch dims; domain (batch..., M, N, K)
       std::vector<int64_t> as = Shape(mm.getA().getType()), bs = Shape(mm.getB().getType());

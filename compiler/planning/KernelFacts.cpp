@@ -32,6 +32,22 @@ double Bytes(mlir::Value v, const ValueShapeMap *shapes) {
   return n * std::max(1u, bits / 8);
 }
 
+// The bytes a kernel reads of its input `v`: all of it, except that a value
+// read only as the data of gathers moves the rows they pick, the gathers'
+// result elements (at most the whole value): an embedding lookup of 37 ids
+// reads 37 rows of its table.
+double InputBytes(const Kernel &kernel, mlir::Value v, const ValueShapeMap *shapes) {
+  const double whole = Bytes(v, shapes);
+  double gathered = 0;
+  for (mlir::OpOperand &use : v.getUses()) {
+    auto gather = llvm::dyn_cast<GatherOp>(use.getOwner());
+    if (std::find(kernel.ops.begin(), kernel.ops.end(), use.getOwner()) == kernel.ops.end()) continue;
+    if (!gather || use.getOperandNumber() != 0) return whole;
+    gathered += Bytes(gather.getOutput(), shapes);
+  }
+  return gathered > 0 ? std::min(whole, gathered) : whole;
+}
+
 // The iteration space's dynamic extents at `shapes`: from the value the
 // space is the shape of.
 void SizeSpace(const Kernel &kernel, const ValueShapeMap &shapes, IterationSpace &space) {
@@ -81,7 +97,7 @@ KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes) {
   f.space.m = Fixed(f.space.m);
   f.space.n = Fixed(f.space.n);
   f.space.k = Fixed(f.space.k);
-  for (mlir::Value v : kernel.inputs) f.bytes_in += Bytes(v, shapes);
+  for (mlir::Value v : kernel.inputs) f.bytes_in += InputBytes(kernel, v, shapes);
   for (mlir::Value v : kernel.outputs) f.bytes_out += Bytes(v, shapes);
   f.points = 1;
   for (int64_t d : f.space.shape) f.points *= d;

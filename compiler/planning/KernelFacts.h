@@ -17,7 +17,7 @@ inline constexpr int64_t kAssumedDynamicExtent = 1024;
 
 struct KernelFacts {
   IterationSpace space;                  // dynamic extents replaced by kAssumedDynamicExtent
-  double bytes_in = 0;                   // bytes read once (each input at its own size)
+  double bytes_in = 0;                   // bytes read once (each input at its own size; a gather's data: the rows it picks)
   double bytes_out = 0;                  // bytes written
   double flops_per_point = 0;            // arithmetic per point of the parallel/row domain
   int element_bytes = 4;                 // widest element in the main domain (registers, compute)

@@ -5,6 +5,7 @@
 #include "compiler/planning/Partition.h"
 
 #include "compiler/planning/AccessMaps.h"
+#include "compiler/planning/DynamicDims.h"
 
 #include <algorithm>
 #include <map>
@@ -321,6 +322,17 @@ class Partitioner {
       why = "no user in the kernel";
       return std::nullopt;
     }
+    // A gather reads its data operand at positions its indices pick at run
+    // time: no tile of the gather's iteration space covers them, so the
+    // kernel reads that operand whole, from memory.
+    for (mlir::Operation *user : op->getUsers()) {
+      auto gather = llvm::dyn_cast<GatherOp>(user);
+      if (gather && draft.ops.count(user) && gather.getData().getDefiningOp() == op) {
+        why = "it is the data a gather reads at run-time indices, which no tile of the gather's iteration space "
+              "covers, so it is written out first";
+        return std::nullopt;
+      }
+    }
     if (!anchor) anchor = draft.matmul;
     const std::vector<int64_t> target = DomainShape(draft, *need, anchor);
     const std::vector<int64_t> shape = ShapeOf(op->getResult(0).getType());
@@ -339,7 +351,9 @@ class Partitioner {
       // and matmuls by reading their operand.
       for (mlir::Operation *user : op->getUsers()) {
         if (!draft.ops.count(user)) continue;
-        if (llvm::isa<TransposeOp, SliceOp, ReduceOp, ReduceUdOp, MatmulOp>(user)) continue;
+        // (A gather's indices are read through its index relation; its data
+        // was refused above.)
+        if (llvm::isa<TransposeOp, SliceOp, ReduceOp, ReduceUdOp, MatmulOp, GatherOp>(user)) continue;
         if (llvm::isa<ReshapeOp>(user)) {
           // A size the reshape takes (a `dim` of another value) is read as a
           // scalar, not through the reshape's index relation.
@@ -698,6 +712,9 @@ absl::Status KernelsExceeded(size_t max_kernels, size_t kernels) {
 absl::StatusOr<Partition> PartitionGraph(GraphOp graph, const target::ArchInfo &arch, absl::Time deadline,
                                          size_t max_kernels) {
   CopyAliasedResults(graph);
+  // Sizes only the whole graph's shape inference knows become dynamic_dims
+  // read from graph inputs, so each kernel graph carries them.
+  MaterializeDynamicDims(graph);
   // Partition, then check that every kernel's values can be indexed; a
   // non-pointwise value needed under two maps (a reduction or matmul result
   // read directly and transposed) is materialized and the graph partitioned

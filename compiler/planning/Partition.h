@@ -12,6 +12,10 @@
 //    add-reduction sums, computed together online (OnlineSoftmax.h).
 //  - matmul: C[batch, M, N] = A[batch, M, K] x B[batch, K, N], with
 //    elementwise prologues on A and B and an epilogue in C's shape.
+// A gather computes its result per element (an indirect load), like a
+// pointwise op, but the data it reads is picked at run time: the data
+// operand is never computed in the gather's kernel (it is a graph input or
+// written out by an earlier kernel), and the kernel reads it from memory.
 //
 // Algorithm (producer-into-consumer fusion, like XLA's, from outputs back):
 // 1. Visit ops in reverse order. An op whose users are all in one kernel K
@@ -84,6 +88,10 @@ struct Partition {
 };
 
 // Partitions `graph` for `arch` (the arch decides what fits on chip).
+// First `graph` is rewritten so that each kernel can be built from its own
+// ops: a result that is also an input or an earlier result gets a copy, and
+// dynamic extents only the graph's shape inference determines become
+// dynamic_dims (DynamicDims.h).
 // Past `deadline` it stops: RESOURCE_EXHAUSTED, reason LIMIT_EXCEEDED
 // (planningBudgetMs).
 // Past `max_kernels` kernels (0: no bound) it stops as they are made

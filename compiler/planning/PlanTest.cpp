@@ -629,5 +629,57 @@ tir.graph @lin(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>) -> tensor<?x
   modules_.push_back(std::move(loaded->module));
 }
 
+
+TEST_F(PlanTest, AnEmbeddingIsPricedByTheRowsItGathers) {
+  // 37 ids into a 1000 x 64 f32 table: the kernel moves 37 rows of it
+  // (and the ids), not the table.
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @embedding(%w: tensor<1000x64xf32>, %ids: tensor<37xsi64>) -> tensor<37x64xf32> {
+  %e = gather %w, %ids axis = 0 : (tensor<1000x64xf32>, tensor<37xsi64>) -> tensor<37x64xf32>
+  results %e : tensor<37x64xf32>
+})mlir");
+  ASSERT_EQ(p.partition.kernels.size(), 1u);
+  const KernelFacts facts = ComputeFacts(p.partition.kernels[0]);
+  EXPECT_EQ(facts.space.kind, KernelKind::kPointwise);
+  EXPECT_EQ(facts.bytes_in, 37 * 64 * 4 + 37 * 8);
+  EXPECT_EQ(facts.bytes_out, 37 * 64 * 4);
+  // More ids than the table has rows: at most the table.
+  PlannedGraph many = Plan(R"mlir(
+tir.graph @many(%w: tensor<10x64xf32>, %ids: tensor<4096xsi32>) -> tensor<4096x64xf32> {
+  %e = gather %w, %ids axis = 0 : (tensor<10x64xf32>, tensor<4096xsi32>) -> tensor<4096x64xf32>
+  results %e : tensor<4096x64xf32>
+})mlir");
+  EXPECT_EQ(ComputeFacts(many.partition.kernels[0]).bytes_in, 10 * 64 * 4 + 4096 * 4);
+  // The table read elsewhere too: all of it.
+  PlannedGraph both = Plan(R"mlir(
+tir.graph @both(%w: tensor<1000x64xf32>, %ids: tensor<37xsi64>, %b: tensor<1x64xf32>) -> (tensor<37x64xf32>, tensor<1x64xf32>) {
+  %e = gather %w, %ids axis = 0 : (tensor<1000x64xf32>, tensor<37xsi64>) -> tensor<37x64xf32>
+  %s = reduce(%w)<dimensions = [0], reduction_mode = <add>> : tensor<1000x64xf32> -> tensor<1x64xf32>
+  %t = add %s, %b : tensor<1x64xf32>
+  results %e, %t : tensor<37x64xf32>, tensor<1x64xf32>
+})mlir");
+  for (const Kernel &k : both.partition.kernels) {
+    if (k.space.kind != KernelKind::kPointwise) continue;
+    EXPECT_EQ(ComputeFacts(k).bytes_in, 37 * 64 * 4 + 37 * 8) << "the gather's kernel reads its rows only";
+  }
+}
+
+TEST_F(PlanTest, AGatherNeverComputesItsDataInItsOwnKernel) {
+  // exp(table) then a gather of its rows: the table is written out by a
+  // kernel of its own, with the reason; the ids' conversion and the
+  // consumer fuse with the gather.
+  PlannedGraph p = Plan(R"mlir(
+tir.graph @g(%t: tensor<90x16xf32>, %ids: tensor<12xsi32>) -> tensor<12x16xf32> {
+  %et = exp %t : tensor<90x16xf32>
+  %wide = convert %ids : tensor<12xsi32> -> tensor<12xsi64>
+  %r = gather %et, %wide axis = 0 : (tensor<90x16xf32>, tensor<12xsi64>) -> tensor<12x16xf32>
+  %n = neg %r : tensor<12x16xf32>
+  results %n : tensor<12x16xf32>
+})mlir");
+  ASSERT_EQ(p.partition.kernels.size(), 2u);
+  EXPECT_THAT(p.partition.kernels[0].reason, ::testing::HasSubstr("the data a gather reads at run-time indices"));
+  EXPECT_EQ(p.partition.kernels[1].ops.size(), 3u) << "convert, gather and neg";
+}
+
 }  // namespace
 }  // namespace tir::planning

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -63,18 +64,219 @@ class Interpreter {
       return Invalid(absl::StrCat("graph @", graph.getSymName().str(), " takes ",
                                   block.getNumArguments(), " inputs, got ", inputs.size()));
     }
+    graph_ = graph;
     for (mlir::BlockArgument arg : block.getArguments()) {
       const Tensor &t = inputs[arg.getArgNumber()];
       TIR_RETURN_IF_ERROR(CheckMatches(t, arg.getType(), absl::StrCat("input #", arg.getArgNumber())));
       values_[arg.getAsOpaquePointer()] = t;
+      const bool index = arg.getType().isIndex();
+      arguments_.push_back(t.scalar ? (index ? std::vector<int64_t>{t.GetI(0)} : std::vector<int64_t>{}) : t.shape);
     }
-    for (mlir::Operation &op : block.without_terminator()) TIR_RETURN_IF_ERROR(Eval(op));
+    for (mlir::Operation &op : block.without_terminator()) {
+      TIR_RETURN_IF_ERROR(Eval(op));
+      if (track_) TIR_RETURN_IF_ERROR(Propagate(op));
+    }
     std::vector<Tensor> out;
     for (mlir::Value v : block.getTerminator()->getOperands()) out.push_back(Get(v));
     return out;
   }
 
+  // Also work out each value's rounding scale (Interpreter.h's Reference).
+  void TrackRounding() { track_ = true; }
+  // The scale of `v`, or null where none reaches it.
+  const Tensor *RoundingOf(mlir::Value v) const {
+    auto it = rounding_.find(v.getAsOpaquePointer());
+    return it == rounding_.end() ? nullptr : &it->second;
+  }
+
  private:
+  // ---- rounding scales (see Interpreter.h) ----
+
+  // The unit roundoff of the accumulator kernels sum `dtype` in: f64 in
+  // f64, every other float in f32.
+  static double AccumulatorRoundoff(DType dtype) {
+    return dtype == tir::v1::DTYPE_F64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+  }
+
+  // The scale of `v` at element k, 0 where it has none.
+  double ScaleAt(mlir::Value v, int64_t k) const {
+    const Tensor *t = RoundingOf(v);
+    return t ? t->f[k] : 0.0;
+  }
+
+  absl::Status Propagate(mlir::Operation &op) {
+    if (op.getNumResults() == 0 || !op.getResult(0).getType().isa<mlir::RankedTensorType>()) return absl::OkStatus();
+    if (!IsFloat(Get(op.getResult(0)).dtype)) return absl::OkStatus();  // integers and i1 are exact
+    bool carried = false;
+    for (mlir::Value v : op.getOperands()) carried |= RoundingOf(v) != nullptr;
+    const bool sums = (llvm::isa<ReduceOp>(op) && (llvm::cast<ReduceOp>(op).getReductionMode() == ReductionMode::add ||
+                                                   llvm::cast<ReduceOp>(op).getReductionMode() == ReductionMode::avg)) ||
+                      llvm::isa<MatmulOp>(op);
+    if (!carried && !sums) return absl::OkStatus();
+    if (std::optional<Pointwise> pw = PointwiseOf(op.getName().getStringRef())) return PointwiseRounding(op, *pw);
+    return llvm::TypeSwitch<mlir::Operation *, absl::Status>(&op)
+        .Case<ReduceOp>([&](ReduceOp o) { return ReduceRounding(o); })
+        .Case<MatmulOp>([&](MatmulOp o) { return MatmulRounding(o); })
+        .Case<BinarySelectOp>([&](BinarySelectOp o) {
+          const Tensor &c = Get(o.getCond()), &out = Get(o.getOutput());
+          const Tensor *ea = RoundingOf(o.getLhs()), *eb = RoundingOf(o.getRhs());
+          const Tensor &a = Get(o.getLhs()), &b = Get(o.getRhs());
+          Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, out.shape);
+          std::vector<int64_t> idx;
+          for (int64_t k = 0; k < e.NumElements(); ++k) {
+            Unravel(k, out.shape, idx);
+            const bool pick = c.GetF(BroadcastIndex(idx, c.shape)) != 0;
+            const Tensor *src = pick ? ea : eb;
+            if (src) e.f[k] = src->f[BroadcastIndex(idx, (pick ? a : b).shape)];
+          }
+          return SetRounding(o.getOutput(), std::move(e));
+        })
+        .Case<ConvertOp>([&](ConvertOp o) {
+          if (const Tensor *e = RoundingOf(o.getInput())) return SetRounding(o.getOutput(), *e);
+          return absl::OkStatus();
+        })
+        // Views move elements: their scales move with them.
+        .Case<BroadcastOp, ReshapeOp, TransposeOp, SliceOp, ConcatenateOp, GatherOp>(
+            [&](mlir::Operation *view) { return ViewRounding(*view); })
+        .Default([&](mlir::Operation *) { return absl::OkStatus(); });
+  }
+
+  absl::Status SetRounding(mlir::Value v, Tensor e) {
+    for (double &x : e.f) {
+      if (!std::isfinite(x)) x = 0;  // no bound from a value that overflows
+    }
+    rounding_[v.getAsOpaquePointer()] = std::move(e);
+    return absl::OkStatus();
+  }
+
+  // A view evaluated on its operands' scales (zeros where one has none).
+  absl::Status ViewRounding(mlir::Operation &op) {
+    std::vector<std::pair<const void *, Tensor>> saved;
+    for (mlir::Value v : op.getOperands()) {
+      const Tensor &real = Get(v);
+      if (!v.getType().isa<mlir::RankedTensorType>() || !IsFloat(real.dtype)) continue;
+      const Tensor *e = RoundingOf(v);
+      Tensor scale = e ? *e : Tensor::Zeros(tir::v1::DTYPE_F64, real.shape);
+      saved.emplace_back(v.getAsOpaquePointer(), real);
+      values_[v.getAsOpaquePointer()] = std::move(scale);
+    }
+    const void *result = op.getResult(0).getAsOpaquePointer();
+    Tensor real = values_[result];
+    absl::Status status = Eval(op);
+    Tensor scale = std::move(values_[result]);
+    values_[result] = std::move(real);
+    for (auto &[v, t] : saved) values_[v] = std::move(t);
+    TIR_RETURN_IF_ERROR(status);
+    scale.dtype = tir::v1::DTYPE_F64;
+    return SetRounding(op.getResult(0), std::move(scale));
+  }
+
+  // First order, per operand that carries a scale e: how far the op moves
+  // when that operand moves by e either way, in f64 (the scalar semantics
+  // before the result's rounding), summed over the operands.
+  absl::Status PointwiseRounding(mlir::Operation &op, Pointwise pw) {
+    const Tensor &out = Get(op.getResult(0));
+    const Tensor &a = Get(op.getOperand(0));
+    const Tensor *b = op.getNumOperands() > 1 ? &Get(op.getOperand(1)) : nullptr;
+    const Tensor *ea = RoundingOf(op.getOperand(0)), *eb = b ? RoundingOf(op.getOperand(1)) : nullptr;
+    double beta = 1.0;
+    if (auto attr = op.getAttrOfType<mlir::FloatAttr>("beta")) beta = attr.getValueAsDouble();
+    auto f = [&](double x, double y) { return b ? FloatBinary(pw, x, y, beta) : FloatUnary(pw, x, beta); };
+    auto moved = [&](double f0, double x, double y, double dx, double dy) {
+      return std::max(std::fabs(f(x + dx, y + dy) - f0), std::fabs(f(x - dx, y - dy) - f0));
+    };
+    Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, out.shape);
+    std::vector<int64_t> idx;
+    for (int64_t k = 0; k < e.NumElements(); ++k) {
+      Unravel(k, out.shape, idx);
+      const int64_t ka = BroadcastIndex(idx, a.shape), kb = b ? BroadcastIndex(idx, b->shape) : 0;
+      const double x = a.GetF(ka), y = b ? b->GetF(kb) : 0.0, f0 = f(x, y);
+      double sum = 0;
+      if (ea && ea->f[ka] > 0) sum += moved(f0, x, y, ea->f[ka], 0);
+      if (eb && eb->f[kb] > 0) sum += moved(f0, x, y, 0, eb->f[kb]);
+      e.f[k] = sum;
+    }
+    return SetRounding(op.getResult(0), std::move(e));
+  }
+
+  // A sum (or mean) of n terms x_i: u sqrt(n) sum |x_i| (over n), the
+  // statistical size of a float sum's rounding (Tensor.h's CheckOutput says
+  // why), plus the terms' own scales; max, min and norms carry their
+  // inputs' scales only (their own rounding does not cancel).
+  absl::Status ReduceRounding(ReduceOp o) {
+    const Tensor &in = Get(o.getInput());
+    const Tensor *ein = RoundingOf(o.getInput());
+    const ReductionMode mode = o.getReductionMode();
+    const bool sums = mode == ReductionMode::add || mode == ReductionMode::avg;
+    if (!sums && mode != ReductionMode::max && mode != ReductionMode::min && mode != ReductionMode::amax &&
+        mode != ReductionMode::norm1 && mode != ReductionMode::norm2) {
+      return absl::OkStatus();  // products: relative rounding, the dtype's bound holds
+    }
+    std::vector<int64_t> outShape;
+    ForEachReduced(in.shape, o.getDimensions(), outShape, [](int64_t, int64_t) {});
+    const int64_t outN = std::accumulate(outShape.begin(), outShape.end(), int64_t{1}, std::multiplies<>());
+    const int64_t n = outN ? in.NumElements() / outN : 0;
+    std::vector<double> absSum(outN), eSum(outN), eMax(outN), eSquares(outN);
+    ForEachReduced(in.shape, o.getDimensions(), outShape, [&](int64_t out, int64_t k) {
+      const double x = in.GetF(k);
+      if (std::isfinite(x)) absSum[out] += std::fabs(x);
+      if (ein) {
+        const double e = ein->f[k];
+        eSum[out] += e;
+        eMax[out] = std::max(eMax[out], e);
+        eSquares[out] += e * e;
+      }
+    });
+    const double u = AccumulatorRoundoff(in.dtype), root = std::sqrt(static_cast<double>(std::max<int64_t>(n, 1)));
+    Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, outShape);
+    for (int64_t k = 0; k < outN; ++k) {
+      switch (mode) {
+        case ReductionMode::add: e.f[k] = u * root * absSum[k] + eSum[k]; break;
+        case ReductionMode::avg: e.f[k] = n ? (u * root * absSum[k] + eSum[k]) / static_cast<double>(n) : 0; break;
+        case ReductionMode::norm1: e.f[k] = eSum[k]; break;
+        case ReductionMode::norm2: e.f[k] = std::sqrt(eSquares[k]); break;
+        default: e.f[k] = eMax[k]; break;  // max, min, amax
+      }
+    }
+    return SetRounding(o.getOutput(), std::move(e));
+  }
+
+  // A matmul sums K products: u sqrt(K) sum_k |a_ik b_kj|, plus the
+  // operands' scales through the products (and the accumulator's).
+  absl::Status MatmulRounding(MatmulOp o) {
+    const Tensor &a = Get(o.getA()), &b = Get(o.getB()), &c = Get(o.getC());
+    const Tensor *ea = RoundingOf(o.getA()), *eb = RoundingOf(o.getB());
+    const Tensor *eacc = o.getAccumulator() ? RoundingOf(o.getAccumulator()) : nullptr;
+    const int64_t r = a.shape.size();
+    const int64_t m = a.shape[r - 2], kk = a.shape[r - 1], n = b.shape[r - 1];
+    std::vector<int64_t> batchShape(c.shape.begin(), c.shape.end() - 2), aBatch(a.shape.begin(), a.shape.end() - 2),
+        bBatch(b.shape.begin(), b.shape.end() - 2);
+    int64_t batches = 1;
+    for (int64_t x : batchShape) batches *= x;
+    const double u = AccumulatorRoundoff(a.dtype), root = std::sqrt(static_cast<double>(std::max<int64_t>(kk, 1)));
+    Tensor e = Tensor::Zeros(tir::v1::DTYPE_F64, c.shape);
+    std::vector<int64_t> idx;
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      Unravel(bi, batchShape, idx);
+      const int64_t ab = BroadcastIndex(idx, aBatch), bb = BroadcastIndex(idx, bBatch);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double products = 0, carried = 0;
+          for (int64_t p = 0; p < kk; ++p) {
+            const int64_t ka = (ab * m + i) * kk + p, kb = (bb * kk + p) * n + j;
+            const double x = std::fabs(a.GetF(ka)), y = std::fabs(b.GetF(kb));
+            products += x * y;
+            if (ea) carried += ea->f[ka] * y;
+            if (eb) carried += x * eb->f[kb];
+          }
+          const int64_t at = (bi * m + i) * n + j;
+          e.f[at] = u * root * products + carried + (eacc ? eacc->f[at] : 0.0);
+        }
+      }
+    }
+    return SetRounding(o.getC(), std::move(e));
+  }
+
   absl::Status CheckMatches(const Tensor &t, mlir::Type type, const std::string &what) {
     if (auto tensor = type.dyn_cast<mlir::RankedTensorType>()) {
       if (t.scalar) return Invalid(what + " must be a tensor, got a scalar");
@@ -99,8 +301,19 @@ class Interpreter {
 
   const Tensor &Get(mlir::Value v) { return values_.at(v.getAsOpaquePointer()); }
 
+  // The extent of dim `d` of `v` that the graph's shape inference gives
+  // from the inputs' shapes (ShapeSolver's rules), or -1: a size an op does
+  // not carry itself (a broadcast to `?` from a unit dim, a splat without
+  // dynamic_dims) that other ops tie to an input's.
+  int64_t Inferred(mlir::Value v, int64_t d) {
+    if (!inferred_) inferred_ = ValueShapes(graph_, arguments_);
+    auto it = inferred_->find(v);
+    if (it == inferred_->end() || d >= static_cast<int64_t>(it->second.size())) return -1;
+    return it->second[d];
+  }
+
   // Result shape: static dims from the type, dynamic ones from `dynamic`
-  // (in order), else from `fallback`.
+  // (in order), else from `fallback`, else from the graph's shape inference.
   absl::StatusOr<std::vector<int64_t>> ResultShape(mlir::Operation &op, mlir::ValueRange dynamicDims,
                                                    const std::vector<int64_t> &fallback) {
     auto type = op.getResult(0).getType().cast<mlir::RankedTensorType>();
@@ -113,6 +326,8 @@ class Interpreter {
         shape.push_back(Get(dynamicDims[next++]).GetI(0));
       } else if (d < static_cast<int64_t>(fallback.size()) && fallback[d] >= 0) {
         shape.push_back(fallback[d]);
+      } else if (const int64_t inferred = Inferred(op.getResult(0), d); inferred >= 0) {
+        shape.push_back(inferred);
       } else {
         return Invalid(absl::StrCat(op.getName().getStringRef().str(), ": dynamic result dimension ", d,
                                     " has no size (give dynamic_dims)"));
@@ -208,6 +423,7 @@ class Interpreter {
                      }));
         })
         .Case<ConcatenateOp>([&](ConcatenateOp o) { return EvalConcat(o); })
+        .Case<GatherOp>([&](GatherOp o) { return EvalGather(o); })
         .Case<ReduceOp>([&](ReduceOp o) { return EvalReduce(o); })
         .Case<ReduceUdOp>([&](ReduceUdOp o) { return EvalReduceUd(o); })
         .Case<MatmulOp>([&](MatmulOp o) { return EvalMatmul(o); })
@@ -402,20 +618,24 @@ class Interpreter {
     if (!o.getDynamicDims().empty() || type.hasStaticShape()) {
       TIR_ASSIGN_OR_RETURN(shape, ResultShape(*o, o.getDynamicDims(), {}));
     } else {
-      // Infer the single dynamic extent from the element count.
+      // Dynamic extents from the graph's shape inference, and the one it
+      // leaves open (if any) from the element count.
       int64_t known = 1, unknown = -1;
       for (int64_t d = 0; d < type.getRank(); ++d) {
-        if (type.isDynamicDim(d)) {
+        const int64_t extent = type.isDynamicDim(d) ? Inferred(o.getOutput(), d) : type.getDimSize(d);
+        if (extent < 0) {
           if (unknown >= 0) return Invalid("reshape with several dynamic extents needs dynamic_dims");
           unknown = d;
           shape.push_back(-1);
         } else {
-          known *= type.getDimSize(d);
-          shape.push_back(type.getDimSize(d));
+          known *= extent;
+          shape.push_back(extent);
         }
       }
-      if (known == 0 || in.NumElements() % known) return Invalid("reshape cannot infer its dynamic extent");
-      shape[unknown] = in.NumElements() / known;
+      if (unknown >= 0) {
+        if (known == 0 || in.NumElements() % known) return Invalid("reshape cannot infer its dynamic extent");
+        shape[unknown] = in.NumElements() / known;
+      }
     }
     Tensor out = in;
     out.shape = shape;
@@ -457,6 +677,36 @@ class Interpreter {
       }
     }
     return Set(o.getOutput(), std::move(out));
+  }
+
+  // result[p..., q..., s...] = data[p..., indices[q...], s...]; an index
+  // outside [0, extent) is refused, as kernels refuse it.
+  absl::Status EvalGather(GatherOp o) {
+    const Tensor &data = Get(o.getData()), &indices = Get(o.getIndices());
+    const int64_t axis = o.getAxis();
+    const size_t ri = indices.shape.size();
+    std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+    shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+    for (int64_t k = 0; k < indices.NumElements(); ++k) {
+      const int64_t v = indices.GetI(k);
+      if (v < 0 || v >= data.shape[axis]) {
+        std::vector<int64_t> at;
+        Unravel(k, indices.shape, at);
+        return MakeError(absl::StatusCode::kInvalidArgument, "INDEX_OUT_OF_RANGE",
+                         absl::StrCat("gather: index ", v, " at ", Str(at), " of the indices is outside [0, ",
+                                      data.shape[axis], ") (dimension ", axis, " of the data)"));
+      }
+    }
+    const std::vector<int64_t> dataStrides = Strides(data.shape), indexStrides = Strides(indices.shape);
+    return Set(o.getOutput(), Gather(data, shape, [&](const std::vector<int64_t> &idx) {
+                 int64_t q = 0;
+                 for (size_t d = 0; d < ri; ++d) q += idx[axis + d] * indexStrides[d];
+                 int64_t k = indices.GetI(q) * dataStrides[axis];
+                 for (int64_t d = 0; d < axis; ++d) k += idx[d] * dataStrides[d];
+                 for (size_t d = axis + 1; d < data.shape.size(); ++d) k += idx[d + ri - 1] * dataStrides[d];
+                 return k;
+               }));
   }
 
   // Calls fn(outputIndex, inputIndex) for every input element.
@@ -658,6 +908,11 @@ class Interpreter {
 
   // Node-based, so references stay valid while results are added.
   std::map<const void *, Tensor> values_;
+  bool track_ = false;
+  std::map<const void *, Tensor> rounding_;  // f64 scales of the values a sum reaches
+  GraphOp graph_;
+  std::vector<std::vector<int64_t>> arguments_;  // as ValueShapes takes them
+  std::optional<llvm::DenseMap<mlir::Value, std::vector<int64_t>>> inferred_;
 };
 
 }  // namespace
@@ -709,6 +964,25 @@ absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Te
   return Interpreter().Run(graph, inputs);
 }
 
+Tensor NoRounding() {
+  Tensor t;
+  t.dtype = tir::v1::DTYPE_UNSPECIFIED;
+  t.shape = {0};
+  return t;
+}
+
+absl::StatusOr<Reference> EvaluateWithRounding(GraphOp graph, const std::vector<Tensor> &inputs) {
+  Interpreter interpreter;
+  interpreter.TrackRounding();
+  Reference out;
+  TIR_ASSIGN_OR_RETURN(out.outputs, interpreter.Run(graph, inputs));
+  for (mlir::Value v : graph.getBodyBlock().getTerminator()->getOperands()) {
+    const Tensor *e = interpreter.RoundingOf(v);
+    out.rounding.push_back(e ? *e : NoRounding());
+  }
+  return out;
+}
+
 std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed) {
   mlir::Block &body = graph.getBodyBlock();
   // Dynamic extents (and index arguments) the ops agree on.
@@ -735,7 +1009,43 @@ std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed) {
     }
     inputs.push_back(std::move(x));
   }
+  FitGatherIndices(graph, inputs, seed);
   return inputs;
+}
+
+void FitGatherIndices(GraphOp graph, std::vector<Tensor> &inputs, uint64_t seed) {
+  mlir::Block &body = graph.getBodyBlock();
+  std::vector<std::vector<int64_t>> args;
+  for (const Tensor &t : inputs) args.push_back(t.scalar ? std::vector<int64_t>{t.UsesInts() ? t.GetI(0) : 0} : t.shape);
+  std::optional<llvm::DenseMap<mlir::Value, std::vector<int64_t>>> shapes;
+  // The extent each argument's values index, the smallest where several gathers read it.
+  std::map<unsigned, int64_t> extents;
+  graph.walk([&](GatherOp g) {
+    // Through ops that move values unchanged, back to an argument.
+    mlir::Value v = g.getIndices();
+    while (mlir::Operation *def = v.getDefiningOp()) {
+      if (!llvm::isa<ConvertOp, ReshapeOp, BroadcastOp, TransposeOp, SliceOp>(def)) break;
+      v = def->getOperand(0);
+    }
+    auto arg = v.dyn_cast<mlir::BlockArgument>();
+    if (!arg || arg.getOwner() != &body || arg.getArgNumber() >= inputs.size()) return;
+    auto data = g.getData().getType().cast<mlir::RankedTensorType>();
+    int64_t extent = data.isDynamicDim(g.getAxis()) ? -1 : data.getDimSize(g.getAxis());
+    if (extent < 0) {
+      if (!shapes) shapes = ValueShapes(graph, args);
+      auto it = shapes->find(g.getData());
+      if (it != shapes->end()) extent = it->second[g.getAxis()];
+    }
+    if (extent <= 0) return;
+    auto [it, fresh] = extents.emplace(arg.getArgNumber(), extent);
+    if (!fresh) it->second = std::min(it->second, extent);
+  });
+  for (const auto &[i, extent] : extents) {
+    Tensor &t = inputs[i];
+    if (t.scalar || !t.UsesInts()) continue;
+    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull + i);
+    for (int64_t k = 0; k < t.NumElements(); ++k) t.SetI(k, static_cast<int64_t>(rng() % static_cast<uint64_t>(extent)));
+  }
 }
 
 }  // namespace tir::reference

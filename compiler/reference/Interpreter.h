@@ -22,12 +22,45 @@ namespace tir::reference {
 // not match the signature or shapes that conflict at run time.
 absl::StatusOr<std::vector<Tensor>> Evaluate(GraphOp graph, const std::vector<Tensor> &inputs);
 
+// The reference outputs with, for each output that a sum reaches, the size
+// of the rounding a correct kernel adds to each element beyond its dtype's:
+// where a sum cancels (a mean of values of both signs is much smaller than
+// its terms), a kernel's error scales with the terms, not with the result.
+// A sum or mean of n terms x_i (reduce add/avg; a matmul's K products)
+// contributes u sqrt(n) sum |x_i| (divided by n for a mean), u the unit
+// roundoff of the accumulator kernels use (2^-24: f32 for every float but
+// f64; 2^-53 for f64); views move the scales with their elements, pointwise
+// ops carry them to first order (how far the op moves when an operand moves
+// by its scale), max/min/norms carry their inputs'. CheckOutput (Tensor.h)
+// turns them into a bound.
+struct Reference {
+  std::vector<Tensor> outputs;
+  // Per output: an f64 tensor of its shape, or NoRounding() where no sum
+  // reaches it (then the dtype's bound alone applies).
+  std::vector<Tensor> rounding;
+};
+absl::StatusOr<Reference> EvaluateWithRounding(GraphOp graph, const std::vector<Tensor> &inputs);
+
+// What Reference::rounding holds for an output no sum reaches: dtype
+// DTYPE_UNSPECIFIED, no elements.
+Tensor NoRounding();
+inline bool HasRounding(const Tensor &t) { return t.dtype != tir::v1::DTYPE_UNSPECIFIED; }
+
 // Random inputs for `graph`: every dynamic tensor extent is `extent`, float
 // scalars 0.75, index arguments `extent` unless they give a reshape's
 // dynamic_dims, which get values that keep its element count (the leading
 // ones as close to the square root of what is left as a divisor allows, so
 // the reshape regroups). Tensors are seeded from `seed` upwards.
+// Gather indices read from an argument (directly or through converts and
+// views) are drawn in range (FitGatherIndices).
 std::vector<Tensor> SampleInputs(GraphOp graph, int64_t extent, uint64_t seed);
+
+// Redraws, from `seed`, every integer argument of `inputs` that a gather
+// reads as its indices (directly or through converts and views) uniformly
+// in [0, extent) of the data's axis (at the inputs' shapes; the smallest
+// extent where several gathers read it): random integers would pick rows
+// outside the data, which a gather refuses.
+void FitGatherIndices(GraphOp graph, std::vector<Tensor> &inputs, uint64_t seed);
 
 // Whether evaluating `graph` on inputs from SampleInputs(graph, extent, ...)
 // fits this machine: every value the interpreter holds (8 bytes an element)

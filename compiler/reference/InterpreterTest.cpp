@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/reference/Elementwise.h"
@@ -302,7 +304,7 @@ TEST_F(InterpreterTest, EveryCorpusGraphEvaluates) {
     EXPECT_EQ(out->size(), graph.getResultTypes().size());
     ++graphs;
   }
-  EXPECT_EQ(graphs, 6);
+  EXPECT_EQ(graphs, 7);
 }
 
 TEST_F(InterpreterTest, AvgAndMulNoZerosAsTensorIrDefinesThem) {
@@ -421,6 +423,132 @@ tir.graph @g(%x: tensor<?x4x?xf32>, %rows: index, %cols: index, %n: index, %s: f
   auto out = Evaluate(loaded->graph, in);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape, (std::vector<int64_t>{10, 10}));
+}
+
+
+TEST_F(InterpreterTest, GatherPicksRowsAndSlicesAlongItsAxis) {
+  // An embedding lookup: rows of a 4x2 table by ids of rank 2.
+  Tensor w = T(F32, {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  Tensor ids = I(tir::v1::DTYPE_SI64, {2, 2}, {3, 0, 1, 3});
+  EXPECT_THAT(One("%w: tensor<4x2xf32>, %i: tensor<2x2xsi64>",
+                  "gather %w, %i axis = 0 : (tensor<4x2xf32>, tensor<2x2xsi64>) -> tensor<2x2x2xf32>",
+                  "tensor<2x2x2xf32>", {w, ids}),
+              ElementsAre(30, 31, 0, 1, 10, 11, 30, 31));
+  // index_select along the middle axis, si32 ids, repeats allowed.
+  Tensor x = T(F32, {2, 3, 2}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  Tensor j = I(tir::v1::DTYPE_SI32, {3}, {2, 2, 0});
+  EXPECT_THAT(One("%x: tensor<2x3x2xf32>, %j: tensor<3xsi32>",
+                  "gather %x, %j axis = 1 : (tensor<2x3x2xf32>, tensor<3xsi32>) -> tensor<2x3x2xf32>",
+                  "tensor<2x3x2xf32>", {x, j}),
+              ElementsAre(4, 5, 4, 5, 0, 1, 10, 11, 10, 11, 6, 7));
+  // A rank-0 index drops the axis.
+  EXPECT_THAT(One("%w: tensor<4x2xf32>, %i: tensor<si64>",
+                  "gather %w, %i axis = 0 : (tensor<4x2xf32>, tensor<si64>) -> tensor<2xf32>", "tensor<2xf32>",
+                  {w, I(tir::v1::DTYPE_SI64, {}, {2})}),
+              ElementsAre(20, 21));
+}
+
+TEST_F(InterpreterTest, GatherRefusesAnIndexOutsideTheAxisNamingIt) {
+  const std::string g = R"mlir(
+tir.graph @g(%w: tensor<4x2xf32>, %i: tensor<3xsi64>) -> tensor<3x2xf32> {
+  %r = gather %w, %i axis = 0 : (tensor<4x2xf32>, tensor<3xsi64>) -> tensor<3x2xf32>
+  results %r : tensor<3x2xf32>
+}
+)mlir";
+  Tensor w = T(F32, {4, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  for (int64_t bad : {int64_t{4}, int64_t{-1}, int64_t{1} << 40}) {
+    auto out = Run(g, {w, I(tir::v1::DTYPE_SI64, {3}, {0, bad, 1})});
+    ASSERT_FALSE(out.ok()) << bad;
+    EXPECT_EQ(ReasonOf(out.status()), "INDEX_OUT_OF_RANGE");
+    EXPECT_THAT(std::string(out.status().message()),
+                HasSubstr(absl::StrCat("index ", bad, " at [1] of the indices is outside [0, 4)")));
+  }
+}
+
+TEST_F(InterpreterTest, SampleInputsDrawGatherIndicesInRange) {
+  auto loaded = LoadGraphText(R"mlir(
+tir.graph @g(%w: tensor<?x8xf32>, %i: tensor<64xsi32>) -> tensor<64x8xf32> {
+  %wide = convert %i : tensor<64xsi32> -> tensor<64xsi64>
+  %r = gather %w, %wide axis = 0 : (tensor<?x8xf32>, tensor<64xsi64>) -> tensor<64x8xf32>
+  results %r : tensor<64x8xf32>
+}
+)mlir",
+                              ctx_.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  std::vector<Tensor> in = SampleInputs(loaded->graph, 5, 3);
+  std::set<int64_t> seen;
+  for (int64_t k = 0; k < in[1].NumElements(); ++k) {
+    EXPECT_GE(in[1].GetI(k), 0);
+    EXPECT_LT(in[1].GetI(k), 5);
+    seen.insert(in[1].GetI(k));
+  }
+  EXPECT_EQ(seen.size(), 5u) << "every row of the table is picked";
+  EXPECT_TRUE(Evaluate(loaded->graph, in).ok());
+}
+
+TEST_F(InterpreterTest, ABroadcastToAnInferredExtentTakesItFromTheGraph) {
+  // TensorIR's softmax: `?x1` broadcast to `?x?` without dynamic_dims; the
+  // `sub` ties the `?` to %x's columns.
+  const std::string g = R"mlir(
+tir.graph @g(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<?x?xf32> -> tensor<?x1xf32>
+  %mb = broadcast %m : tensor<?x1xf32> -> tensor<?x?xf32>
+  %s = sub %x, %mb : tensor<?x?xf32>
+  results %s : tensor<?x?xf32>
+}
+)mlir";
+  auto out = Run(g, {T(F32, {2, 3}, {1, 5, 2, 7, 3, 4})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].shape, ElementsAre(2, 3));
+  EXPECT_THAT(Values((*out)[0]), ElementsAre(-4, 0, -3, 0, -4, -3));
+  // An extent nothing ties is still refused.
+  auto open = Run(R"mlir(
+tir.graph @g(%x: tensor<?x1xf32>) -> tensor<?x?xf32> {
+  %b = broadcast %x : tensor<?x1xf32> -> tensor<?x?xf32>
+  results %b : tensor<?x?xf32>
+}
+)mlir",
+                  {T(F32, {2, 1}, {1, 2})});
+  EXPECT_THAT(std::string(open.status().message()), HasSubstr("dynamic result dimension 1 has no size"));
+}
+
+TEST_F(InterpreterTest, RoundingScalesFollowTheTermsOfSumsAndMeans) {
+  auto loaded = LoadGraphText(R"mlir(
+tir.graph @g(%x: tensor<2x4xf32>) -> (tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x4xf32>) {
+  %s = reduce(%x)<dimensions = [1], reduction_mode = <add>> : tensor<2x4xf32> -> tensor<2x1xf32>
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <avg>> : tensor<2x4xf32> -> tensor<2x1xf32>
+  %mb = broadcast %m : tensor<2x1xf32> -> tensor<2x4xf32>
+  %c = sub %x, %mb : tensor<2x4xf32>
+  %mx = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<2x4xf32> -> tensor<2x1xf32>
+  %twice = mul %c, %c : tensor<2x4xf32>
+  results %s, %m, %c, %mx, %twice : tensor<2x1xf32>, tensor<2x1xf32>, tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x4xf32>
+}
+)mlir",
+                              ctx_.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  // Row 0 cancels (sum 0 of terms of size 1..4), row 1 does not.
+  auto ref = EvaluateWithRounding(loaded->graph, {T(F32, {2, 4}, {1, -2, 4, -3, 1, 2, 3, 4})});
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const double u = std::ldexp(1.0, -24);
+  ASSERT_TRUE(HasRounding(ref->rounding[0]));
+  EXPECT_THAT(Values(ref->rounding[0]), Pointwise(DoubleNear(1e-20), std::vector<double>{u * 2 * 10, u * 2 * 10}));
+  EXPECT_THAT(Values(ref->rounding[1]), Pointwise(DoubleNear(1e-20), std::vector<double>{u * 2 * 10 / 4, u * 2 * 10 / 4}));
+  // x - mean carries the mean's scale to every element of its row.
+  EXPECT_THAT(Values(ref->rounding[2]), Pointwise(DoubleNear(1e-20), std::vector<double>(8, u * 5)));
+  // A max rounds nothing and reads no rounded value.
+  EXPECT_FALSE(HasRounding(ref->rounding[3]));
+  // (x - mean)^2 moves by about 2 |x - mean| times its operand's scale.
+  const Tensor &sq = ref->rounding[4];
+  const std::vector<double> centred = Values(ref->outputs[2]);
+  for (int k = 0; k < 8; ++k) EXPECT_NEAR(sq.f[k], 2 * std::fabs(centred[k]) * u * 5, 1e-18) << k;
+  // The scale loosens the bound of the cancelling row's output only as far
+  // as its terms reach: the sum's bound is dtype + 4 ||e|| / ||want||.
+  Tensor exact = ref->outputs[0];
+  OutputCheck c = CheckOutput(exact, ref->outputs[0], ref->rounding[0], 4);
+  EXPECT_EQ(c.error, 0);
+  EXPECT_NEAR(c.bound, 1e-5 + kRoundingConfidence * std::sqrt(2.0) * u * 20 / 10, 1e-12);
+  // Without a scale, the dtype's bound as before.
+  EXPECT_EQ(CheckOutput(exact, ref->outputs[0], NoRounding(), 4).bound, RelativeL2Bound(F32, 4));
 }
 
 }  // namespace

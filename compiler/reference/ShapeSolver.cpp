@@ -83,6 +83,11 @@ class Solver {
     Propagate();
   }
   bool consistent() const { return consistent_; }
+  // The class of a symbol (nullopt for a constant).
+  std::optional<size_t> Root(Term t) {
+    if (t >= 0) return std::nullopt;
+    return Find(-1 - t);
+  }
 
  private:
   size_t Find(size_t i) {
@@ -224,6 +229,33 @@ class GraphShapes {
 
   bool consistent() const { return s_.consistent(); }
 
+  // After Constrain-ing every op (Run without Fix): per value dim, the
+  // graph argument its symbol shares a class with.
+  llvm::DenseMap<mlir::Value, std::vector<std::optional<ExtentSource>>> Sources() {
+    Run();
+    std::map<size_t, ExtentSource> byRoot;
+    for (mlir::BlockArgument arg : graph_.getBodyBlock().getArguments()) {
+      if (arg.getType().isa<mlir::RankedTensorType>()) {
+        for (size_t d = 0; d < dims_[arg].size(); ++d) {
+          if (std::optional<size_t> r = s_.Root(dims_[arg][d])) byRoot.emplace(*r, ExtentSource{arg.getArgNumber(), static_cast<int64_t>(d)});
+        }
+      } else if (arg.getType().isIndex()) {
+        if (std::optional<size_t> r = s_.Root(scalar_[arg])) byRoot.emplace(*r, ExtentSource{arg.getArgNumber(), -1});
+      }
+    }
+    llvm::DenseMap<mlir::Value, std::vector<std::optional<ExtentSource>>> out;
+    for (auto &[v, terms] : dims_) {
+      std::vector<std::optional<ExtentSource>> sources;
+      for (Term t : terms) {
+        std::optional<size_t> r = s_.Root(t);
+        auto it = r ? byRoot.find(*r) : byRoot.end();
+        sources.push_back(it == byRoot.end() ? std::nullopt : std::optional<ExtentSource>(it->second));
+      }
+      out[v] = std::move(sources);
+    }
+    return out;
+  }
+
   SolvedShapes Run() {
     mlir::Block &body = graph_.getBodyBlock();
     for (mlir::BlockArgument arg : body.getArguments()) {
@@ -364,6 +396,20 @@ class GraphShapes {
       if (m.getAccumulator()) {
         for (size_t d = 0; d < r2; ++d) s_.Equate(D(m.getAccumulator())[d], c2[d]);
       }
+    } else if (auto g = llvm::dyn_cast<GatherOp>(op)) {
+      // data.shape[:axis] + indices.shape + data.shape[axis+1:]
+      const auto &data = D(g.getData()), &indices = D(g.getIndices()), &out = D(g.getOutput());
+      const size_t axis = g.getAxis();
+      size_t at = 0;
+      for (size_t d = 0; d < data.size() && at < out.size(); ++d) {
+        if (d == axis) {
+          for (Term t : indices) {
+            if (at < out.size()) s_.Equate(t, out[at++]);
+          }
+        } else {
+          s_.Equate(data[d], out[at++]);
+        }
+      }
     } else if (auto dm = llvm::dyn_cast<DimOp>(op)) {
       s_.Equate(scalar_[dm.getOutput()], D(dm.getInput())[dm.getDimension()]);
     } else if (op.getNumResults() == 1 && op.getResult(0).getType().isa<mlir::RankedTensorType>() &&
@@ -403,6 +449,13 @@ InferredShapes InferShapes(GraphOp graph, const std::vector<std::vector<int64_t>
   out.arguments = std::move(all.arguments);
   out.consistent = g.consistent();
   return out;
+}
+
+llvm::DenseMap<mlir::Value, std::vector<std::optional<ExtentSource>>> ExtentSources(GraphOp graph) {
+  static const std::vector<std::vector<int64_t>> kNone;
+  GraphShapes g(graph, 1);
+  g.Fix(kNone);  // nothing fixed, and no free symbol given a value
+  return g.Sources();
 }
 
 SolvedShapes SolveDynamicExtents(GraphOp graph, int64_t preferred) {

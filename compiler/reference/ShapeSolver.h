@@ -25,6 +25,7 @@
 #define TIR_COMPILER_REFERENCE_SHAPESOLVER_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "compiler/ir/TirDialect.h"
@@ -57,6 +58,19 @@ struct InferredShapes {
   bool consistent = true;
 };
 InferredShapes InferShapes(GraphOp graph, const std::vector<std::vector<int64_t>> &arguments);
+
+// A graph argument an extent equals by the rules above, whatever the sizes:
+// dim `dim` of tensor argument `argument`, or (dim -1) the value of index
+// argument `argument`.
+struct ExtentSource {
+  unsigned argument = 0;
+  int64_t dim = -1;
+};
+// Per tensor value of `graph`, per dim: the argument extent the rules equate
+// it with (the first argument of its class, in argument then dim order), or
+// nullopt where none is (a static extent, a sum or product of several, or an
+// extent no argument reaches).
+llvm::DenseMap<mlir::Value, std::vector<std::optional<ExtentSource>>> ExtentSources(GraphOp graph);
 
 }  // namespace tir::reference
 

@@ -78,5 +78,45 @@ tir.graph @g(%x: tensor<8x?xf32>) -> tensor<?x8xf32> {
   EXPECT_THAT(shapes[out], ElementsAre(5, 8));
 }
 
+
+TEST_F(ShapeSolverTest, AGatherTiesItsResultToTheDataAndIndices) {
+  // The table's rows are free; its columns and the ids' extent come out.
+  SolvedShapes s = Solve(R"mlir(
+tir.graph @g(%w: tensor<?x?xf32>, %ids: tensor<?xsi64>, %y: tensor<6x24xf32>) -> tensor<6x24xf32> {
+  %e = gather %w, %ids axis = 0 : (tensor<?x?xf32>, tensor<?xsi64>) -> tensor<?x?xf32>
+  %r = add %e, %y : (tensor<?x?xf32>, tensor<6x24xf32>) -> tensor<6x24xf32>
+  results %r : tensor<6x24xf32>
+})mlir");
+  EXPECT_THAT(s.arguments[0], ElementsAre(8, 24));
+  EXPECT_THAT(s.arguments[1], ElementsAre(6));
+}
+
+TEST_F(ShapeSolverTest, ExtentSourcesNameTheArgumentAnExtentEquals) {
+  auto loaded = LoadGraphText(R"mlir(
+tir.graph @g(%x: tensor<?x?xf32>, %n: index, %v: f32) -> (tensor<?x?xf32>, tensor<?x4xf32>, tensor<?x?xf32>) {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<?x?xf32> -> tensor<?x1xf32>
+  %mb = broadcast %m : tensor<?x1xf32> -> tensor<?x?xf32>
+  %s = sub %x, %mb : tensor<?x?xf32>
+  %f = splat %v dynamic_dims(%n) : tensor<?x4xf32>
+  %open = splat %v : tensor<?x?xf32>
+  results %s, %f, %open : tensor<?x?xf32>, tensor<?x4xf32>, tensor<?x?xf32>
+})mlir",
+                              ctx_.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const auto sources = ExtentSources(loaded->graph);
+  mlir::Operation *terminator = loaded->graph.getBodyBlock().getTerminator();
+  auto of = [&](mlir::Value v, size_t d) -> std::string {
+    const std::optional<ExtentSource> s = sources.lookup(v)[d];
+    return s ? std::to_string(s->argument) + ":" + std::to_string(s->dim) : "none";
+  };
+  mlir::Value mb = terminator->getOperand(0).getDefiningOp()->getOperand(1);
+  EXPECT_EQ(of(mb, 0), "0:0");
+  EXPECT_EQ(of(mb, 1), "0:1") << "tied to %x's columns by the sub";
+  EXPECT_EQ(of(terminator->getOperand(1), 0), "1:-1") << "the index argument";
+  EXPECT_EQ(of(terminator->getOperand(1), 1), "none") << "static";
+  EXPECT_EQ(of(terminator->getOperand(2), 0), "none") << "nothing ties it";
+  modules_.push_back(std::move(loaded->module));
+}
+
 }  // namespace
 }  // namespace tir::reference

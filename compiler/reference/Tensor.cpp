@@ -339,6 +339,26 @@ double RelativeL2Error(const Tensor &got, const Tensor &want) {
   return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
 }
 
+OutputCheck CheckOutput(const Tensor &got, const Tensor &want, const Tensor &rounding, int64_t reduction_length,
+                        bool tf32_operands) {
+  OutputCheck c;
+  c.error = RelativeL2Error(got, want);
+  c.bound = RelativeL2Bound(want.dtype, reduction_length, tf32_operands);
+  if (rounding.dtype == tir::v1::DTYPE_UNSPECIFIED || rounding.f.size() != want.f.size() || !IsFloat(want.dtype)) {
+    return c;
+  }
+  double scale = 0, norm = 0;
+  for (size_t k = 0; k < rounding.f.size(); ++k) {
+    if (std::isfinite(rounding.f[k])) scale += rounding.f[k] * rounding.f[k];
+    if (std::isfinite(want.f[k])) norm += want.f[k] * want.f[k];
+  }
+  // On the scale RelativeL2Error divides by.
+  const double conditioned =
+      RelativeL2BoundOfDType(want.dtype) + kRoundingConfidence * std::sqrt(scale) / std::max(std::sqrt(norm), 1e-30);
+  c.bound = std::max(c.bound, conditioned);
+  return c;
+}
+
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t> &shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];

@@ -104,6 +104,38 @@ double RelativeL2Bound(DType dtype, int64_t reduction_length = 1, bool tf32_oper
 // shapes differ or any NaN appears in `got` where `want` has none.
 double RelativeL2Error(const Tensor &got, const Tensor &want);
 
+// How far from the rounding scale a correct kernel's error can reach: the
+// confidence factor lambda of the bound below.
+inline constexpr double kRoundingConfidence = 4;
+
+// One output's verification: its relative L2 error and the bound it must
+// stay under (NaN never passes).
+struct OutputCheck {
+  double error = 0;
+  double bound = 0;
+  bool passed() const { return error <= bound; }
+};
+// Checks `got` against `want`. The bound is RelativeL2Bound(dtype,
+// reduction_length, tf32_operands), and for an output a sum reaches
+// (`rounding` from EvaluateWithRounding; NoRounding() for none) at least
+// the dtype's bound plus kRoundingConfidence * ||rounding|| / ||want||:
+// the error of a float sum of n terms x_i is, with rounding errors taken as
+// independent and of mean zero, at most about lambda sqrt(n) u sum |x_i|
+// with a probability that nears 1 quickly as lambda grows: Higham and Mary,
+// "A New Approach to Probabilistic Rounding Error Analysis", SIAM J. Sci.
+// Comput. 41(5), 2019, replace gamma_{n-1} = (n-1) u / (1 - (n-1) u) in the
+// worst-case summation bound |s^ - s| <= gamma_{n-1} sum |x_i| (Higham,
+// "Accuracy and Stability of Numerical Algorithms", 2nd ed., section 4.2) by
+// gamma~_{n-1}(lambda) = exp(lambda sqrt(n-1) u + (n-1) u^2 / (1 - u)) - 1,
+// about lambda sqrt(n) u. It holds whatever the order of summation
+// (sequential, blocked, split, tree): every partial sum is at most
+// sum |x_i|, and no term passes through more than n - 1 additions. Against the result
+// alone (the dtype's bound, 4 u sqrt(n) ||want||) a mean near 0 of terms
+// near 1 fails a correct kernel: there the rounding is of the terms' size
+// and the result is small by cancellation.
+OutputCheck CheckOutput(const Tensor &got, const Tensor &want, const Tensor &rounding, int64_t reduction_length = 1,
+                        bool tf32_operands = false);
+
 }  // namespace tir::reference
 
 #endif  // TIR_COMPILER_REFERENCE_TENSOR_H_

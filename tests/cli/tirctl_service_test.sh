@@ -89,6 +89,24 @@ check "dynamic without --shape reason" 1 "$(grep -c 'SHAPE_HINT_MISSING: .*input
 "$tirctl" compile "$dynamic/softmax_rows.mlir" --server "$server" --arch host --shape 0=x >/dev/null 2>&1
 check "bad --shape exit" 2 $?
 
+# TensorIR's softmax with both dims dynamic (`?x1` broadcast to `?x?`
+# without dynamic_dims): every kernel carries the sizes the whole graph
+# infers, so each is checked at 16x1000 on the worker and the bundle
+# computes the graph here.
+"$tirctl" compile "$dynamic/softmax_dynamic.mlir" --server "$server" --arch host --verify --shape 0=16x1000 \
+  >dynsm.txt 2>err.txt
+check "dynamic softmax exit" 0 $?
+check "dynamic softmax tuned" 1 "$(grep -c ': tuned in' dynsm.txt)"
+check "dynamic softmax verified here" 1 "$(grep -c 'verified output 0: relative L2 error .* (bound .*)$' dynsm.txt)"
+check "dynamic softmax no wrong output" 0 "$(grep -c WRONG dynsm.txt)"
+
+# An embedding lookup (tir.gather: 37 int64 ids into a 1000 x 64 table),
+# tuned on the host worker and run here against the reference.
+"$tirctl" compile "$graphs/embedding.mlir" --server "$server" --arch host --verify >emb.txt 2>err.txt
+check "embedding exit" 0 $?
+check "embedding tuned" 1 "$(grep -c ': tuned in' emb.txt)"
+check "embedding verified here" 1 "$(grep -c 'verified output 0: relative L2 error 0 ' emb.txt)"
+
 # errors: a rejected graph (reason on stderr), an unknown arch, bad usage.
 "$tirctl" compile "$graphs/invalid_shape.mlir" --server "$server" --arch host >/dev/null 2>err.txt
 check "rejected graph exit" 1 $?

@@ -183,6 +183,24 @@ TEST_F(DynamicShapes, TensorIrsAddDynamicCompilesAtItsRunLineSizes) {
   EXPECT_LE(RunAgainstReference(text, b), 1.0);
 }
 
+TEST_F(DynamicShapes, ATensorIrSoftmaxWithBothDimsDynamicIsRightAt16x1000) {
+  // `?x1` broadcast to `?x?` without dynamic_dims: the columns' extent is
+  // what the graph's shape inference ties to %x's; its kernels carry it.
+  const std::string text = ReadGraph("softmax_dynamic.mlir");
+  auto op = CompileAt(text, {{0, {16, 1000}}});
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(op->has_response()) << op->error().reason() << ": " << op->error().message();
+  const tir::v1::KernelBundle &b = op->response();
+  EXPECT_TRUE(b.tuning().tuned());
+  EXPECT_GE(b.kernels_size(), 2) << "a row of run-time extent streams: statistics, then normalize";
+  ASSERT_TRUE(b.has_served_shape());
+  EXPECT_TRUE(b.served_shape().passed());
+  for (const auto &v : b.served_shape().kernels()) EXPECT_EQ(v.verdict(), tir::v1::VERDICT_PASSED);
+  EXPECT_EQ(b.inputs(0).shape(0), 16);
+  EXPECT_EQ(b.inputs(0).shape(1), 1000);
+  EXPECT_LE(RunAgainstReference(text, b), 1.0);
+}
+
 TEST_F(DynamicShapes, ADynamicIntermediateIsPlannedAtItsInferredShape) {
   const std::string text = ReadGraph("regroup_inferred.mlir");
   auto op = CompileAt(text, {});

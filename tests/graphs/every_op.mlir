@@ -94,6 +94,16 @@ tir.graph @contract(%a: tensor<2x4x8xf16>, %b: tensor<1x8x3xf16>, %acc: tensor<2
   results %m, %sum, %mx, %ud : tensor<2x4x3xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
 }
 
+// Gathers: an embedding lookup (rows of a table by si64 ids of rank 2) and
+// an index_select along a middle axis by si32 ids.
+tir.graph @gather(%w: tensor<5x3xf32>, %x: tensor<2x4x3xf32>) -> (tensor<2x2x3xf32>, tensor<2x2x3xf32>) {
+  %ids = constant dense<[[4, 0], [2, 2]]> : tensor<2x2xsi64>
+  %e = gather %w, %ids axis = 0 : (tensor<5x3xf32>, tensor<2x2xsi64>) -> tensor<2x2x3xf32>
+  %j = constant dense<[3, 1]> : tensor<2xsi32>
+  %s = gather %x, %j axis = 1 : (tensor<2x4x3xf32>, tensor<2xsi32>) -> tensor<2x2x3xf32>
+  results %e, %s : tensor<2x2x3xf32>, tensor<2x2x3xf32>
+}
+
 // A partitioned graph: the stitching graph launches two kernel graphs.
 tir.graph @stitched_k0(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
   %m = reduce(%x)<dimensions = [1], reduction_mode = <max>> : tensor<4x8xf32> -> tensor<4x1xf32>

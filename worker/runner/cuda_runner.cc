@@ -199,7 +199,7 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
         return Fault(index, s);
       }
     }
-    *result.mutable_verification() = Verify(host_->Outputs(0), prepared_->expected,
+    *result.mutable_verification() = Verify(host_->Outputs(0), prepared_->expected, prepared_->rounding,
                                                 codegen::ReductionLength(prepared_->loaded.graph, host_->domain()),
                                                 work.candidate().params().count("tf32") > 0);
     if (result.verification().verdict() == tir::v1::VERDICT_WRONG) {

@@ -65,7 +65,7 @@ absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate,
   launch_->Poison(0);
   TIR_RETURN_IF_ERROR(launch_->Run(*slot, 0));
   if (item.policy().verify()) {
-    *result.mutable_verification() = Verify(launch_->Outputs(0), prepared_->expected,
+    *result.mutable_verification() = Verify(launch_->Outputs(0), prepared_->expected, prepared_->rounding,
                                                 codegen::ReductionLength(prepared_->loaded.graph, launch_->domain()),
                                                 work.candidate().params().count("tf32") > 0);
     if (result.verification().verdict() == tir::v1::VERDICT_WRONG) return result;

@@ -33,7 +33,7 @@ std::string &ReferenceDir() {
 // Files kept in the reference cache, and the largest one written.
 constexpr int kReferenceFiles = 8;
 constexpr uint64_t kReferenceMaxBytes = uint64_t{1} << 30;
-constexpr char kReferenceMagic[8] = {'T', 'I', 'R', 'R', 'E', 'F', '0', '1'};
+constexpr char kReferenceMagic[8] = {'T', 'I', 'R', 'R', 'E', 'F', '0', '2'};
 
 // What the inputs and reference depend on: the kernel graph, the seed and
 // the shapes (FNV-1a, 64 bits, over their bytes).
@@ -115,14 +115,18 @@ bool LoadReference(const std::string &path, PreparedItem *p) {
     return false;
   }
   size_t at = sizeof(kReferenceMagic);
-  std::vector<reference::Tensor> inputs, expected;
-  if (!TakeTensors(in, at, &inputs) || !TakeTensors(in, at, &expected) || at != in.size()) return false;
+  std::vector<reference::Tensor> inputs, expected, rounding;
+  if (!TakeTensors(in, at, &inputs) || !TakeTensors(in, at, &expected) || !TakeTensors(in, at, &rounding) ||
+      at != in.size() || rounding.size() != expected.size()) {
+    return false;
+  }
   if (inputs.size() != p->inputs.size()) return false;
   for (size_t k = 0; k < inputs.size(); ++k) {
     if (inputs[k].dtype != p->inputs[k].dtype || inputs[k].shape != p->inputs[k].shape) return false;
   }
   p->inputs = std::move(inputs);
   p->expected = std::move(expected);
+  p->rounding = std::move(rounding);
   return true;
 }
 
@@ -131,6 +135,7 @@ void StoreReference(const std::string &dir, const std::string &path, const Prepa
   PutTensors(out, p.inputs);
   if (out.size() > kReferenceMaxBytes) return;
   PutTensors(out, p.expected);
+  PutTensors(out, p.rounding);
   if (out.size() > kReferenceMaxBytes) return;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -222,6 +227,7 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     }
     TIR_RETURN_IF_ERROR(reference::CheckVerificationFitsAt(kernel, sizes));
     for (auto &[i, shape] : hintedShapes) p->inputs[i] = reference::RandomTensor(p->inputs[i].dtype, shape, seed + i);
+    reference::FitGatherIndices(kernel, p->inputs, seed);
   }
   const std::string dir = ReferenceDir();
   const std::string path = dir.empty() ? "" : dir + "/" + ReferenceKey(item, seed);
@@ -229,8 +235,9 @@ absl::StatusOr<std::unique_ptr<PreparedItem>> PrepareItem(const tir::v1::WorkIte
     p->reference_cached = true;
     return p;
   }
-  TIR_ASSIGN_OR_RETURN(p->expected, reference::Evaluate(kernel, p->inputs));
-  p->expected = codegen::AsStoredOutputs(kernel, std::move(p->expected));  // a stride-0 output dim stores index 0 only
+  TIR_ASSIGN_OR_RETURN(reference::Reference ref, reference::EvaluateWithRounding(kernel, p->inputs));
+  p->expected = codegen::AsStoredOutputs(kernel, std::move(ref.outputs));  // a stride-0 output dim stores index 0 only
+  p->rounding = codegen::AsStoredOutputs(kernel, std::move(ref.rounding));
   if (!path.empty()) StoreReference(dir, path, *p);
   return p;
 }
@@ -251,7 +258,8 @@ TimedRuns TimedRunsOf(const tir::v1::MeasurementPolicy &policy, int default_min_
 }
 
 tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want,
-                             int64_t reduction_length, bool tf32_operands) {
+                             const std::vector<reference::Tensor> &rounding, int64_t reduction_length,
+                             bool tf32_operands) {
   tir::v1::Verification v;
   v.set_verdict(tir::v1::VERDICT_PASSED);
   if (got.size() != want.size()) {
@@ -262,8 +270,9 @@ tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const st
   }
   double worst = 0, tolerance = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    const double err = reference::RelativeL2Error(got[i], want[i]);
-    const double bound = reference::RelativeL2Bound(want[i].dtype, reduction_length, tf32_operands);
+    const reference::OutputCheck check = reference::CheckOutput(
+        got[i], want[i], i < rounding.size() ? rounding[i] : reference::NoRounding(), reduction_length, tf32_operands);
+    const double err = check.error, bound = check.bound;
     if (i == 0 || err > worst || std::isnan(err)) {
       worst = std::isnan(err) ? INFINITY : err;
       tolerance = bound;

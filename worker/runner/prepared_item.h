@@ -23,6 +23,9 @@ struct PreparedItem {
   std::vector<std::string> field_names;    // tir_args fields in order
   std::vector<reference::Tensor> inputs;   // seeded, never all zeros
   std::vector<reference::Tensor> expected; // the reference interpreter's outputs
+  // Per output, the rounding a sum's cancellation allows beyond the dtype's
+  // (reference::Reference::rounding; NoRounding() where no sum reaches it).
+  std::vector<reference::Tensor> rounding;
   bool reference_cached = false;           // inputs and expected read from the reference cache
 };
 
@@ -53,10 +56,13 @@ struct TimedRuns {
 TimedRuns TimedRunsOf(const tir::v1::MeasurementPolicy &policy, int default_min_runs);
 
 // Compares outputs with the reference: the largest relative L2 error over the
-// outputs against the bound of each output's dtype; NaN where the reference
-// has none, a shape mismatch or a missing output is WRONG.
+// outputs against each output's bound (reference::CheckOutput: the dtype's,
+// the reduction length's, and for an output a sum reaches the rounding
+// `rounding` gives; empty `rounding`: none); NaN where the reference has
+// none, a shape mismatch or a missing output is WRONG.
 tir::v1::Verification Verify(const std::vector<reference::Tensor> &got, const std::vector<reference::Tensor> &want,
-                             int64_t reduction_length = 1, bool tf32_operands = false);
+                             const std::vector<reference::Tensor> &rounding, int64_t reduction_length = 1,
+                             bool tf32_operands = false);
 
 }  // namespace tir::runner
 

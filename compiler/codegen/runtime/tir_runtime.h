@@ -92,6 +92,29 @@ using std::fabs; using std::fmod; using std::log1p; using std::isnan; using std:
 using std::rint; using std::frexp; using std::ldexp; using std::signbit;
 #endif
 
+// ---- gather indices --------------------------------------------------------
+
+// A gather's index, checked against the extent it picks along: an index
+// outside [0, extent) stops the kernel before it reads outside the data
+// (tir.gather's contract: never clamped, never wrapped). On a GPU `trap`
+// ends the launch with an illegal-instruction error (PTX ISA, "Miscellaneous
+// Instructions: trap"); the plain host form traps its process; the emulator
+// reports INDEX_OUT_OF_RANGE for the thread.
+TIR_FN tir_i64 tir_gather_index(tir_i64 index, tir_i64 extent) {
+  if ((tir_u64)index >= (tir_u64)extent) {
+#if TIR_DEVICE
+    __trap();
+#elif TIR_EMULATE
+    ::tir_lanes::Fault("INDEX_OUT_OF_RANGE", "thread " + ::tir_lanes::Tid(::tir_lanes::Current()) +
+                                                 " gathers at index " + std::to_string((long long)index) +
+                                                 ", outside [0, " + std::to_string((long long)extent) + ")");
+#else
+    __builtin_trap();
+#endif
+  }
+  return index;
+}
+
 // ---- storage types ---------------------------------------------------------
 
 struct tir_bf16 { tir_u16 bits; };

@@ -411,6 +411,37 @@ tir.graph @g(%x: tensor<6x16xf32>, %g: tensor<1x16xf32>, %wg: tensor<16x12xf32>,
   %o = add %x, %d : tensor<6x16xf32>
   results %o : tensor<6x16xf32>
 })mlir"},
+      // An embedding lookup (torch.nn.functional.embedding): rows of a
+      // table by si64 ids of rank 2, scaled as a transformer scales them.
+      {"embedding_gather", R"mlir(
+tir.graph @g(%w: tensor<50x24xf32>, %ids: tensor<5x3xsi64>) -> tensor<5x3x24xf32> {
+  %e = gather %w, %ids axis = 0 : (tensor<50x24xf32>, tensor<5x3xsi64>) -> tensor<5x3x24xf32>
+  %c = constant dense<4.0> : tensor<1x1x1xf32>
+  %s = mul %e, %c : (tensor<5x3x24xf32>, tensor<1x1x1xf32>) -> tensor<5x3x24xf32>
+  results %s : tensor<5x3x24xf32>
+})mlir"},
+      // index_select along a middle axis of run-time extent (si32 ids,
+      // widened in the kernel), reduced over the last dim: a gather in a
+      // reduction's rows; and a gather from a computed table (written out
+      // by a kernel of its own first).
+      {"gather_dynamic_rows_reduced", R"mlir(
+tir.graph @g(%x: tensor<3x?x40xbf16>, %ids: tensor<6xsi32>, %t: tensor<9x8xf32>, %j: tensor<4xsi64>) -> (tensor<3x6x1xf32>, tensor<4x8xf32>) {
+  %wide = convert %ids : tensor<6xsi32> -> tensor<6xsi64>
+  %g = gather %x, %wide axis = 1 : (tensor<3x?x40xbf16>, tensor<6xsi64>) -> tensor<3x6x40xbf16>
+  %f = convert %g : tensor<3x6x40xbf16> -> tensor<3x6x40xf32>
+  %s = reduce(%f)<dimensions = [2], reduction_mode = <add>> : tensor<3x6x40xf32> -> tensor<3x6x1xf32>
+  %tt = exp %t : tensor<9x8xf32>
+  %r = gather %tt, %j axis = 0 : (tensor<9x8xf32>, tensor<4xsi64>) -> tensor<4x8xf32>
+  results %s, %r : tensor<3x6x1xf32>, tensor<4x8xf32>
+})mlir"},
+      // Gathered rows as a matmul's A operand (an embedding feeding a
+      // projection): the gather runs in the matmul's prologue.
+      {"gather_into_matmul", R"mlir(
+tir.graph @g(%w: tensor<40x32xbf16>, %ids: tensor<20xsi64>, %p: tensor<32x16xbf16>) -> tensor<20x16xf32> {
+  %e = gather %w, %ids axis = 0 : (tensor<40x32xbf16>, tensor<20xsi64>) -> tensor<20x32xbf16>
+  %m = matmul(%e, %p) : (tensor<20x32xbf16>, tensor<32x16xbf16>) -> tensor<20x16xf32>
+  results %m : tensor<20x16xf32>
+})mlir"},
   };
   return *cases;
 }

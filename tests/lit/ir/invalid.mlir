@@ -208,3 +208,86 @@ tir.graph @sliceInsideDynamic(%x: tensor<?x24xf32>) -> tensor<?x8xf32> {
   %k = slice %x starts = [1, 0] limits = [0, 8] strides = [1, 1] : tensor<?x24xf32> -> tensor<?x8xf32>
   results %k : tensor<?x8xf32>
 }
+
+// -----
+
+// Tests that gather indices must be si32 or si64.
+tir.graph @gatherFloatIndices(%w: tensor<10x4xf32>, %i: tensor<3xf32>) -> tensor<3x4xf32> {
+  // expected-error @below {{requires indices of si32 or si64, got 'f32'}}
+  %r = gather %w, %i axis = 0 : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  results %r : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that unsigned gather indices are refused too (a negative index is an
+// error a kernel reports, and an unsigned type cannot say it).
+tir.graph @gatherUnsignedIndices(%w: tensor<10x4xf32>, %i: tensor<3xui32>) -> tensor<3x4xf32> {
+  // expected-error @below {{requires indices of si32 or si64, got 'ui32'}}
+  %r = gather %w, %i axis = 0 : (tensor<10x4xf32>, tensor<3xui32>) -> tensor<3x4xf32>
+  results %r : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that the gather axis must be a dimension of the data.
+tir.graph @gatherAxisOutOfRange(%w: tensor<10x4xf32>, %i: tensor<3xsi64>) -> tensor<10x3xf32> {
+  // expected-error @below {{axis 2 is out of bounds for tensor rank 2}}
+  %r = gather %w, %i axis = 2 : (tensor<10x4xf32>, tensor<3xsi64>) -> tensor<10x3xf32>
+  results %r : tensor<10x3xf32>
+}
+
+// -----
+
+// Tests that a negative gather axis is refused (no counting from the end).
+tir.graph @gatherNegativeAxis(%w: tensor<10x4xf32>, %i: tensor<3xsi64>) -> tensor<10x3xf32> {
+  // expected-error @below {{axis -1 is out of bounds for tensor rank 2}}
+  %r = gather %w, %i axis = -1 : (tensor<10x4xf32>, tensor<3xsi64>) -> tensor<10x3xf32>
+  results %r : tensor<10x3xf32>
+}
+
+// -----
+
+// Tests that the gather result has rank(data) - 1 + rank(indices) dims.
+tir.graph @gatherWrongRank(%w: tensor<10x4xf32>, %i: tensor<2x3xsi64>) -> tensor<6x4xf32> {
+  // expected-error @below {{requires a result of rank 3 (data rank - 1 + indices rank), got 2}}
+  %r = gather %w, %i axis = 0 : (tensor<10x4xf32>, tensor<2x3xsi64>) -> tensor<6x4xf32>
+  results %r : tensor<6x4xf32>
+}
+
+// -----
+
+// Tests that the gather result's shape is data.shape[:axis] + indices.shape +
+// data.shape[axis+1:], dynamic dims included.
+tir.graph @gatherWrongShape(%w: tensor<10x?xf32>, %i: tensor<3xsi64>) -> tensor<3x4xf32> {
+  // expected-error @below {{result dimension 1 (size 4) does not match ? (data.shape[:axis] + indices.shape + data.shape[axis+1:])}}
+  %r = gather %w, %i axis = 0 : (tensor<10x?xf32>, tensor<3xsi64>) -> tensor<3x4xf32>
+  results %r : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that the gather result keeps the data's element type.
+tir.graph @gatherWrongElementType(%w: tensor<10x4xf32>, %i: tensor<3xsi64>) -> tensor<3x4xf16> {
+  // expected-error @below {{requires the result element type to equal the data's, got 'f16' and 'f32'}}
+  %r = gather %w, %i axis = 0 : (tensor<10x4xf32>, tensor<3xsi64>) -> tensor<3x4xf16>
+  results %r : tensor<3x4xf16>
+}
+
+// -----
+
+// Tests that gathering along an empty axis is refused: no index is valid.
+tir.graph @gatherEmptyAxis(%w: tensor<0x4xf32>, %i: tensor<3xsi64>) -> tensor<3x4xf32> {
+  // expected-error @below {{gathers along axis 0 of extent 0, where no index is valid}}
+  %r = gather %w, %i axis = 0 : (tensor<0x4xf32>, tensor<3xsi64>) -> tensor<3x4xf32>
+  results %r : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that gather data must have a dim to index.
+tir.graph @gatherScalarData(%w: tensor<f32>, %i: tensor<3xsi64>) -> tensor<3xf32> {
+  // expected-error @below {{requires data of rank at least 1, got 'tensor<f32>'}}
+  %r = gather %w, %i axis = 0 : (tensor<f32>, tensor<3xsi64>) -> tensor<3xf32>
+  results %r : tensor<3xf32>
+}

@@ -96,3 +96,19 @@ tir.graph @sliceOfDynamic(%x: tensor<2x?x24xf32>) -> tensor<2x?x8xf32> {
   %k = slice %x starts = [0, 0, 8] limits = [2, 0, 16] strides = [1, 1, 1] : tensor<2x?x24xf32> -> tensor<2x?x8xf32>
   results %k : tensor<2x?x8xf32>
 }
+
+// -----
+
+// Tests that gather round-trips with its axis, rank-0 and dynamic indices.
+// CHECK-LABEL: tir.graph @gathers
+// CHECK: gather %{{.*}}, %{{.*}} axis = 0 : (tensor<1000x64xf32>, tensor<37xsi64>) -> tensor<37x64xf32>
+// CHECK: gather %{{.*}}, %{{.*}} axis = 1 : (tensor<?x8x3xbf16>, tensor<?x2xsi32>) -> tensor<?x?x2x3xbf16>
+// CHECK: gather %{{.*}}, %{{.*}} axis = 0 : (tensor<1000x64xf32>, tensor<si64>) -> tensor<64xf32>
+tir.graph @gathers(%w: tensor<1000x64xf32>, %ids: tensor<37xsi64>, %x: tensor<?x8x3xbf16>, %j: tensor<?x2xsi32>,
+                   %one: tensor<si64>)
+    -> (tensor<37x64xf32>, tensor<?x?x2x3xbf16>, tensor<64xf32>) {
+  %e = gather %w, %ids axis = 0 : (tensor<1000x64xf32>, tensor<37xsi64>) -> tensor<37x64xf32>
+  %s = gather %x, %j axis = 1 : (tensor<?x8x3xbf16>, tensor<?x2xsi32>) -> tensor<?x?x2x3xbf16>
+  %r = gather %w, %one axis = 0 : (tensor<1000x64xf32>, tensor<si64>) -> tensor<64xf32>
+  results %e, %s, %r : tensor<37x64xf32>, tensor<?x?x2x3xbf16>, tensor<64xf32>
+}

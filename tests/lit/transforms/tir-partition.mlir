@@ -66,3 +66,59 @@ tir.graph @chain(%a: tensor<32x64xf32>, %b: tensor<64x48xf32>, %c: tensor<48x16x
   %abc = matmul(%ab, %c) : (tensor<32x48xf32>, tensor<48x16xf32>) -> tensor<32x16xf32>
   results %abc : tensor<32x16xf32>
 }
+
+// -----
+
+// Tests that a softmax with both dims dynamic, written as TensorIR writes it
+// (`?x1` broadcast to `?x?` without dynamic_dims), gives every kernel graph
+// its sizes: the broadcasts read them with `dim` from the kernel's input.
+// CHECK-LABEL: tir.graph @softmax_dynamic_k0
+// CHECK-SAME: (%[[X0:[^:]*]]: tensor<?x?xf32>)
+// CHECK-SAME: (streaming, online max and sum)
+// CHECK-DAG: %[[R0:.*]] = dim %[[X0]] dimension = 0 : tensor<?x?xf32>
+// CHECK-DAG: %[[C0:.*]] = dim %[[X0]] dimension = 1 : tensor<?x?xf32>
+// CHECK: broadcast %{{.*}} dynamic_dims(%[[R0]], %[[C0]]) : tensor<?x1xf32> -> tensor<?x?xf32>
+// CHECK-LABEL: tir.graph @softmax_dynamic_k1
+// CHECK-SAME: (%[[X1:[^:]*]]: tensor<?x?xf32>, %[[M:[^:]*]]: tensor<?x1xf32>, %[[Z:[^:]*]]: tensor<?x1xf32>)
+// CHECK-SAME: tir.kernel_kind = "pointwise"
+// CHECK-DAG: %[[R1:.*]] = dim %[[X1]] dimension = 0 : tensor<?x?xf32>
+// CHECK-DAG: %[[C1:.*]] = dim %[[X1]] dimension = 1 : tensor<?x?xf32>
+// CHECK: broadcast %[[M]] dynamic_dims(%[[R1]], %[[C1]]) : tensor<?x1xf32> -> tensor<?x?xf32>
+// CHECK: broadcast %[[Z]] dynamic_dims(%[[R1]], %[[C1]]) : tensor<?x1xf32> -> tensor<?x?xf32>
+// CHECK-LABEL: tir.graph @softmax_dynamic(
+// CHECK-SAME: tir.kernels = 2
+nv_tensor_ir.graph @softmax_dynamic(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %m = reduce(%x)<dimensions = [1], reduction_mode = <max> > : tensor<?x?xf32> -> tensor<?x1xf32>
+  %mb = broadcast %m : tensor<?x1xf32> -> tensor<?x?xf32>
+  %s = sub %x, %mb : tensor<?x?xf32>
+  %e = exp %s : tensor<?x?xf32>
+  %z = reduce(%e)<dimensions = [1], reduction_mode = <add> > : tensor<?x?xf32> -> tensor<?x1xf32>
+  %zb = broadcast %z : tensor<?x1xf32> -> tensor<?x?xf32>
+  %y = div %e, %zb : tensor<?x?xf32>
+  results %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that a gather is computed in its consumer's kernel with the ids'
+// conversion, while the table it reads, computed by an op, is written out by
+// a kernel of its own first, and says why.
+// CHECK-LABEL: tir.graph @embed_k0
+// CHECK-SAME: tir.split_reason = "it is the data a gather reads at run-time indices, which no tile of the gather's iteration space covers, so it is written out first"
+// CHECK: exp
+// CHECK-LABEL: tir.graph @embed_k1
+// CHECK-SAME: (%[[I:[^:]*]]: tensor<12xsi32>, %[[T:[^:]*]]: tensor<90x16xf32>)
+// CHECK-SAME: tir.iteration_space = "pointwise [12, 16]"
+// CHECK: %[[W:.*]] = convert %[[I]] : tensor<12xsi32> -> tensor<12xsi64>
+// CHECK: %[[G:.*]] = gather %[[T]], %[[W]] axis = 0 : (tensor<90x16xf32>, tensor<12xsi64>) -> tensor<12x16xf32>
+// CHECK: neg %[[G]]
+// CHECK-LABEL: tir.graph @embed(
+// CHECK: %[[E:.*]] = launch @embed_k0(%{{.*}}) : (tensor<90x16xf32>) -> tensor<90x16xf32>
+// CHECK: launch @embed_k1(%{{.*}}, %[[E]])
+tir.graph @embed(%t: tensor<90x16xf32>, %ids: tensor<12xsi32>) -> tensor<12x16xf32> {
+  %et = exp %t : tensor<90x16xf32>
+  %wide = convert %ids : tensor<12xsi32> -> tensor<12xsi64>
+  %r = gather %et, %wide axis = 0 : (tensor<90x16xf32>, tensor<12xsi64>) -> tensor<12x16xf32>
+  %n = neg %r : tensor<12x16xf32>
+  results %n : tensor<12x16xf32>
+}
