@@ -101,7 +101,7 @@ template <typename Req, typename Resp, typename Fn>
 absl::Status Client::Call(Fn fn, const Req &req, Resp *resp, absl::Duration timeout) {
   // One call; gRPC retries it under the channel's retry policy.
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ctx.set_deadline(absl::ToChronoTime(std::min(absl::Now() + timeout, deadline_)));
   Authorize(ctx);
   return FromGrpc((stub_.get()->*fn)(&ctx, req, resp));
 }
@@ -155,21 +155,25 @@ absl::StatusOr<tir::v1::Operation> Client::GetOperation(const std::string &name)
 }
 
 absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::Duration timeout) {
-  const absl::Time end = absl::Now() + timeout;
+  const absl::Time end = std::min(absl::Now() + timeout, deadline_);
   // The key the operation answered for first: a later answer for another
   // key (a coordinator that reused the name) is an error, not a result.
   std::string key;
   for (;;) {
-    // Long polls of at most a minute, so a proxy's idle timeout never cuts one.
+    // Long polls of at most a minute, so a proxy's idle timeout never cuts
+    // one; the coordinator answers a little before `end` (a tenth of what is
+    // left, at most a second), so the answer, not the call's deadline, ends
+    // the wait.
     const absl::Duration left = end - absl::Now();
-    const absl::Duration poll = std::max(absl::ZeroDuration(), std::min(left, absl::Minutes(1)));
+    const absl::Duration margin = std::max(absl::ZeroDuration(), std::min(left / 10, absl::Seconds(1)));
+    const absl::Duration poll = std::max(absl::ZeroDuration(), std::min(left - margin, absl::Minutes(1)));
     tir::v1::WaitOperationRequest r;
     r.set_name(name);
     r.mutable_timeout()->set_seconds(absl::ToInt64Seconds(poll));
     r.mutable_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(poll) % 1000000000));
     tir::v1::Operation op;
-    TIR_RETURN_IF_ERROR(
-        Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op, poll + absl::Seconds(10)));
+    TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op,
+                             std::min(poll + absl::Seconds(10), std::max(end - absl::Now(), absl::ZeroDuration()))));
     const std::string &got = op.metadata().key();
     if (key.empty()) key = got;
     if (!got.empty() && got != key) {
@@ -182,14 +186,14 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
                        absl::StrCat(name, " finished with the bundle of key ", op.response().key(), ", not ", key));
     }
     TIR_RETURN_IF_ERROR(Check(op));
-    if (op.done() || absl::Now() >= end) return op;
+    if (op.done() || absl::Now() >= end - margin) return op;
   }
 }
 
 absl::StatusOr<tir::v1::Operation> Client::Watch(const std::string &name, absl::Duration timeout,
                                                  const std::function<void(const tir::v1::Operation &)> &on_progress) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ctx.set_deadline(absl::ToChronoTime(std::min(absl::Now() + timeout, deadline_)));
   Authorize(ctx);
   tir::v1::WatchOperationRequest r;
   r.set_name(name);
