@@ -1,7 +1,7 @@
 """A torch.compile backend (torch >= 2) that runs the regions of a model tir
 can write as tuned tir bundles, and the rest eagerly.
 
-    model = torch.compile(model, backend=tir.torch_backend())             # embedded default
+    model = torch.compile(model, backend=tir.torch_backend())             # the user's local service
     model = torch.compile(model, backend=tir.torch_backend(server="tir:7070", arch="sm_90a"))
 
 The backend is called with each FX graph the compiler captures. It records
@@ -117,9 +117,9 @@ class TirBackend:
     `warnings` (the messages; one warning is emitted)."""
 
     def __init__(self, server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0,
-                 min_nodes=1, dynamic=None):
+                 min_nodes=1, dynamic=None, progress=None):
         self.server, self.client, self.arch, self.token, self.bundle_key = server, client, arch, token, bundle_key
-        self.timeout, self.min_nodes, self.dynamic = timeout, min_nodes, dynamic
+        self.timeout, self.min_nodes, self.dynamic, self.progress = timeout, min_nodes, dynamic, progress
         self.regions_compiled = self.regions_eager = self.regions_run = 0
         self.warnings = []
         self._warned = False
@@ -135,7 +135,8 @@ class TirBackend:
 
     def _client(self):
         if self.client is None:
-            self.client = tir.connect(self.server, token=self.token, bundle_key=self.bundle_key, timeout=30.0)
+            self.client = tir.connect(self.server, token=self.token, bundle_key=self.bundle_key,
+                                      timeout=min(30.0, self.timeout))
         return self.client
 
     def __call__(self, gm, example_inputs):
@@ -175,7 +176,8 @@ class TirBackend:
             compiled = None
             try:
                 client = self._client()
-                compiled = tir_fx.compile(sub, inputs[name], arch=self.arch, client=client, timeout=self.timeout)
+                compiled = tir_fx.compile(sub, inputs[name], arch=self.arch, client=client, timeout=self.timeout,
+                                          progress=self.progress)
                 self.regions_compiled += 1
             except TirError as e:
                 self.regions_eager += 1
@@ -185,12 +187,16 @@ class TirBackend:
         return fused
 
 
-def torch_backend(server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0, min_nodes=1):
+def torch_backend(server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0, min_nodes=1,
+                  progress=None):
     """A torch.compile backend: torch.compile(model, backend=tir.torch_backend(...)).
 
-    `server` ("host:port") or `client`; neither: the embedded default.
-    `arch`: the target ("sm_90a", "host"); None: the embedded worker's.
-    `timeout`: seconds a region's compile may take before it runs eagerly.
-    `min_nodes`: smaller regions stay eager."""
+    `server` ("host:port") or `client`; neither: the user's local service.
+    `arch`: the target ("sm_90a", "host"); None: the local service worker's.
+    `timeout`: seconds a region's compile may take, connecting and starting
+    the local service included, before it runs eagerly.
+    `min_nodes`: smaller regions stay eager.
+    `progress`: each region's compile progress, as tir.compile's (None: on
+    stderr when it is a terminal)."""
     return TirBackend(server=server, client=client, arch=arch, token=token, bundle_key=bundle_key, timeout=timeout,
-                      min_nodes=min_nodes)
+                      min_nodes=min_nodes, progress=progress)

@@ -873,8 +873,9 @@ class Compiled:
     dynamic dims compiles (once) through the service; bundles are kept per
     shape. Runs under torch.no_grad (inference)."""
 
-    def __init__(self, module, exported, arch, client, timeout):
+    def __init__(self, module, exported, arch, client, timeout, progress=None):
         self.module, self.exported, self.arch, self.timeout = module, exported, arch, timeout
+        self.progress = progress
         self._client = client
         self._bundles = {}
         self._lock = threading.Lock()
@@ -906,7 +907,7 @@ class Compiled:
             b = self._bundles.get(key)
             if b is None:
                 b = tir.compile(self.exported.text, arch=self.arch, shapes=shapes or None, client=self._client,
-                                timeout=self.timeout)
+                                timeout=self.timeout, progress=self.progress)
                 self._bundles[key] = b
         return b
 
@@ -951,19 +952,22 @@ class Compiled:
 
 
 def compile(module, example_inputs, arch=None, server=None, client=None, dynamic=None, token=None, bundle_key=None,
-            timeout=1200.0):
+            timeout=1200.0, progress=None):
     """`module` compiled through tir: a callable with its call signature.
 
-    `server` ("host:port") or `client` (tir.Client); neither: the embedded
-    default (its worker's arch when `arch` is None). The example shape is
-    compiled now, so errors (UNSUPPORTED_OP, INVALID_GRAPH, ...) raise here."""
+    `server` ("host:port") or `client` (tir.Client); neither: the user's
+    local service (its worker's arch when `arch` is None). The example shape
+    is compiled now, so errors (UNSUPPORTED_OP, INVALID_GRAPH, ...) raise
+    here. `timeout` bounds each shape's compile, connecting included;
+    `progress` is tir.compile's (a callable given tir.Progress; None: drawn
+    on stderr when it is a terminal; False: none)."""
     import tir
     exported = export(module, example_inputs, dynamic=dynamic)
     if client is None:
-        client = tir.connect(server, token=token, bundle_key=bundle_key)
+        client = tir.connect(server, token=token, bundle_key=bundle_key, timeout=min(30.0, timeout))
     arch = arch or getattr(client, "default_arch", None)
     if not arch:
         raise TirError(_INVALID, "INVALID_ARGUMENT", "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
-    compiled = Compiled(module, exported, arch, client, timeout)
+    compiled = Compiled(module, exported, arch, client, timeout, progress)
     compiled.bundle_for(tuple(example_inputs))
     return compiled
