@@ -65,23 +65,25 @@ absl::Status WriteSecret(const std::string &path, const std::string &text) {
   return absl::OkStatus();
 }
 
-absl::Status Serve(const ServeOptions &o, ReadyPipe &ready) {
+// `lock`: the lock file's descriptor once this process holds it (-1 before).
+absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
   std::error_code ec;
   const std::string cache =
       std::filesystem::absolute(o.cache_dir.empty() ? CacheDir() : o.cache_dir, ec).lexically_normal().string();
   const LocalServicePaths p(cache);
   TIR_RETURN_IF_ERROR(PrivateDirectory(p.dir));
-  int lock = o.lock_fd;
+  lock = o.lock_fd;
   if (lock < 0) {
-    TIR_ASSIGN_OR_RETURN(lock, OpenLockFile(p.lock));
-    if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    TIR_ASSIGN_OR_RETURN(const int fd, OpenLockFile(p.lock));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       char pid[32] = {0};
-      (void)!::pread(lock, pid, sizeof(pid) - 1, 0);
-      ::close(lock);
+      (void)!::pread(fd, pid, sizeof(pid) - 1, 0);
+      ::close(fd);
       return MakeError(absl::StatusCode::kAlreadyExists, "ALREADY_RUNNING",
                        absl::StrCat("a local service already runs for ", cache, " (pid ", pid,
                                     "); `tirctl service stop` ends it"));
     }
+    lock = fd;
   } else {
     // Held for the life of this process, by this process alone: what it
     // starts (the runner, compilers) does not inherit it, so a killed
@@ -177,9 +179,12 @@ absl::Status ServeLocalService(const ServeOptions &options) {
   ::signal(SIGPIPE, SIG_IGN);
   ::umask(077);
   ReadyPipe ready(options.ready_fd);
-  absl::Status s = Serve(options, ready);
+  int lock = -1;
+  absl::Status s = Serve(options, ready, lock);
   if (!s.ok()) {
     Log(absl::StrCat("cannot serve: ", ReasonOf(s), ": ", s.message()));
+    // Free before the client hears why, so it finds no service running.
+    if (lock >= 0) ::close(lock);
     ready.Say(absl::StrCat("error ", ReasonOf(s), ": ", absl::StrReplaceAll(s.message(), {{"\n", " "}})));
   }
   return s;
