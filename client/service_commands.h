@@ -1,4 +1,4 @@
-// tirctl's verbs that talk to a coordinator (remote, or the embedded one):
+// tirctl's verbs that talk to a coordinator (remote, or the local service):
 // compile, get, ls, rm, ops, workers. Each returns what goes to stdout; errors
 // carry the coordinator's reason.
 
