@@ -345,11 +345,13 @@ absl::StatusOr<tir::v1::LocalService> FindLocalService(const std::string &cache_
     probe = Probe(*record, std::min(deadline, absl::Now() + absl::Seconds(2)));
     if (probe.ok()) return record;
   }
-  if (!std::filesystem::exists(p.lock)) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs");
+  if (!std::filesystem::exists(p.lock)) {
+    return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs for " + p.dir);
+  }
   TIR_ASSIGN_OR_RETURN(int fd, OpenLockFile(p.lock));
   const bool free = TryLock(fd);
   ::close(fd);
-  if (free) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs");
+  if (free) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs for " + p.dir);
   return MakeError(absl::StatusCode::kUnavailable, "UNAVAILABLE",
                    absl::StrCat("the local service (pid ", LockHolder(p.lock), ") holds ", p.lock,
                                 record.ok() ? absl::StrCat(" and does not answer at ", record->address(), " (",
