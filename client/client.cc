@@ -155,25 +155,29 @@ absl::StatusOr<tir::v1::Operation> Client::GetOperation(const std::string &name)
 }
 
 absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::Duration timeout) {
-  const absl::Time end = std::min(absl::Now() + timeout, deadline_);
+  const absl::Time end = absl::Now() + timeout;
   // The key the operation answered for first: a later answer for another
   // key (a coordinator that reused the name) is an error, not a result.
   std::string key;
   for (;;) {
     // Long polls of at most a minute, so a proxy's idle timeout never cuts
-    // one; the coordinator answers a little before `end` (a tenth of what is
-    // left, at most a second), so the answer, not the call's deadline, ends
-    // the wait.
-    const absl::Duration left = end - absl::Now();
-    const absl::Duration margin = std::max(absl::ZeroDuration(), std::min(left / 10, absl::Seconds(1)));
-    const absl::Duration poll = std::max(absl::ZeroDuration(), std::min(left - margin, absl::Minutes(1)));
+    // one. The coordinator answers at the time asked; when the client's
+    // deadline comes first it is asked to answer a little before it (a
+    // tenth of what is left, at most a second), so its answer, not the
+    // deadline, ends the wait. The call itself allows the answer some time
+    // to come back (a tenth of the poll, 1 to 10 s), within the deadline.
+    const absl::Time now = absl::Now();
+    const absl::Duration hard = deadline_ - now;
+    const absl::Duration margin = std::max(absl::ZeroDuration(), std::min(hard / 10, absl::Seconds(1)));
+    const absl::Duration poll =
+        std::max(absl::ZeroDuration(), std::min({end - now, absl::Minutes(1), hard - margin}));
     tir::v1::WaitOperationRequest r;
     r.set_name(name);
     r.mutable_timeout()->set_seconds(absl::ToInt64Seconds(poll));
     r.mutable_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(poll) % 1000000000));
     tir::v1::Operation op;
     TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op,
-                             std::min(poll + absl::Seconds(10), std::max(end - absl::Now(), absl::ZeroDuration()))));
+                             poll + std::clamp(poll / 10, absl::Seconds(1), absl::Seconds(10))));
     const std::string &got = op.metadata().key();
     if (key.empty()) key = got;
     if (!got.empty() && got != key) {
@@ -186,7 +190,7 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
                        absl::StrCat(name, " finished with the bundle of key ", op.response().key(), ", not ", key));
     }
     TIR_RETURN_IF_ERROR(Check(op));
-    if (op.done() || absl::Now() >= end - margin) return op;
+    if (op.done() || absl::Now() >= end || absl::Now() >= deadline_ - margin) return op;
   }
 }
 

@@ -93,7 +93,9 @@ class Client {
                                              const Shapes &shapes);
   absl::StatusOr<tir::v1::Operation> GetOperation(const std::string &name);
   // Returns once the operation is done or `timeout` passed (the operation as
-  // it is then; check done()).
+  // it is then; check done()). A coordinator that does not answer costs the
+  // timeout and the time a long poll's answer is allowed to come back in (a
+  // tenth of the poll, 1 to 10 s), never past set_deadline's deadline.
   absl::StatusOr<tir::v1::Operation> Wait(const std::string &name, absl::Duration timeout);
   // Calls `on_progress` with each state of the operation until it is done or
   // `timeout` passes; returns the last state.

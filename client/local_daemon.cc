@@ -143,13 +143,25 @@ absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
     SignalWatcher signals([&] { signalled.Notify(); });
     const api::ClientActivity &activity = service->server().client_activity();
     coordinator::Coordinator &coordinator = service->server().coordinator();
+    auto busy = [&] {
+      return activity.in_flight() > 0 || coordinator.jobs_in_flight() > 0 || coordinator.queue_depth() > 0;
+    };
     // Checked a few times per idle timeout (at most every 5 s).
     const absl::Duration tick = o.idle_timeout > absl::ZeroDuration()
                                     ? std::clamp(o.idle_timeout / 4, absl::Milliseconds(50), absl::Seconds(5))
                                     : absl::InfiniteDuration();
+    // Once idle, the record goes first and the socket stays a moment: a
+    // client that found the service just before (its probe was the last
+    // call) makes its next call within it, and the service stays.
+    const absl::Duration grace = std::min(o.idle_timeout / 2, absl::Seconds(2));
     while (!signalled.WaitForNotificationWithTimeout(tick)) {
-      if (activity.in_flight() > 0 || coordinator.jobs_in_flight() > 0 || coordinator.queue_depth() > 0) continue;
-      if (absl::Now() - activity.last() >= o.idle_timeout) break;
+      if (busy() || absl::Now() - activity.last() < o.idle_timeout) continue;
+      const absl::Time last = activity.last();
+      ::unlink(p.record.c_str());
+      if (signalled.WaitForNotificationWithTimeout(grace)) break;
+      if (!busy() && activity.last() == last) break;
+      TIR_RETURN_IF_ERROR(WriteLocalServiceRecord(p.record, record));
+      Log("a call came as it was going idle: serving on");
     }
   }
   const std::string why =

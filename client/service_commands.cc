@@ -194,7 +194,14 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
   options.set_mode(o.heuristic_now ? tir::v1::COMPILE_MODE_HEURISTIC_NOW : tir::v1::COMPILE_MODE_WAIT);
   options.mutable_budget()->set_max_candidates_per_kernel(o.max_candidates_per_kernel);
   const absl::Time start = absl::Now();
-  TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, client.Compile(GraphSourceFromText(text), options));
+  absl::StatusOr<tir::v1::Operation> submitted = client.Compile(GraphSourceFromText(text), options);
+  if (!submitted.ok() && ReasonOf(submitted.status()) == "DEADLINE_EXCEEDED") {
+    return MakeError(absl::StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED",
+                     absl::StrCat("the coordinator did not take the graph within the command's timeout (",
+                                  absl::FormatDuration(o.timeout), "; ", submitted.status().message(), ")"));
+  }
+  TIR_RETURN_IF_ERROR(submitted.status());
+  tir::v1::Operation op = *std::move(submitted);
   // The client's deadline is the command's: what is left of it.
   const absl::Duration left = std::max(client.deadline() - absl::Now(), absl::ZeroDuration());
   if (!op.done()) {

@@ -76,7 +76,8 @@ verbs:
                            socket in <cache>/service, store <cache>/store); it exits after
                            --idle-timeout seconds without calls or running jobs (default
                            $TIR_SERVICE_IDLE_TIMEOUT, else 900; 0: never); status exits 1
-                           when none runs
+                           when none runs; `service serve` is the service itself, in the
+                           foreground (what start runs detached)
   doctor                   check NVRTC, the CUDA driver, the host compiler, the local store
                            and the local service
   help                     print this help

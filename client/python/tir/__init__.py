@@ -147,7 +147,7 @@ def _await(client, op, end, timeout, report, start):
             if e.reason not in ("UNAVAILABLE", "RESOURCE_EXHAUSTED", "LIMIT_EXCEEDED", "CANCELLED"):
                 raise
     try:
-        return client.wait(op.name, timeout=_left(end)), False
+        return client.wait(op.name, timeout=_left(end), deadline=end), False
     except TirError as e:
         if e.reason == "DEADLINE_EXCEEDED":
             raise _deadline_error("%s did not finish" % op.name, timeout) from None

@@ -201,22 +201,25 @@ class Client:
     def get_operation(self, name):
         return self._checked(self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name)))
 
-    def wait(self, name, timeout):
-        """The operation once done, or as it is when `timeout` seconds passed
-        (a coordinator that does not answer: DEADLINE_EXCEEDED by then)."""
+    def wait(self, name, timeout, deadline=None):
+        """The operation once done, or as it is when `timeout` seconds passed.
+        A coordinator that does not answer costs the timeout and the time a
+        long poll's answer may take to come back (a tenth of the poll, 1 to
+        10 s); with `deadline` (a time.monotonic() value) never past it:
+        the coordinator is asked to answer a little before it."""
         end = time.monotonic() + timeout
+        hard = float("inf") if deadline is None else deadline
         while True:
-            # Long polls of at most a minute; the coordinator answers a little
-            # before the end (a tenth of what is left, at most a second), so
-            # its answer, not the call's deadline, ends the wait.
-            left = max(end - time.monotonic(), 0.0)
-            margin = min(left / 10, 1.0)
-            poll = max(0.0, min(left - margin, 60.0))
+            # Long polls of at most a minute.
+            now = time.monotonic()
+            margin = max(0.0, min((hard - now) / 10, 1.0))
+            poll = max(0.0, min(end - now, 60.0, hard - now - margin))
             request = pb.WaitOperationRequest(name=name)
             request.timeout.FromMilliseconds(int(poll * 1000))
-            op = self._checked(self._call(self._stub.WaitOperation, request,
-                                          timeout=min(poll + 10, max(end - time.monotonic(), 0.0))))
-            if op.done or time.monotonic() >= end - margin:
+            call = min(poll + min(max(poll / 10, 1.0), 10.0), max(hard - time.monotonic(), 0.0))
+            op = self._checked(self._call(self._stub.WaitOperation, request, timeout=call))
+            now = time.monotonic()
+            if op.done or now >= end or now >= hard - margin:
                 return op
 
     def watch(self, name, timeout=3600.0):
