@@ -86,7 +86,8 @@ flags:
   -o, --output=text|json   output format (default text); for compile, the bundle file; for
                            emit, the output directory
   --arch=A                 sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_120 sm_120a host;
-                           compile defaults to the embedded worker's arch, or sm_90a with --server
+                           compile defaults to the local service worker's arch, or sm_90a with
+                           --server
   --server=ADDR            a coordinator (HOST:PORT); compile/get/ls/rm/ops/workers without
                            it use the local service, started if none runs
   --cache-dir=DIR          the cache (default $XDG_CACHE_HOME/tir, else ~/.cache/tir)
