@@ -223,6 +223,34 @@ except tir.TirError as e:
     took = time.monotonic() - start
     check("a server that never answers costs tir.compile its timeout (2 s)",
           e.reason in ("DEADLINE_EXCEEDED", "UNAVAILABLE") and took < 2 + SLACK, "%s after %.1f s" % (e, took))
+# A coordinator that takes the call and never answers it (gRPC up, the
+# handler stuck): what held a backend with timeout=5 for 23 s.
+from concurrent import futures  # noqa: E402
+
+import grpc  # noqa: E402
+
+release = threading.Event()
+
+
+def stuck(request, context):
+    release.wait(60)
+    context.abort(grpc.StatusCode.UNAVAILABLE, "released")
+
+
+stuck_server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+stuck_server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("tir.v1.CompilerService", {
+    m: grpc.unary_unary_rpc_method_handler(stuck, request_deserializer=lambda b: b, response_serializer=lambda b: b)
+    for m in ("Compile", "WaitOperation", "GetOperation", "ListWorkers")})])
+stuck_address = "127.0.0.1:%d" % stuck_server.add_insecure_port("127.0.0.1:0")
+stuck_server.start()
+start = time.monotonic()
+try:
+    tir.compile(g1, server=stuck_address, arch="host", timeout=2, progress=False)
+    check("a server whose handler never returns fails the compile", False)
+except tir.TirError as e:
+    took = time.monotonic() - start
+    check("a server whose handler never returns costs tir.compile its timeout (2 s)",
+          e.reason == "DEADLINE_EXCEEDED" and took < 2 + SLACK, "%s after %.1f s" % (e, took))
 try:
     import torch
     import torch.fx
@@ -235,18 +263,21 @@ else:
         def forward(self, x):
             return torch.relu(x) + 1
 
-    backend = tir.torch_backend(server=silent.address, arch="host", timeout=2)
-    x = torch.randn(4, 8)
-    start = time.monotonic()
     import warnings
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run = backend(torch.fx.symbolic_trace(Block()), [x])
-        y = run(x)
-    took = time.monotonic() - start
-    check("the torch backend with a server that never answers runs eagerly within its timeout (2 s)",
-          torch.allclose(y, torch.relu(x) + 1) and backend.regions_eager == 1 and took < 2 + SLACK,
-          "%.1f s, %s" % (took, backend.warnings))
+    for what, address in (("accepts and never answers", silent.address), ("never returns a call", stuck_address)):
+        backend = tir.torch_backend(server=address, arch="host", timeout=2)
+        x = torch.randn(4, 8)
+        start = time.monotonic()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run = backend(torch.fx.symbolic_trace(Block()), [x])
+            y = run(x)
+        took = time.monotonic() - start
+        check("the torch backend with a server that %s runs eagerly within its timeout (2 s)" % what,
+              torch.allclose(y, torch.relu(x) + 1) and backend.regions_eager == 1 and took < 2 + SLACK,
+              "%.1f s, %s" % (took, backend.warnings))
+release.set()
+stuck_server.stop(0)
 
 # A local service that holds its lock and never answers (another cache).
 hung_cache = os.path.join(os.path.dirname(cache), "hung")
