@@ -101,7 +101,7 @@ template <typename Req, typename Resp, typename Fn>
 absl::Status Client::Call(Fn fn, const Req &req, Resp *resp, absl::Duration timeout) {
   // One call; gRPC retries it under the channel's retry policy.
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ctx.set_deadline(absl::ToChronoTime(std::min(absl::Now() + timeout, deadline_)));
   Authorize(ctx);
   return FromGrpc((stub_.get()->*fn)(&ctx, req, resp));
 }
@@ -160,16 +160,24 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
   // key (a coordinator that reused the name) is an error, not a result.
   std::string key;
   for (;;) {
-    // Long polls of at most a minute, so a proxy's idle timeout never cuts one.
-    const absl::Duration left = end - absl::Now();
-    const absl::Duration poll = std::max(absl::ZeroDuration(), std::min(left, absl::Minutes(1)));
+    // Long polls of at most a minute, so a proxy's idle timeout never cuts
+    // one. The coordinator answers at the time asked; when the client's
+    // deadline comes first it is asked to answer a little before it (a
+    // tenth of what is left, at most a second), so its answer, not the
+    // deadline, ends the wait. The call itself allows the answer some time
+    // to come back (a tenth of the poll, 1 to 10 s), within the deadline.
+    const absl::Time now = absl::Now();
+    const absl::Duration hard = deadline_ - now;
+    const absl::Duration margin = std::max(absl::ZeroDuration(), std::min(hard / 10, absl::Seconds(1)));
+    const absl::Duration poll =
+        std::max(absl::ZeroDuration(), std::min({end - now, absl::Minutes(1), hard - margin}));
     tir::v1::WaitOperationRequest r;
     r.set_name(name);
     r.mutable_timeout()->set_seconds(absl::ToInt64Seconds(poll));
     r.mutable_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(poll) % 1000000000));
     tir::v1::Operation op;
-    TIR_RETURN_IF_ERROR(
-        Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op, poll + absl::Seconds(10)));
+    TIR_RETURN_IF_ERROR(Call(&tir::v1::CompilerService::Stub::WaitOperation, r, &op,
+                             poll + std::clamp(poll / 10, absl::Seconds(1), absl::Seconds(10))));
     const std::string &got = op.metadata().key();
     if (key.empty()) key = got;
     if (!got.empty() && got != key) {
@@ -182,14 +190,14 @@ absl::StatusOr<tir::v1::Operation> Client::Wait(const std::string &name, absl::D
                        absl::StrCat(name, " finished with the bundle of key ", op.response().key(), ", not ", key));
     }
     TIR_RETURN_IF_ERROR(Check(op));
-    if (op.done() || absl::Now() >= end) return op;
+    if (op.done() || absl::Now() >= end || absl::Now() >= deadline_ - margin) return op;
   }
 }
 
 absl::StatusOr<tir::v1::Operation> Client::Watch(const std::string &name, absl::Duration timeout,
                                                  const std::function<void(const tir::v1::Operation &)> &on_progress) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  ctx.set_deadline(absl::ToChronoTime(std::min(absl::Now() + timeout, deadline_)));
   Authorize(ctx);
   tir::v1::WatchOperationRequest r;
   r.set_name(name);

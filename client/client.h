@@ -93,7 +93,9 @@ class Client {
                                              const Shapes &shapes);
   absl::StatusOr<tir::v1::Operation> GetOperation(const std::string &name);
   // Returns once the operation is done or `timeout` passed (the operation as
-  // it is then; check done()).
+  // it is then; check done()). A coordinator that does not answer costs the
+  // timeout and the time a long poll's answer is allowed to come back in (a
+  // tenth of the poll, 1 to 10 s), never past set_deadline's deadline.
   absl::StatusOr<tir::v1::Operation> Wait(const std::string &name, absl::Duration timeout);
   // Calls `on_progress` with each state of the operation until it is done or
   // `timeout` passes; returns the last state.
@@ -111,6 +113,13 @@ class Client {
   absl::StatusOr<bool> DeleteKernel(const std::string &key_or_name);
   absl::StatusOr<tir::v1::ListWorkersResponse> ListWorkers(const std::string &arch = "");
 
+  // Every later call of this client ends by `deadline` at the latest,
+  // connecting included (a command's overall timeout): a coordinator that
+  // accepts and never answers costs no more. InfiniteFuture: each call's own
+  // timeout alone.
+  void set_deadline(absl::Time deadline) { deadline_ = deadline; }
+  absl::Time deadline() const { return deadline_; }
+
  private:
   template <typename Req, typename Resp, typename Fn>
   absl::Status Call(Fn fn, const Req &req, Resp *resp, absl::Duration timeout);
@@ -121,6 +130,7 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tir::v1::CompilerService::Stub> stub_;
   ClientOptions options_;
+  absl::Time deadline_ = absl::InfiniteFuture();
 };
 
 // grpc::Status -> absl::Status with the reason from tir.v1.Error details.

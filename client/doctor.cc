@@ -8,6 +8,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "absl/strings/str_format.h"
+#include "client/local_service.h"
 #include "compiler/support/cli.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
 #include "server/store/rocksdb_kernel_store.h"
@@ -67,7 +68,9 @@ Check StoreCheck(const std::string& cache_dir) {
     c.detail = absl::StrCat("cannot create ", path, ": ", ec.message());
     return c;
   }
-  auto store = store::RocksDbKernelStore::Open(path);
+  // Read beside the local service, which holds the store open while it runs.
+  auto store = std::filesystem::exists(path + "/CURRENT") ? store::RocksDbKernelStore::OpenReadOnly(path)
+                                                          : store::RocksDbKernelStore::Open(path);
   if (!store.ok()) {
     c.detail = std::string(store.status().message());
     return c;
@@ -80,6 +83,23 @@ Check StoreCheck(const std::string& cache_dir) {
   c.ok = true;
   c.detail = absl::StrFormat("RocksDB at %s: %d kernels, %d bytes", path, stats->first,
                              stats->second);
+  return c;
+}
+
+// The local service: running and answering, or not running (it starts on
+// first use); one that holds its lock and does not answer is a finding.
+Check ServiceCheck(const std::string& cache_dir) {
+  Check c{"service", false, ""};
+  absl::StatusOr<tir::v1::LocalService> found = FindLocalService(cache_dir, absl::Now() + absl::Seconds(5));
+  if (found.ok()) {
+    c.ok = true;
+    c.detail = absl::StrFormat("local service pid %d at %s (%s worker)", found->pid(), found->address(), found->arch());
+  } else if (found.status().code() == absl::StatusCode::kNotFound) {
+    c.ok = true;
+    c.detail = absl::StrCat("no local service runs (one starts on first use; ", LocalServiceDir(cache_dir), ")");
+  } else {
+    c.detail = std::string(found.status().message());
+  }
   return c;
 }
 
@@ -110,7 +130,7 @@ Check HostCompilerCheck() {
 std::string DefaultCacheDir() { return tir::CacheDir(); }
 
 std::vector<Check> RunDoctor(const std::string& cache_dir) {
-  return {NvrtcCheck(), CudaCheck(), HostCompilerCheck(), StoreCheck(cache_dir)};
+  return {NvrtcCheck(), CudaCheck(), HostCompilerCheck(), StoreCheck(cache_dir), ServiceCheck(cache_dir)};
 }
 
 std::string FormatChecks(const std::vector<Check>& checks, bool json) {

@@ -13,7 +13,7 @@ using ::testing::HasSubstr;
 TEST(Doctor, ReportsEveryCheckAndTheToolchainWorks) {
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/cache";
   std::vector<Check> checks = RunDoctor(dir);
-  ASSERT_EQ(checks.size(), 4u);
+  ASSERT_EQ(checks.size(), 5u);
   EXPECT_EQ(checks[0].name, "nvrtc");
   EXPECT_TRUE(checks[0].ok) << checks[0].detail;
   EXPECT_THAT(checks[0].detail, HasSubstr("sm_90a cubin"));
@@ -21,6 +21,9 @@ TEST(Doctor, ReportsEveryCheckAndTheToolchainWorks) {
   if (!checks[1].ok) EXPECT_THAT(checks[1].detail, HasSubstr("host backend"));
   EXPECT_TRUE(checks[3].ok) << checks[3].detail;
   EXPECT_THAT(checks[3].detail, HasSubstr("0 kernels"));
+  EXPECT_EQ(checks[4].name, "service");
+  EXPECT_TRUE(checks[4].ok) << checks[4].detail;
+  EXPECT_THAT(checks[4].detail, HasSubstr("no local service runs"));
 }
 
 TEST(Doctor, JsonEscapesDetails) {

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
 #include "worker/backend_select.h"
@@ -19,8 +20,12 @@ absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const Em
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<worker::Backend> backend,
                        worker::SelectBackend(options.backend, 0, options.cache_dir + "/worker"));
   e->arch_ = backend->Capabilities().arch();
+  e->backend_ = backend->Capabilities().backend();
+  e->listen_ = options.listen;
   tir::v1::CoordinatorConfig config;
-  config.set_listen("127.0.0.1:0");
+  config.set_listen(options.listen);
+  config.set_client_token_file(options.client_token_file);
+  config.set_worker_token_file(options.worker_token_file);
   config.set_db(options.cache_dir + "/store");
   config.set_work_dir(options.cache_dir + "/coordinator");
   config.set_heartbeat_interval_ms(500);
@@ -31,6 +36,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const Em
   wo.reference_dir = options.cache_dir + "/worker/reference";
   wo.compile_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   wo.lease_wait = absl::Milliseconds(300);
+  wo.token = options.worker_token;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   args.SetMaxSendMessageSize(256 << 20);
@@ -54,6 +60,8 @@ EmbeddedService::~EmbeddedService() {
   if (server_) server_->Shutdown();
 }
 
-std::string EmbeddedService::address() const { return absl::StrCat("127.0.0.1:", server_->port()); }
+std::string EmbeddedService::address() const {
+  return absl::StartsWith(listen_, "unix:") ? listen_ : absl::StrCat("127.0.0.1:", server_->port());
+}
 
 }  // namespace tir::client

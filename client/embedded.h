@@ -1,6 +1,8 @@
-// The embedded default: a coordinator and one worker in this process, over
-// loopback gRPC, with the store under a cache directory. The same code as the
-// distributed service (CoordinatorServer, Worker), only not across machines.
+// A coordinator and one worker in this process, over gRPC, with the store
+// under a cache directory. The same code as the distributed service
+// (CoordinatorServer, Worker), only not across machines. The user's local
+// service (client/local_service.h) is one of these in a process of its own;
+// tests start one in their own process.
 
 #ifndef TIR_CLIENT_EMBEDDED_H_
 #define TIR_CLIENT_EMBEDDED_H_
@@ -16,13 +18,21 @@
 namespace tir::client {
 
 struct EmbeddedOptions {
-  // Store, compiled candidates and caches go under here.
+  // Store (<cache_dir>/store), compiled candidates and caches go under here.
   std::string cache_dir;
   // Worker backend: cuda, host or auto.
   std::string backend = "auto";
   // tir-worker-runner; empty: $TIR_WORKER_RUNNER, else beside this binary or
   // in its runfiles.
   std::string runner_path;
+  // Where the coordinator serves: "127.0.0.1:0" (a free port) or
+  // "unix:PATH" (a Unix socket).
+  std::string listen = "127.0.0.1:0";
+  // Token files the coordinator requires of clients and of workers (empty:
+  // none); the worker here presents `worker_token`.
+  std::string client_token_file;
+  std::string worker_token_file;
+  std::string worker_token;
 };
 
 class EmbeddedService {
@@ -33,16 +43,21 @@ class EmbeddedService {
   static absl::StatusOr<std::unique_ptr<EmbeddedService>> Start(const EmbeddedOptions &options);
   ~EmbeddedService();
 
-  // "127.0.0.1:PORT" of the embedded coordinator.
+  // The coordinator's gRPC target: "127.0.0.1:PORT", or the "unix:PATH" it
+  // listens on.
   std::string address() const;
-  // The worker's arch ("host", "sm_90a", ...).
+  // The worker's backend ("host", "cuda") and arch ("host", "sm_90a", ...).
+  std::string backend() const { return backend_; }
   std::string arch() const { return arch_; }
+  api::CoordinatorServer &server() { return *server_; }
 
  private:
   EmbeddedService() = default;
   std::unique_ptr<api::CoordinatorServer> server_;
   std::unique_ptr<worker::Worker> worker_;
   std::thread thread_;
+  std::string listen_;
+  std::string backend_;
   std::string arch_;
 };
 

@@ -59,7 +59,7 @@ absl::StatusOr<std::string> PlanCommand(const std::string &text, const PlanOptio
       header = absl::StrCat("cost model calibration: no store at ", options.store_dir,
                             " (nothing measured here yet): the analytic model alone\n");
     } else {
-      absl::StatusOr<std::unique_ptr<store::RocksDbKernelStore>> db = store::RocksDbKernelStore::Open(options.store_dir);
+      absl::StatusOr<std::unique_ptr<store::RocksDbKernelStore>> db = store::RocksDbKernelStore::OpenReadOnly(options.store_dir);
       if (!db.ok()) {
         header = absl::StrCat("cost model calibration: the store at ", options.store_dir, " cannot be read (",
                               db.status().message(), "): the analytic model alone\n");

@@ -16,7 +16,8 @@ struct PlanOptions {
   std::string arch = "sm_90a";
   bool json = false;
   // A store whose trials calibrate the cost model (see
-  // compiler/planning/Calibration.h); "" = the analytic model alone.
+  // compiler/planning/Calibration.h), read beside the local service that
+  // may hold it; "" = the analytic model alone.
   std::string store_dir;
   // CompileOptions.precision: "" / "ieee", or "tf32".
   std::string precision;

@@ -62,19 +62,63 @@ const char *StageName(tir::v1::Stage s) {
   }
 }
 
-void DrawProgress(const tir::v1::Operation &op) {
-  const tir::v1::CompileProgress &p = op.metadata().progress();
-  std::fprintf(stderr, "\r\033[K%s: %u kernel(s), %u/%u candidates measured, %u failed", StageName(p.stage()),
-               p.partitions(), p.candidates_measured(), p.candidates_total(), p.candidates_failed());
-  if (op.done()) std::fputc('\n', stderr);
-  std::fflush(stderr);
-}
+// Redraws one line on stderr (a terminal), at most ten times a second and
+// always for a new stage and at the end.
+class ProgressBar {
+ public:
+  explicit ProgressBar(absl::Time start) : start_(start) {}
+  void Draw(const tir::v1::Operation &op) {
+    const absl::Time now = absl::Now();
+    const tir::v1::Stage stage = op.metadata().progress().stage();
+    if (!op.done() && stage == stage_ && now - drawn_ < absl::Milliseconds(100)) return;
+    stage_ = stage;
+    drawn_ = now;
+    std::fprintf(stderr, "\r\033[K%s", ProgressLine(op, now - start_).c_str());
+    if (op.done()) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+ private:
+  absl::Time start_;
+  absl::Time drawn_ = absl::InfinitePast();
+  tir::v1::Stage stage_ = tir::v1::STAGE_UNSPECIFIED;
+};
 
 absl::Status OperationError(const tir::v1::Operation &op) {
   return MakeError(static_cast<absl::StatusCode>(op.error().code()), op.error().reason(), op.error().message());
 }
 
 }  // namespace
+
+std::string ProgressLine(const tir::v1::Operation &op, absl::Duration elapsed) {
+  const tir::v1::CompileMetadata &m = op.metadata();
+  const tir::v1::CompileProgress &p = m.progress();
+  const std::string bucket = m.shape_bucket().empty() ? "" : absl::StrCat(" bucket ", m.shape_bucket());
+  const std::string kernels = absl::StrCat(p.partitions(), p.partitions() == 1 ? " kernel" : " kernels");
+  std::string line;
+  if (op.done()) {
+    if (m.cache_hit()) {
+      line = absl::StrCat("cache hit", bucket);
+    } else if (op.has_error()) {
+      line = absl::StrCat("failed", bucket, ": ", op.error().reason());
+    } else if (m.shape_checked()) {
+      line = absl::StrCat("checked", bucket, " at ", m.shape(), ": ", kernels);
+    } else {
+      line = absl::StrFormat("tuned%s: %s, %u/%u candidates measured (%u failed)", bucket, kernels,
+                             p.candidates_measured(), p.candidates_total(), p.candidates_failed());
+    }
+  } else if (p.stage() == tir::v1::STAGE_TUNING) {
+    line = absl::StrFormat("tuning%s: %s planned, %u/%u candidates measured (%u failed)", bucket, kernels,
+                           p.candidates_measured(), p.candidates_total(), p.candidates_failed());
+    if (p.best_seconds() > 0) absl::StrAppend(&line, ", best ", Ms(p.best_seconds()));
+  } else if (p.stage() == tir::v1::STAGE_QUEUED) {
+    line = absl::StrCat("queued", bucket, ": ", kernels, " planned, ", p.candidates_total(),
+                        " candidates to measure, waiting for a worker");
+  } else {
+    line = absl::StrCat(StageName(p.stage()), bucket);
+  }
+  return absl::StrFormat("%s  %.1f s", line, absl::ToDoubleSeconds(elapsed));
+}
 
 std::string DescribeShapes(const tir::v1::KernelBundle &b) {
   if (b.buckets().empty()) return "";
@@ -150,12 +194,22 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
   options.set_mode(o.heuristic_now ? tir::v1::COMPILE_MODE_HEURISTIC_NOW : tir::v1::COMPILE_MODE_WAIT);
   options.mutable_budget()->set_max_candidates_per_kernel(o.max_candidates_per_kernel);
   const absl::Time start = absl::Now();
-  TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, client.Compile(GraphSourceFromText(text), options));
+  absl::StatusOr<tir::v1::Operation> submitted = client.Compile(GraphSourceFromText(text), options);
+  if (!submitted.ok() && ReasonOf(submitted.status()) == "DEADLINE_EXCEEDED") {
+    return MakeError(absl::StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED",
+                     absl::StrCat("the coordinator did not take the graph within the command's timeout (",
+                                  absl::FormatDuration(o.timeout), "; ", submitted.status().message(), ")"));
+  }
+  TIR_RETURN_IF_ERROR(submitted.status());
+  tir::v1::Operation op = *std::move(submitted);
+  // The client's deadline is the command's: what is left of it.
+  const absl::Duration left = std::max(client.deadline() - absl::Now(), absl::ZeroDuration());
   if (!op.done()) {
     if (o.progress) {
-      TIR_ASSIGN_OR_RETURN(op, client.Watch(op.name(), o.timeout, DrawProgress));
+      ProgressBar bar(start);
+      TIR_ASSIGN_OR_RETURN(op, client.Watch(op.name(), left, [&](const tir::v1::Operation &state) { bar.Draw(state); }));
     } else {
-      TIR_ASSIGN_OR_RETURN(op, client.Wait(op.name(), o.timeout));
+      TIR_ASSIGN_OR_RETURN(op, client.Wait(op.name(), left));
     }
   }
   if (!op.done()) {
@@ -277,6 +331,13 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
 }  // namespace
 
 absl::StatusOr<std::string> CompileCommand(Client &client, const std::string &text, const CompileCommandOptions &o) {
+  // Every call ends by the command's deadline, connecting included.
+  struct Restore {
+    Client &c;
+    absl::Time was;
+    ~Restore() { c.set_deadline(was); }
+  } restore{client, client.deadline()};
+  client.set_deadline(std::min(client.deadline(), absl::Now() + o.timeout));
   if (o.shapes.empty()) return CompileAt(client, text, o, {});
   std::string out;
   for (const std::vector<tir::v1::ShapeHint> &shape : o.shapes) {
@@ -330,9 +391,10 @@ absl::StatusOr<std::string> OperationCommand(Client &client, const std::string &
   } else if (what == "wait") {
     TIR_ASSIGN_OR_RETURN(op, client.Wait(full, absl::Hours(1)));
   } else if (what == "watch") {
+    ProgressBar bar(absl::Now());
     TIR_ASSIGN_OR_RETURN(op, client.Watch(full, absl::Hours(1), [&](const tir::v1::Operation &o) {
       if (progress) {
-        DrawProgress(o);
+        bar.Draw(o);
       } else if (!json) {
         const auto &p = o.metadata().progress();
         std::printf("%s: %u/%u candidates measured, %u failed\n", StageName(p.stage()), p.candidates_measured(),

@@ -1,4 +1,4 @@
-// tirctl's verbs that talk to a coordinator (remote, or the embedded one):
+// tirctl's verbs that talk to a coordinator (remote, or the local service):
 // compile, get, ls, rm, ops, workers. Each returns what goes to stdout; errors
 // carry the coordinator's reason.
 
@@ -23,8 +23,11 @@ struct CompileCommandOptions {
   std::string cache_dir;
   uint32_t max_candidates_per_kernel = 0;
   bool json = false;
-  // Draw progress on stderr (a TTY).
+  // Draw progress on stderr (a TTY): the stage, kernels planned,
+  // candidates measured of those to measure, the bucket, the time.
   bool progress = false;
+  // The whole command's: every call (connecting included) and every wait
+  // end by then.
   absl::Duration timeout = absl::Hours(1);
   // Host bundles: run the returned bundle here from its own records on
   // seeded inputs and compare every output with the reference interpreter.
@@ -58,6 +61,10 @@ absl::StatusOr<std::string> RemoveCommand(Client &client, const std::string &key
 absl::StatusOr<std::string> OperationCommand(Client &client, const std::string &what, const std::string &name, bool json,
                                              bool progress);
 absl::StatusOr<std::string> WorkersCommand(Client &client, bool json);
+
+// The progress of a compile operation in one line ("tuning bucket 0:0=257..512:
+// 2 kernels planned, 12/40 candidates measured (0 failed)  3.1 s").
+std::string ProgressLine(const tir::v1::Operation &op, absl::Duration elapsed);
 
 // One line per kernel, the winner against the default, the tuning summary.
 std::string DescribeBundle(const tir::v1::KernelBundle &bundle);

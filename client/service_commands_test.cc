@@ -42,5 +42,32 @@ TEST(DescribeBundle, ATunedWinnerIsNotCalledTheDefault) {
   EXPECT_THAT(text, Not(HasSubstr("keep")));
 }
 
+tir::v1::Operation Progress(tir::v1::Stage stage, uint32_t kernels, uint32_t measured, uint32_t total) {
+  tir::v1::Operation op;
+  tir::v1::CompileProgress *p = op.mutable_metadata()->mutable_progress();
+  p->set_stage(stage);
+  p->set_partitions(kernels);
+  p->set_candidates_measured(measured);
+  p->set_candidates_total(total);
+  return op;
+}
+
+TEST(ProgressLine, SaysKernelsPlannedCandidatesMeasuredAndTheBucket) {
+  tir::v1::Operation op = Progress(tir::v1::STAGE_TUNING, 2, 12, 40);
+  EXPECT_EQ(ProgressLine(op, absl::Milliseconds(3140)),
+            "tuning: 2 kernels planned, 12/40 candidates measured (0 failed)  3.1 s");
+  op.mutable_metadata()->set_shape_bucket("0:0=257..512");
+  EXPECT_THAT(ProgressLine(op, absl::Seconds(1)), HasSubstr("tuning bucket 0:0=257..512: 2 kernels planned"));
+  op = Progress(tir::v1::STAGE_QUEUED, 1, 0, 8);
+  EXPECT_THAT(ProgressLine(op, absl::Seconds(1)), HasSubstr("queued: 1 kernel planned, 8 candidates to measure"));
+  op = Progress(tir::v1::STAGE_DONE, 2, 40, 40);
+  op.set_done(true);
+  op.mutable_metadata()->set_shape_bucket("0:0=257..512");
+  EXPECT_EQ(ProgressLine(op, absl::Seconds(48)),
+            "tuned bucket 0:0=257..512: 2 kernels, 40/40 candidates measured (0 failed)  48.0 s");
+  op.mutable_metadata()->set_cache_hit(true);
+  EXPECT_THAT(ProgressLine(op, absl::ZeroDuration()), HasSubstr("cache hit bucket 0:0=257..512"));
+}
+
 }  // namespace
 }  // namespace tir::client

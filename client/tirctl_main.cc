@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -18,7 +19,9 @@
 #include "absl/strings/strip.h"
 #include "client/client.h"
 #include "client/doctor.h"
-#include "client/embedded.h"
+#include "client/local_daemon.h"
+#include "client/local_service.h"
+#include "client/local_service_command.h"
 #include "client/emit_command.h"
 #include "client/plan_command.h"
 #include "client/service_commands.h"
@@ -32,8 +35,7 @@ verbs:
   compile FILE [--arch A] [--server ADDR] [--wait|--heuristic-now] [-o bundle.pb] [--verify]
                [--shape INPUT=AxB ...]
                            compile and tune a graph (tir or TensorIR text); without
-                           --server, a coordinator and a worker run in this process with
-                           the store under $XDG_CACHE_HOME/tir (else ~/.cache/tir); the
+                           --server, through the local service (see `service`); the
                            bundle (tir.v1.KernelBundle) goes to -o, else the cache dir;
                            --verify (host) runs the bundle here against the reference;
                            a graph with dynamic dims needs --shape for each dynamic input
@@ -67,22 +69,38 @@ verbs:
   ops get|wait|watch|cancel ID
                            a compile operation
   workers                  registered workers
-  doctor                   check NVRTC, the CUDA driver, the host compiler and the local store
+  service status|start|stop
+                           the local service: one per user and cache dir, shared by every
+                           process of the user (tirctl, Python, C++); the first that needs
+                           it starts it (a coordinator and a worker, detached, on a Unix
+                           socket in <cache>/service, store <cache>/store); it exits after
+                           --idle-timeout seconds without calls or running jobs (default
+                           $TIR_SERVICE_IDLE_TIMEOUT, else 900; 0: never); status exits 1
+                           when none runs; `service serve` is the service itself, in the
+                           foreground (what start runs detached)
+  doctor                   check NVRTC, the CUDA driver, the host compiler, the local store
+                           and the local service
   help                     print this help
 
 flags:
   -o, --output=text|json   output format (default text); for compile, the bundle file; for
                            emit, the output directory
   --arch=A                 sm_80 sm_86 sm_89 sm_90 sm_90a sm_100 sm_100a sm_120 sm_120a host;
-                           compile defaults to the embedded worker's arch, or sm_90a with --server
-  --server=ADDR            a coordinator (HOST:PORT); get/ls/rm/ops/workers without it use
-                           the embedded one
+                           compile defaults to the local service worker's arch, or sm_90a with
+                           --server
+  --server=ADDR            a coordinator (HOST:PORT); compile/get/ls/rm/ops/workers without
+                           it use the local service, started if none runs
+  --cache-dir=DIR          the cache (default $XDG_CACHE_HOME/tir, else ~/.cache/tir)
+  --idle-timeout=SECONDS   a local service started by this command exits after this long
+                           without calls or running jobs (0: never)
   --token-file=F           client token for a coordinator that requires one
   --bundle-key-file=F      the coordinator's bundle key: refuse bundles not signed with it
   --tls-ca=F               PEM CA certificate of a coordinator serving TLS
-  --backend=auto|cuda|host the embedded worker's backend (default auto)
+  --backend=auto|cuda|host the local service's worker backend when it starts (default auto;
+                           a running service of another backend is an error)
   --budget=N               candidates measured per kernel in the first round
-  --timeout=SECONDS        how long compile waits (default 3600)
+  --timeout=SECONDS        how long the command may take in all, the local service's start
+                           and every call included (compile and ops: 3600, else 60)
   --wait                   wait for the tuned bundle (default)
   --heuristic-now          return the default candidates at once; tuning goes on behind
   --precision=ieee|tf32    compile, emit, plan: f32 matmuls as written (ieee, the default) or
@@ -114,6 +132,19 @@ std::string Resolve(const std::string &path) {
   return cwd && !path.empty() && path[0] != '/' ? std::string(cwd) + "/" + path : path;
 }
 
+std::string Absolute(const std::string &path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::absolute(Resolve(path), ec);
+  return ec ? Resolve(path) : p.lexically_normal().string();
+}
+
+// This binary, which the local service runs as (`tirctl service serve`).
+std::string SelfBinary() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : self.string();
+}
+
 int Usage(const std::string &why) {
   if (!why.empty()) std::fprintf(stderr, "tirctl: %s\n\n", why.c_str());
   std::fputs(kUsage, stderr);
@@ -135,10 +166,12 @@ int Print(const absl::StatusOr<std::string> &out) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  static const std::set<std::string> kValueFlags = {"--arch", "--server", "--token-file", "--bundle-key-file", "--tls-ca", "--backend", "--budget",
-                                                    "--timeout", "--candidate", "--output", "--precision", "--shape",
-                                                    "--device"};
-  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain", "--report"};
+  static const std::set<std::string> kValueFlags = {
+      "--arch",      "--server", "--token-file", "--bundle-key-file", "--tls-ca", "--backend",   "--budget",
+      "--timeout",   "--candidate", "--output",  "--precision",       "--shape",  "--device",    "--cache-dir",
+      "--idle-timeout", "--lock-fd", "--ready-fd"};
+  static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain", "--report",
+                                                   "--detach"};
   std::vector<std::string> positional;
   std::map<std::string, std::string> flags;
   std::vector<std::string> shapeFlags;  // --shape may repeat
@@ -189,9 +222,49 @@ int main(int argc, char **argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
+  const std::string cacheDir = flags.count("--cache-dir") ? Absolute(flags["--cache-dir"]) : tir::client::DefaultCacheDir();
+  double timeout = verb == "compile" || verb == "ops" ? 3600 : 60;
+  if (flags.count("--timeout") && (!absl::SimpleAtod(flags["--timeout"], &timeout) || timeout <= 0)) {
+    return Usage("--timeout must be a positive number of seconds");
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(timeout);
+  tir::client::LocalServiceOptions lo;
+  lo.cache_dir = cacheDir;
+  lo.backend = flag("--backend", "auto");
+  lo.binary = SelfBinary();
+  if (flags.count("--idle-timeout")) {
+    int64_t idle = 0;
+    if (!absl::SimpleAtoi(flags["--idle-timeout"], &idle) || idle < 0) {
+      return Usage("--idle-timeout must be a number of seconds (0: none)");
+    }
+    lo.idle_timeout = absl::Seconds(idle);
+  }
+  if (verb == "service") {
+    if (positional.size() != 2) return Usage("service takes status, start, stop (or serve)");
+    if (positional[1] == "serve") {
+      // The service itself (what `start` runs detached).
+      tir::client::ServeOptions so;
+      so.cache_dir = cacheDir;
+      so.backend = lo.backend;
+      so.idle_timeout = lo.idle_timeout;
+      so.binary = lo.binary;
+      so.detach = flags.count("--detach") > 0;
+      if ((flags.count("--lock-fd") && !absl::SimpleAtoi(flags["--lock-fd"], &so.lock_fd)) ||
+          (flags.count("--ready-fd") && !absl::SimpleAtoi(flags["--ready-fd"], &so.ready_fd))) {
+        return Usage("--lock-fd and --ready-fd take descriptor numbers");
+      }
+      const absl::Status served = tir::client::ServeLocalService(so);
+      return served.ok() ? 0 : Fail(served);
+    }
+    tir::client::ServiceCommandOptions so;
+    so.service = lo;
+    so.json = json;
+    so.timeout = absl::Seconds(timeout);
+    return Print(tir::client::ServiceCommand(positional[1], so));
+  }
   if (verb == "doctor") {
     if (positional.size() != 1) return Usage("doctor takes no arguments");
-    const auto checks = tir::client::RunDoctor(tir::client::DefaultCacheDir());
+    const auto checks = tir::client::RunDoctor(cacheDir);
     std::fputs(tir::client::FormatChecks(checks, json).c_str(), stdout);
     // The CUDA driver is optional (the host backend stands in); the rest is not.
     for (const auto &c : checks) {
@@ -209,7 +282,7 @@ int main(int argc, char **argv) {
     const bool oIsFormat = report && (dashO == "json" || dashO == "text");
     tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"),
                                      oIsFormat ? "" : Resolve(dashO), flags.count("--verify") > 0,
-                                     tir::client::DefaultCacheDir() + "/nvrtc"};
+                                     cacheDir + "/nvrtc"};
     options.precision = flag("--precision");
     options.report = report;
     options.report_json = report && (dashO == "json" || flag("--output") == "json");
@@ -229,7 +302,7 @@ int main(int argc, char **argv) {
     po.json = json;
     po.precision = flag("--precision");
     // --explain: the corrections learnt from the local store's trials.
-    if (flags.count("--explain")) po.store_dir = tir::client::DefaultCacheDir() + "/store";
+    if (flags.count("--explain")) po.store_dir = cacheDir + "/store";
     return Print(tir::client::PlanCommand(text, po));
   }
   static const std::map<std::string, size_t> kArity = {{"compile", 2}, {"get", 2}, {"ls", 1},
@@ -244,26 +317,27 @@ int main(int argc, char **argv) {
   if (flags.count("--budget") && (!absl::SimpleAtoi(flags["--budget"], &budget) || budget == 0)) {
     return Usage("--budget must be a positive number");
   }
-  double timeout = 3600;
-  if (flags.count("--timeout") && (!absl::SimpleAtod(flags["--timeout"], &timeout) || timeout <= 0)) {
-    return Usage("--timeout must be a positive number of seconds");
-  }
   std::string text;
   if (verb == "compile" && !ReadInput(positional[1], text)) return 1;
 
-  // A coordinator: --server, or the embedded one.
-  const std::string cacheDir = tir::client::DefaultCacheDir();
-  std::unique_ptr<tir::client::EmbeddedService> embedded;
+  // A coordinator: --server, or the local service (started if none runs).
   tir::ClientOptions co;
   co.address = flag("--server");
+  co.call_timeout = std::min(co.call_timeout, absl::Seconds(timeout));
+  std::string localArch;
   if (co.address.empty()) {
-    tir::client::EmbeddedOptions eo;
-    eo.cache_dir = cacheDir;
-    eo.backend = flag("--backend", "auto");
-    auto e = tir::client::EmbeddedService::Start(eo);
-    if (!e.ok()) return Fail(e.status());
-    embedded = std::move(*e);
-    co.address = embedded->address();
+    absl::StatusOr<tir::v1::LocalService> service = tir::client::EnsureLocalService(lo, deadline);
+    if (!service.ok()) return Fail(service.status());
+    if (lo.backend != "auto" && service->backend() != lo.backend) {
+      return Fail(tir::MakeError(absl::StatusCode::kFailedPrecondition, "SERVICE_MISMATCH",
+                                 "the local service (pid " + std::to_string(service->pid()) + ") runs the " +
+                                     service->backend() + " backend, not " + lo.backend +
+                                     "; `tirctl service stop` first to start one with --backend=" + lo.backend));
+    }
+    absl::StatusOr<tir::ClientOptions> local = tir::client::LocalClientOptions(*service, co);
+    if (!local.ok()) return Fail(local.status());
+    co = *local;
+    localArch = service->arch();
   }
   if (flags.count("--tls-ca")) {
     std::ifstream in(Resolve(flags["--tls-ca"]));
@@ -285,16 +359,18 @@ int main(int argc, char **argv) {
   auto client = tir::Client::Connect(co);
   if (!client.ok()) return Fail(client.status());
   tir::Client &c = **client;
+  // Every call ends by the command's deadline, connecting included.
+  c.set_deadline(deadline);
   if (verb == "compile") {
     tir::client::CompileCommandOptions o;
-    o.arch = !arch.empty() ? arch : embedded ? embedded->arch() : "sm_90a";
+    o.arch = !arch.empty() ? arch : !localArch.empty() ? localArch : "sm_90a";
     o.heuristic_now = flags.count("--heuristic-now") > 0;
     o.out_path = Resolve(dashO);
     o.cache_dir = cacheDir;
     o.max_candidates_per_kernel = budget;
     o.json = json;
     o.progress = !json && isatty(2);
-    o.timeout = absl::Seconds(timeout);
+    o.timeout = deadline - absl::Now();
     o.verify = flags.count("--verify") > 0;
     o.precision = flag("--precision");
     absl::StatusOr<std::vector<std::vector<tir::v1::ShapeHint>>> shapes = tir::client::GroupShapes(shapeFlags);

@@ -24,8 +24,9 @@ fi
 [[ -x "$TIRCTL" ]] || { echo "prepare.sh: no tirctl at $TIRCTL" >&2; exit 2; }
 out=bench/gpu/out
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-# Copies (tirctl, and the runner its in-process worker starts for `compile`), so that a rebuild in the shared
+# The local service `compile` starts in the scratch cache goes with it.
+trap 'XDG_CACHE_HOME="$scratch/cache" "$scratch/tirctl" service stop >/dev/null 2>&1; rm -rf "$scratch"' EXIT
+# Copies (tirctl, and the runner its local service's worker starts), so that a rebuild in the shared
 # checkout cannot pull them away mid-run.
 cp "$TIRCTL" "$scratch/tirctl"
 runner="$(dirname "$TIRCTL")/../worker/runner/tir-worker-runner"

@@ -1,5 +1,5 @@
 """The test's four models (MLP block, layer norm, attention scores, RMSNorm +
-SiLU-gated MLP) through tir.fx on the embedded default, with figures:
+SiLU-gated MLP) through tir.fx on the local service, with figures:
 
 - cold: tir.fx.compile the first time (export, plan, tune on the worker);
 - warm: tir.fx.compile of the same model again (a cache hit in the store);
@@ -77,7 +77,7 @@ def main():
     torch.set_num_threads(1)  # tir's host kernels run on one thread
     t = time.perf_counter()
     client = tir.connect()
-    print("embedded service (%s worker) up in %.2f s; torch %s, 1 thread" % (client.default_arch, time.perf_counter() - t,
+    print("local service (%s worker) up in %.2f s; torch %s, 1 thread" % (client.default_arch, time.perf_counter() - t,
                                                                           torch.__version__))
     models = [("MLP block 64x256 -> 1024 -> 256", MLPBlock(), (torch.randn(64, 256),)),
               ("layer norm 128x1024", Norm(), (torch.randn(128, 1024),)),

@@ -7,4 +7,6 @@ py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 export TIR_BIN_DIR="$root"
 export XDG_CACHE_HOME="${TIR_BENCH_CACHE:-$(mktemp -d)}"
-PYTHONPATH="$root/client/python" exec $py "$root/bench/python/torch_models.py" "$@"
+# The bench's local service (its own cache) ends with it.
+trap '"$root/client/tirctl" service stop >/dev/null 2>&1' EXIT
+PYTHONPATH="$root/client/python" $py "$root/bench/python/torch_models.py" "$@"

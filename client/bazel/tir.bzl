@@ -33,7 +33,7 @@ def tir_compile_test(name, graph, archs = ["sm_90a", "host"], **kwargs):
     )
 
 def tir_tune_test(name, graph, arch = "host", budget = 4, **kwargs):
-    """The graph is tuned end to end on an embedded coordinator and worker.
+    """The graph is tuned end to end through tirctl's local service (the test's own).
 
     The bundle must be tuned with every kernel verified against the
     reference, and the repeat must be a cache hit returning the same bundle.

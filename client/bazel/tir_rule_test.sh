@@ -6,7 +6,9 @@ set -euo pipefail
 mode=$1 tirctl=$2 runner=$3 graph=$4
 shift 4
 export TIR_WORKER_RUNNER="$PWD/$runner"
-export XDG_CACHE_HOME="$TEST_TMPDIR/cache"
+# The test's own cache, so its local service is its own (stopped at the end).
+export XDG_CACHE_HOME="$TEST_TMPDIR/cache" TIR_SERVICE_IDLE_TIMEOUT=300
+trap '"$tirctl" service stop --timeout=30 >/dev/null 2>&1' EXIT
 case "$mode" in
   compile)
     for arch in "$@"; do
@@ -18,7 +20,7 @@ case "$mode" in
     ;;
   tune)
     arch=$1 budget=$2
-    echo "== tuning $graph for $arch (budget $budget per kernel)"
+    echo "== tuning $graph for $arch (budget $budget per kernel), through the local service"
     # --verify: the returned bundle, launched from its own records, matches
     # the reference interpreter (a host tuning).
     verify=()

@@ -1,7 +1,7 @@
 """Run by pip_install_test.sh with the venv's python: the installed package
 is the one imported, its generated modules are there, and tir.compile runs
-a graph on the embedded default (no server given) twice, the second time
-from the store."""
+a graph through the user's local service (no server given) twice, the
+second time from the store."""
 import os
 import sys
 
@@ -30,7 +30,7 @@ graph = """tir.graph @installed(%x: tensor<16x32xf32>, %b: tensor<1x32xf32>) -> 
 }
 """
 bundle = tir.compile(graph)
-check("the embedded default compiled for its worker", bundle.arch == "host" and bundle.is_host, repr(bundle))
+check("the local service compiled for its worker", bundle.arch == "host" and bundle.is_host, repr(bundle))
 x = np.random.rand(16, 32).astype(np.float32)
 b = np.random.rand(1, 32).astype(np.float32)
 (y,) = bundle.run(x, b)

@@ -25,5 +25,5 @@ pids=($!)
 pids+=($!)
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 # Runfiles hold the generated modules inside the package (client/python/tir/v1/);
-# the embedded default finds the service's binaries under TIR_BIN_DIR.
+# the local service's tirctl is found under TIR_BIN_DIR.
 PYTHONPATH="$root/client/python:$root/tests/testing" TIR_BIN_DIR="$root" $py "$root/$script" 127.0.0.1:$port

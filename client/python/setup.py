@@ -17,13 +17,13 @@ from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECKOUT = os.path.normpath(os.path.join(HERE, "..", ".."))
-PROTOS = ["error", "graph", "kernel", "compiler_service"]
+PROTOS = ["error", "graph", "kernel", "compiler_service", "local_service"]
 
 
 class BuildWithProtos(build_py):
     """build_py, plus tir/v1/*_pb2*.py generated into the build tree and
-    tir/_installed_from.py naming the checkout (where the embedded default
-    finds the service's binaries when they are not on PATH)."""
+    tir/_installed_from.py naming the checkout (where the local service's
+    tirctl is found when it is not on PATH)."""
 
     def run(self):
         super().run()

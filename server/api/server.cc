@@ -200,6 +200,7 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   builder.AddListeningPort(config.listen(), creds, &s->port_);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MalformedRequestInterceptor());
+  interceptors.push_back(ClientActivityInterceptor(s->activity_.get()));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(static_cast<int>(config.max_message_bytes()));
   builder.SetMaxSendMessageSize(static_cast<int>(config.max_message_bytes()));

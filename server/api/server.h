@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
+#include "server/api/activity.h"
 #include "server/coordinator/coordinator.h"
 #include "server/dashboard/dashboard.h"
 #include "server/api/services.h"
@@ -30,6 +31,8 @@ class CoordinatorServer {
   int port() const { return port_; }
   coordinator::Coordinator &coordinator() { return *coordinator_; }
   prometheus::Registry &registry() { return *registry_; }
+  // Client calls in flight and the last one's time (an idle service ends).
+  const ClientActivity &client_activity() const { return *activity_; }
   // Blocks until Shutdown.
   void Wait();
   // Stops accepting calls, lets running ones finish (up to 5 s), closes.
@@ -37,6 +40,8 @@ class CoordinatorServer {
 
  private:
   CoordinatorServer() = default;
+  // Before server_: its interceptors count into it until the server is gone.
+  std::unique_ptr<ClientActivity> activity_ = std::make_unique<ClientActivity>();
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::shared_ptr<store::KernelStore> store_;

@@ -3,6 +3,9 @@
 
 #include "server/api/server.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +13,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/net.h"
+#include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/worker_service.grpc.pb.h"
 
 namespace tir::api {
 namespace {
@@ -81,6 +86,40 @@ TEST_F(ServerStartTest, ACredentialsFileIsCheckedAtStart) {
   s = CoordinatorServer::Start(c);
   ASSERT_TRUE(s.ok()) << s.status();
   (*s)->Shutdown();
+}
+
+// The local service's coordinator: on a Unix socket (reached only through
+// the file's permissions: no worker token needed), and it tells client calls
+// (what keeps it from exiting idle) from its worker's.
+TEST(CoordinatorServerTest, ServesOnAUnixSocketAndCountsClientCallsOnly) {
+  char dir[] = "/tmp/tir-unix.XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  tir::v1::CoordinatorConfig c;
+  c.set_listen(absl::StrCat("unix:", dir, "/sock"));
+  c.set_db(absl::StrCat(dir, "/db"));
+  auto s = CoordinatorServer::Start(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const ClientActivity &activity = (*s)->client_activity();
+  const absl::Time before = activity.last();
+  EXPECT_EQ(activity.in_flight(), 0);
+  auto channel = grpc::CreateChannel(c.listen(), grpc::InsecureChannelCredentials());
+  {
+    grpc::ClientContext ctx;
+    tir::v1::HeartbeatRequest r;
+    r.set_name("workers/nobody");
+    tir::v1::HeartbeatResponse out;
+    (void)tir::v1::WorkerService::NewStub(channel)->Heartbeat(&ctx, r, &out);
+  }
+  EXPECT_EQ(activity.last(), before) << "a worker's call is not client activity";
+  grpc::ClientContext ctx;
+  tir::v1::ListWorkersResponse workers;
+  const grpc::Status listed =
+      tir::v1::CompilerService::NewStub(channel)->ListWorkers(&ctx, tir::v1::ListWorkersRequest(), &workers);
+  EXPECT_TRUE(listed.ok()) << listed.error_message();
+  EXPECT_GT(activity.last(), before);
+  EXPECT_EQ(activity.in_flight(), 0) << "the call ended";
+  s->reset();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

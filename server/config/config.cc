@@ -120,6 +120,7 @@ absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json) 
 }
 
 bool IsLoopback(const std::string &address) {
+  if (absl::StartsWith(address, "unix:")) return true;
   std::string host = address;
   if (!host.empty() && host.front() == '[') {
     const size_t close = host.find(']');

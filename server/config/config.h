@@ -18,7 +18,8 @@ absl::StatusOr<tir::v1::CoordinatorConfig> ParseConfig(const std::string &json);
 absl::Status Finish(tir::v1::CoordinatorConfig &config);
 
 // True for an address (HOST:PORT, [V6]:PORT or a bare host) on loopback:
-// localhost, 127.0.0.0/8 or ::1.
+// localhost, 127.0.0.0/8 or ::1; and for a Unix socket ("unix:PATH"), which
+// only this machine reaches, through its file's permissions.
 bool IsLoopback(const std::string &address);
 
 // The contents of file `path`, named in errors by its config `field`

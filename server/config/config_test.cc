@@ -64,11 +64,13 @@ TEST(ReadConfigFile, NamesTheFieldAndWhatIsWrongWithTheFile) {
 }
 
 TEST(IsLoopback, KnowsLoopbackFromEveryOtherAddress) {
-  for (const char *a : {"127.0.0.1:7070", "localhost:1", "[::1]:7070", "127.8.9.1:5", "::1", "localhost"}) {
+  for (const char *a : {"127.0.0.1:7070", "localhost:1", "[::1]:7070", "127.8.9.1:5", "::1", "localhost",
+                        "unix:/home/u/.cache/tir/service/sock"}) {
     EXPECT_TRUE(IsLoopback(a)) << a;
   }
   for (const char *a : {"0.0.0.0:7070", "[::]:7070", "10.0.0.1:7070", "tir-coordinator:7070", "::", "example.com",
-                        "127.evil.example:7070", "127.0.0.1.nip.io:7070", "[::1:7070", "128.0.0.1:1"}) {
+                        "127.evil.example:7070", "127.0.0.1.nip.io:7070", "[::1:7070", "128.0.0.1:1",
+                        "unixhost:7070"}) {
     EXPECT_FALSE(IsLoopback(a)) << a;
   }
 }

@@ -155,6 +155,33 @@ absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> RocksDbKernelStore::Open(
   return store;
 }
 
+absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> RocksDbKernelStore::OpenReadOnly(const std::string& path) {
+  rocksdb::DBOptions options = StoreOptions();
+  options.create_if_missing = false;
+  options.create_missing_column_families = false;
+  // The writer may be appending to the log as it is read: its last record,
+  // half written, is not damage here.
+  options.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  TIR_RETURN_IF_ERROR(FromRocks(rocksdb::DB::OpenForReadOnly(options, path, StoreFamilies(), &handles, &raw),
+                                "open " + path + " to read"));
+  std::unique_ptr<RocksDbKernelStore> store(
+      new RocksDbKernelStore(std::unique_ptr<rocksdb::DB>(raw), std::move(handles)));
+  std::string version;
+  rocksdb::Status s = store->db_->Get(rocksdb::ReadOptions(), store->handles_[0], kSchemaKey, &version);
+  if (!s.IsNotFound()) {
+    TIR_RETURN_IF_ERROR(FromRocks(s, "read schema version"));
+    int v = 0;
+    if (!absl::SimpleAtoi(version, &v) || v != kSchemaVersion) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "STORE_SCHEMA_MISMATCH",
+                       absl::StrCat("store at ", path, " has schema version '", version,
+                                    "', this build reads version ", kSchemaVersion));
+    }
+  }
+  return store;
+}
+
 rocksdb::ColumnFamilyHandle* RocksDbKernelStore::Handle(Family family) const {
   return family == Family::kTrials ? handles_[2] : handles_[3];
 }

@@ -23,6 +23,10 @@ class RocksDbKernelStore : public KernelStore {
   // Damage (a write-ahead log that cannot be replayed whole, a block whose
   // checksum fails) is DATA_LOSS / STORE_CORRUPT, never a silent start.
   static absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> Open(const std::string& path);
+  // Opens an existing store to read it, beside the process that has it open
+  // (the local service): what it had written when this opens. Writes fail.
+  // NOT_FOUND-like errors from RocksDB when there is no store at `path`.
+  static absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> OpenReadOnly(const std::string& path);
   // Salvages a damaged store (rocksdb::RepairDB) and says what it kept: the
   // bundles readable after, those unreadable. A sound store is left alone.
   static absl::StatusOr<std::string> Repair(const std::string& path);

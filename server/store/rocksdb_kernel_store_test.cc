@@ -120,6 +120,23 @@ TEST(RocksDbKernelStore, SecondOpenOfSameDirectoryIsRefusedClearly) {
   EXPECT_EQ(ReasonOf(second.status()), "STORE_LOCKED");
 }
 
+TEST(RocksDbKernelStore, ReadOnlyOpensBesideTheWriterAndSeesWhatItWrote) {
+  const std::string dir = FreshDir("beside");
+  auto writer = RocksDbKernelStore::Open(dir);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_TRUE((*writer)->PutKernel(Bundle("k1", "host")).ok());
+  auto reader = RocksDbKernelStore::OpenReadOnly(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto got = (*reader)->GetKernel("k1");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->arch(), "host");
+  auto stats = (*reader)->KernelStats();
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->first, 1u);
+  EXPECT_FALSE((*reader)->PutKernel(Bundle("k2", "host")).ok()) << "a read-only view writes nothing";
+  EXPECT_FALSE(RocksDbKernelStore::OpenReadOnly(FreshDir("nothing-here")).ok());
+}
+
 }  // namespace
 }  // namespace tir::store
 

@@ -56,10 +56,12 @@ check "ops get" 0 $?
 check "ops wait" 1 "$("$tirctl" ops wait "$name" --server "$server" | grep -c ': done')"
 check "ops watch" 1 "$("$tirctl" ops watch "$name" --server "$server" | grep -c ': done')"
 
-# cancel a running compile.
-"$tirctl" compile "$graphs/matmul_bias_gelu_residual.mlir" --server "$server" --arch host --timeout 0.2 \
+# cancel a running compile. --timeout bounds the whole command: long enough
+# to submit the graph, far shorter than its tuning (tens of seconds).
+"$tirctl" compile "$graphs/matmul_bias_gelu_residual.mlir" --server "$server" --arch host --timeout 4 \
   >/dev/null 2>cancel_err.txt
 check "compile past --timeout exit" 1 $?
+check "compile past --timeout names the operation" 1 "$(grep -c 'is still running after' cancel_err.txt)"
 running=$(grep -o 'operations/[0-9a-f]*' cancel_err.txt | head -1)
 check "cancel" 1 "$("$tirctl" ops cancel "$running" --server "$server" | grep -c 'CANCELLED')"
 

@@ -1,7 +1,7 @@
 """The torch.compile backend: regions of a model that tir writes run as tuned
 tir bundles, the rest eagerly.
 
-    model = torch.compile(model, backend="tir")                          # the embedded default
+    model = torch.compile(model, backend="tir")                          # the user's local service
     model = torch.compile(model, backend=tir.torch_backend(server="tir:7070", arch="sm_90a"))
 
 On torch >= 2 the backend keeps Dynamo's contract through AOTAutograd: the
@@ -167,7 +167,8 @@ class TirBackend:
 
     def _client(self):
         if self.client is None:
-            self.client = tir.connect(self.server, token=self.token, bundle_key=self.bundle_key, timeout=30.0)
+            self.client = tir.connect(self.server, token=self.token, bundle_key=self.bundle_key,
+                                      timeout=min(30.0, self.timeout))
         return self.client
 
     def compile_graph(self, text, shapes):
@@ -178,7 +179,7 @@ class TirBackend:
             raise TirError(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT",
                            "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
         return tir.compile(text, arch=arch, shapes=shapes, client=client, timeout=self.timeout,
-                           max_candidates=self.max_candidates)
+                           max_candidates=self.max_candidates, progress=self.progress)
 
     def __call__(self, gm, example_inputs, **kwargs):
         # Dynamo's graphs carry each value's FakeTensor; a symbolically traced
@@ -260,7 +261,7 @@ class TirBackend:
             try:
                 client = self._client()
                 compiled = tir_fx.compile(sub, region_inputs[name], arch=self.arch, client=client, timeout=self.timeout,
-                                          max_candidates=self.max_candidates)
+                                          max_candidates=self.max_candidates, progress=self.progress)
                 self.regions_compiled += 1
             except TirError as e:
                 self.regions_eager += 1
@@ -274,11 +275,14 @@ def torch_backend(server=None, client=None, arch=None, token=None, bundle_key=No
                   dynamic=None, progress=None, max_candidates=0):
     """A torch.compile backend: torch.compile(model, backend=tir.torch_backend(...)).
 
-    `server` ("host:port") or `client`; neither: the embedded default.
-    `arch`: the target ("sm_90a", "host"); None: the embedded worker's.
-    `timeout`: seconds a region's compile may take before it runs eagerly.
+    `server` ("host:port") or `client`; neither: the user's local service.
+    `arch`: the target ("sm_90a", "host"); None: the local service worker's.
+    `timeout`: seconds a region's compile may take, connecting and starting
+    the local service included, before it runs eagerly.
     `min_nodes`: smaller regions stay eager.
     `dynamic`: see TirBackend.
+    `progress`: each region's compile progress, as tir.compile's (None: on
+    stderr when it is a terminal).
     `max_candidates`: candidates measured per kernel (0: the coordinator's
     default); fewer tune faster."""
     return TirBackend(server=server, client=client, arch=arch, token=token, bundle_key=bundle_key, timeout=timeout,
@@ -291,7 +295,7 @@ _entry_backend = None
 def dynamo_backend(gm, example_inputs, options=None, **kwargs):
     """torch.compile(model, backend="tir"): the `torch_dynamo_backends` entry
     point. `options` (torch.compile's options=) are torch_backend's
-    arguments; without them one backend on the embedded default serves
+    arguments; without them one backend on the user's local service serves
     every model of the process."""
     global _entry_backend
     if options:

@@ -127,22 +127,35 @@ class Client:
         config = retry_service_config(max_attempts, initial_backoff)
         if config:
             options += [("grpc.enable_retries", 1), ("grpc.service_config", config)]
-        self.address = address
         if tls_root_certs:
             roots = tls_root_certs.encode() if isinstance(tls_root_certs, str) else bytes(tls_root_certs)
             if tls_server_name:
                 options.append(("grpc.ssl_target_name_override", tls_server_name))
-            self._channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=roots),
-                                                options=options)
+            self._credentials = grpc.ssl_channel_credentials(root_certificates=roots)
         else:
-            self._channel = grpc.insecure_channel(address, options=options)
-        self._stub = pb_grpc.CompilerServiceStub(self._channel)
-        metadata = [("authorization", "Bearer " + token)] if token else []
-        if client_name:
-            metadata.append(("tir-client", client_name))
-        self._metadata = tuple(metadata)
+            self._credentials = None
+        self._options = options
+        self._client_name = client_name
         self._key = bundle_key.strip() if isinstance(bundle_key, str) else bundle_key
         self._timeout = timeout
+        self._channel = None
+        self._connect(address, token)
+
+    def _connect(self, address, token):
+        """(Re)points the client at `address` with `token`: the local
+        service may come back elsewhere (a new TCP port) after it exited."""
+        if self._channel is not None:
+            self._channel.close()
+        self.address, self._token = address, token
+        if self._credentials is not None:
+            self._channel = grpc.secure_channel(address, self._credentials, options=self._options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=self._options)
+        self._stub = pb_grpc.CompilerServiceStub(self._channel)
+        metadata = [("authorization", "Bearer " + token)] if token else []
+        if self._client_name:
+            metadata.append(("tir-client", self._client_name))
+        self._metadata = tuple(metadata)
 
     def _checked(self, op):
         if self._key and op.HasField("response"):
@@ -159,14 +172,18 @@ class Client:
         self.close()
 
     def _call(self, method, request, timeout=None):
-        # One call; gRPC retries it under the channel's retry policy.
+        # One call; gRPC retries it under the channel's retry policy, all
+        # within its deadline (`timeout`, else the client's).
+        timeout = self._timeout if timeout is None else max(timeout, 0.0)
         try:
-            return method(request, timeout=timeout or self._timeout, metadata=self._metadata)
+            return method(request, timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise TirError.from_rpc(e) from None
 
-    def compile(self, mlir_text, arch, heuristic_now=False, max_candidates_per_kernel=0, priority=0, shapes=None):
+    def compile(self, mlir_text, arch, heuristic_now=False, max_candidates_per_kernel=0, priority=0, shapes=None,
+                timeout=None):
         """Submits a graph (tir or TensorIR text); returns the Operation.
+        `timeout`: this call's deadline in seconds (default the client's).
 
         A graph with dynamic dims takes `shapes`: {input index: shape} (an
         index input: {index: [value]}). The answer is its shape bucket's
@@ -179,20 +196,30 @@ class Client:
         request.options.mode = pb.COMPILE_MODE_HEURISTIC_NOW if heuristic_now else pb.COMPILE_MODE_WAIT
         request.options.budget.max_candidates_per_kernel = max_candidates_per_kernel
         request.options.priority = priority
-        return self._checked(self._call(self._stub.Compile, request))
+        return self._checked(self._call(self._stub.Compile, request, timeout=timeout))
 
     def get_operation(self, name):
         return self._checked(self._call(self._stub.GetOperation, pb.GetOperationRequest(name=name)))
 
-    def wait(self, name, timeout):
-        """The operation once done, or as it is when `timeout` seconds passed."""
+    def wait(self, name, timeout, deadline=None):
+        """The operation once done, or as it is when `timeout` seconds passed.
+        A coordinator that does not answer costs the timeout and the time a
+        long poll's answer may take to come back (a tenth of the poll, 1 to
+        10 s); with `deadline` (a time.monotonic() value) never past it:
+        the coordinator is asked to answer a little before it."""
         end = time.monotonic() + timeout
+        hard = float("inf") if deadline is None else deadline
         while True:
-            poll = max(0.0, min(end - time.monotonic(), 60.0))
+            # Long polls of at most a minute.
+            now = time.monotonic()
+            margin = max(0.0, min((hard - now) / 10, 1.0))
+            poll = max(0.0, min(end - now, 60.0, hard - now - margin))
             request = pb.WaitOperationRequest(name=name)
             request.timeout.FromMilliseconds(int(poll * 1000))
-            op = self._checked(self._call(self._stub.WaitOperation, request, timeout=poll + 10))
-            if op.done or time.monotonic() >= end:
+            call = min(poll + min(max(poll / 10, 1.0), 10.0), max(hard - time.monotonic(), 0.0))
+            op = self._checked(self._call(self._stub.WaitOperation, request, timeout=call))
+            now = time.monotonic()
+            if op.done or now >= end or now >= hard - margin:
                 return op
 
     def watch(self, name, timeout=3600.0):
@@ -245,5 +272,5 @@ class Client:
         # Not retried: a retry after a lost answer would say "did not exist".
         return self._call(self._stub.DeleteKernel, pb.DeleteKernelRequest(name=name)).deleted
 
-    def workers(self, arch=""):
-        return list(self._call(self._stub.ListWorkers, pb.ListWorkersRequest(arch=arch)).workers)
+    def workers(self, arch="", timeout=None):
+        return list(self._call(self._stub.ListWorkers, pb.ListWorkersRequest(arch=arch), timeout=timeout).workers)

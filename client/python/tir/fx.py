@@ -1088,9 +1088,9 @@ class Compiled:
     In-place updates the module makes (a buffer, an input) are written back
     after each run, once."""
 
-    def __init__(self, module, exported, arch, client, timeout, max_candidates=0):
+    def __init__(self, module, exported, arch, client, timeout, max_candidates=0, progress=None):
         self.module, self.exported, self.arch, self.timeout = module, exported, arch, timeout
-        self.max_candidates = max_candidates
+        self.max_candidates, self.progress = max_candidates, progress
         self._client = client
         self._bundles = {}
         self._lock = threading.Lock()
@@ -1123,7 +1123,7 @@ class Compiled:
             b = self._bundles.get(key)
             if b is None:
                 b = tir.compile(self.exported.text, arch=self.arch, shapes=shapes or None, client=self._client,
-                                timeout=self.timeout, max_candidates=self.max_candidates)
+                                timeout=self.timeout, max_candidates=self.max_candidates, progress=self.progress)
                 self._bundles[key] = b
         return b
 
@@ -1234,19 +1234,22 @@ class _EagerBackward(torch.autograd.Function):
 
 
 def compile(module, example_inputs, arch=None, server=None, client=None, dynamic=None, token=None, bundle_key=None,
-            timeout=1200.0, max_candidates=0):
+            timeout=1200.0, max_candidates=0, progress=None):
     """`module` compiled through tir: a callable with its call signature.
 
-    `server` ("host:port") or `client` (tir.Client); neither: the embedded
-    default (its worker's arch when `arch` is None). The example shape is
-    compiled now, so errors (UNSUPPORTED_OP, INVALID_GRAPH, ...) raise here."""
+    `server` ("host:port") or `client` (tir.Client); neither: the user's
+    local service (its worker's arch when `arch` is None). The example shape
+    is compiled now, so errors (UNSUPPORTED_OP, INVALID_GRAPH, ...) raise
+    here. `timeout` bounds each shape's compile, connecting included;
+    `progress` is tir.compile's (a callable given tir.Progress; None: drawn
+    on stderr when it is a terminal; False: none)."""
     import tir
     exported = export(module, example_inputs, dynamic=dynamic)
     if client is None:
-        client = tir.connect(server, token=token, bundle_key=bundle_key)
+        client = tir.connect(server, token=token, bundle_key=bundle_key, timeout=min(30.0, timeout))
     arch = arch or getattr(client, "default_arch", None)
     if not arch:
         raise TirError(_INVALID, "INVALID_ARGUMENT", "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")
-    compiled = Compiled(module, exported, arch, client, timeout, max_candidates)
+    compiled = Compiled(module, exported, arch, client, timeout, max_candidates, progress)
     compiled.bundle_for(tuple(example_inputs))
     return compiled
