@@ -1052,12 +1052,34 @@ class Writer:
         v = self.value(a["self"], n)
         dim = self.number(a.get("dim", 0), n) % v.rank
         start, end = a.get("start"), a.get("end")
+        if isinstance(end, (torch.fx.Node, torch.SymInt)):
+            return self._slice_to_size(n, v, dim, start, a.get("step", 1) or 1)
         start = None if start is None else self.number(start, n)
         end = None if end is None else self.number(end, n)
         step = self.number(a.get("step", 1) or 1, n)
         r = self.slice(v, dim, start, end, step, n)
         shape, syms, _ = self.result(n)
         return self.reshape(r, shape, syms, n)
+
+    def _slice_to_size(self, n, v, dim, start, step):
+        """A slice whose end is a size known at run time (`bias[:, :, :T, :T]`
+        with T a dynamic dim): a gather of `dim` at start + step * iota(T), T
+        the result's extent along `dim` (a dim of an input)."""
+        shape, syms, dtype = self.result(n)
+        start, step = self.number(start or 0, n), self.number(step, n)
+        if syms[dim] is None:
+            raise Refused(n, "a slice whose end is computed at run time and whose extent is not a dynamic dim")
+        if start == 0 and step == 1 and v.shape[dim] is None and v.syms[dim] == syms[dim]:
+            return self.reshape(v, shape, syms, n)  # the whole dim
+        r = self.emit("iota dimension = 0%s : $T" % self.dynamic_dims([syms[dim]], n), [None], [syms[dim]], "si64")
+        if step != 1:
+            c = self.const(step, 1, "si64")
+            r = self.emit("mul %s, %s : (%s, %s) -> $T" % (r.name, c.name, r.type, c.type), [None], [syms[dim]], "si64")
+        if start != 0:
+            c = self.const(start, 1, "si64")
+            r = self.emit("add %s, %s : (%s, %s) -> $T" % (r.name, c.name, r.type, c.type), [None], [syms[dim]], "si64")
+        return self.emit("gather %s, %s axis = %d : (%s, %s) -> $T" % (v.name, r.name, dim, v.type, r.type), shape, syms,
+                         v.dtype)
 
     def op_select(self, n, a):
         v = self.value(a["self"], n)
