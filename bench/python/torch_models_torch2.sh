@@ -9,7 +9,7 @@ set -eu
 export PATH="$PATH:/usr/sbin:/sbin"
 root=${RUNFILES_DIR:-$0.runfiles}/tir
 [[ -d $root ]] || root=$(cd "$(dirname "$0")/../.." && pwd)
-checkout=${BUILD_WORKSPACE_DIRECTORY:-$root}
+checkout=${BUILD_WORKSPACE_DIRECTORY:-$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)}
 py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 chroot_dir=$("$checkout/tools/torch2-root")
