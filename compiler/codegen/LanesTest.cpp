@@ -1,10 +1,13 @@
 // The tile library's emulated implementation, piece by piece, against the
 // data movement the PTX ISA documents (ldmatrix, mma.sync.m16n8k16, shfl.bfly,
 // cp.async groups), and the emulator's checks: barriers, the shared-memory
-// race check, poisoned and uncompleted reads, divergent warp collectives.
+// race check, poisoned and uncompleted reads, divergent warp collectives,
+// and the schedules a block runs under (natural, high ids first, seeded).
 // Built with -DTIR_EMULATE=1, as `tirctl emit --verify` builds GPU kernels.
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -313,6 +316,105 @@ TEST(Lanes, DynamicSharedMemoryBeyondTheLaunchIsRefused) {
   auto r = Launch(
       32, [&] { TIR_DYNAMIC_SHARED(smem, 4096); (void)smem; }, 1, 1024);
   EXPECT_THAT(r.first_error, HasSubstr("uses 4096 bytes of dynamic shared memory, the launch gives 1024"));
+}
+
+tir_lanes::Result LaunchWith(unsigned threads, unsigned blocks, const tir_lanes::LaunchOptions &options,
+                             std::function<void()> body) {
+  blockDim = {threads, 1, 1};
+  gridDim = {blocks, 1, 1};
+  return tir_lanes::Launch("test_kernel", {blocks, 1, 1}, {threads, 1, 1}, 0,
+                           [](tir_lanes::Dim3 b) { blockIdx = {b.x, b.y, b.z}; }, std::move(body), options);
+}
+
+// Thread t writes g[t], then (with `barrier`) syncs, then reads its
+// neighbour's g[t + 1] into out[t]. Without the barrier the value read
+// depends on whether thread t + 1 ran first.
+tir_lanes::Result Neighbours(bool barrier, int schedules, std::vector<int> *out) {
+  static std::vector<int> g;
+  g.assign(64, 0);
+  out->assign(64, -1);
+  tir_lanes::LaunchOptions options;
+  options.schedules = schedules;
+  options.writable = {{g.data(), g.size() * sizeof(int)}, {out->data(), out->size() * sizeof(int)}};
+  return LaunchWith(64, 1, options, [out, barrier] {
+    const int t = threadIdx.x;
+    g[t] = t + 1;
+    if (barrier) TIR_SYNC();
+    (*out)[t] = g[(t + 1) % 64];
+  });
+}
+
+TEST(LanesSchedules, AResultThatDependsOnTheOrderIsCaught) {
+  std::vector<int> out;
+  // One schedule: the natural order alone passes (every thread reads its
+  // neighbour's 0, bar the last).
+  auto once = Neighbours(false, 1, &out);
+  EXPECT_EQ(once.errors, 0) << once.first_error;
+  EXPECT_EQ(out[0], 0);
+  auto r = Neighbours(false, 2, &out);
+  ASSERT_EQ(r.errors, 1);
+  EXPECT_EQ(r.first_error,
+            "SCHEDULE_DEPENDENT_RESULT: kernel test_kernel block (0,0,0) under high thread ids first: the block leaves "
+            "byte 0 of writable global buffer 1 as 0x00 under the natural order and as 0x02: its result depends on "
+            "the order its threads run in (a barrier missing between threads' global or shared accesses)");
+}
+
+TEST(LanesSchedules, WithTheBarrierEveryScheduleAgrees) {
+  std::vector<int> out;
+  auto r = Neighbours(true, 4, &out);
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(out[t], (t + 1) % 64 + 1);
+  EXPECT_EQ(r.lanes, 4u * 64) << "the block ran under each of the 4 schedules";
+}
+
+// The order threads start in, block by block: exploring blocks run under
+// every schedule, the others take them in turn.
+TEST(LanesSchedules, BlocksRunInTheNaturalHighFirstAndSeededOrders) {
+  std::vector<std::pair<unsigned, int>> log;
+  tir_lanes::LaunchOptions options;
+  options.schedules = 3;
+  options.seed = 5;
+  options.explore_blocks = 2;  // blocks 0 and 4 of 5
+  auto r = LaunchWith(8, 5, options, [&] { log.push_back({blockIdx.x, int(threadIdx.x)}); });
+  ASSERT_EQ(r.errors, 0) << r.first_error;
+  std::map<unsigned, std::vector<int>> starts;
+  for (const auto &[b, t] : log) starts[b].push_back(t);
+  const std::vector<int> natural = {0, 1, 2, 3, 4, 5, 6, 7}, high = {7, 6, 5, 4, 3, 2, 1, 0};
+  auto runs = [&](unsigned b, int k) { return std::vector<int>(starts[b].begin() + 8 * k, starts[b].begin() + 8 * k + 8); };
+  for (unsigned b : {0u, 4u}) {
+    SCOPED_TRACE(b);
+    ASSERT_EQ(starts[b].size(), 24u) << "an exploring block runs under all 3 schedules";
+    EXPECT_EQ(runs(b, 0), natural);
+    EXPECT_EQ(runs(b, 1), high);
+    std::vector<int> seeded = runs(b, 2), sorted = seeded;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, natural) << "a shuffle runs every thread once";
+    EXPECT_NE(seeded, natural);
+    EXPECT_NE(seeded, high);
+  }
+  EXPECT_EQ(runs(0, 2), runs(4, 2)) << "the shuffle is seeded";
+  // Blocks 1, 2, 3 once each, under schedules 1, 2, 0.
+  ASSERT_EQ(starts[1].size(), 8u);
+  ASSERT_EQ(starts[2].size(), 8u);
+  ASSERT_EQ(starts[3].size(), 8u);
+  EXPECT_EQ(starts[1], high);
+  EXPECT_EQ(starts[2], runs(0, 2));
+  EXPECT_EQ(starts[3], natural);
+  EXPECT_EQ(r.lanes, (3u * 2 + 3) * 8);
+}
+
+// The second schedule starts from the global memory the block found: a
+// block that increments a counter once is not told it depends on the order.
+TEST(LanesSchedules, EachScheduleStartsFromTheSameGlobalMemory) {
+  std::vector<unsigned> counter(1, 0);
+  tir_lanes::LaunchOptions options;
+  options.schedules = 3;
+  options.writable = {{counter.data(), sizeof(unsigned)}};
+  auto r = LaunchWith(32, 1, options, [&] {
+    if (threadIdx.x == 31) counter[0] += 1;
+  });
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_EQ(counter[0], 1u);
 }
 
 }  // namespace

@@ -42,6 +42,18 @@
 //    accumulators written by ordinary code to a wgmma without a wgmma.fence
 //    in between is a MISSING_WGMMA_FENCE.
 //
+// Schedules. Within a barrier interval the threads' segments may run in
+// any order on a GPU; the emulator runs each runnable thread to its next
+// park in an order a schedule gives: the natural order (thread 0 first),
+// high thread ids first, or a seeded shuffle drawn anew every round. A
+// launch runs blocks under several schedules (LaunchOptions): a block that
+// explores runs under each in turn from the same global memory (the
+// writable ranges are saved and restored) and must leave the same bytes
+// under all of them, else SCHEDULE_DEPENDENT_RESULT (tir's kernels are
+// deterministic: no float atomics); the other blocks take the schedules in
+// turn. A result that depends on the order (a missing barrier around
+// global memory) shows that way.
+//
 // Errors are collected per launch; the first one is reported in full, with
 // a count of the rest. A divergence (or a fault such as an out-of-bounds
 // shared access) stops the launch.
@@ -226,6 +238,11 @@ struct Block {
   std::function<void()> body;
   const char *kernel = "tir_kernel";
   Dim3 block = {0, 0, 0};
+  // The schedule the block runs under (Order), its seed, the lane order of
+  // the current round and the shuffle's state.
+  int order = 0;
+  uint64_t seed = 0, rng = 0;
+  std::vector<int> round;
   // Errors of this launch.
   std::string first_error;
   long errors = 0;
@@ -256,9 +273,22 @@ inline std::string Tid(const Lane &l) {
   std::snprintf(buf, sizeof(buf), "(%u,%u,%u)", l.tid.x, l.tid.y, l.tid.z);
   return buf;
 }
+// The orders a block's runnable threads run in, round by round.
+enum Order { kNaturalOrder = 0, kHighIdsFirst = 1, kShuffled = 2 };
+
+inline std::string ScheduleName(int order, uint64_t seed) {
+  if (order == kNaturalOrder) return "the natural order";
+  if (order == kHighIdsFirst) return "high thread ids first";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "the order of seed %llu", static_cast<unsigned long long>(seed));
+  return buf;
+}
+
 inline std::string Where() {
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "kernel %s block (%u,%u,%u): ", B().kernel, B().block.x, B().block.y, B().block.z);
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "kernel %s block (%u,%u,%u)%s%s: ", B().kernel, B().block.x, B().block.y, B().block.z,
+                B().order == kNaturalOrder ? "" : " under ",
+                B().order == kNaturalOrder ? "" : ScheduleName(B().order, B().seed).c_str());
   return buf;
 }
 
@@ -1171,14 +1201,128 @@ struct Result {
   long errors = 0;
   std::string first_error;
   uint64_t events = 0;
-  uint64_t lanes = 0;  // thread executions (blocks x threads)
+  uint64_t lanes = 0;  // thread executions (blocks x threads, each schedule a block ran under)
 };
+
+// How a launch explores schedules.
+struct LaunchOptions {
+  // The schedules: 1 the natural order alone; 2 adds high thread ids
+  // first; each one more a shuffle of seed `seed` + k.
+  int schedules = 1;
+  uint64_t seed = 0;
+  // How many blocks run under every schedule, compared byte for byte
+  // (the first, the last, then spread over the grid; < 0 every block); the
+  // others take the schedules in turn.
+  long explore_blocks = -1;
+  // The global memory the kernel may write (outputs, workspace): saved
+  // before an exploring block and restored before each further schedule.
+  std::vector<std::pair<void *, size_t>> writable;
+};
+
+inline uint64_t SplitMix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The lane order of the next round under the block's schedule.
+inline void NextRound(Block &b) {
+  b.round.resize(b.threads);
+  for (int i = 0; i < b.threads; ++i) b.round[i] = b.order == kHighIdsFirst ? b.threads - 1 - i : i;
+  if (b.order == kShuffled) {
+    for (int i = b.threads - 1; i > 0; --i) std::swap(b.round[i], b.round[SplitMix(b.rng) % uint64_t(i + 1)]);
+  }
+}
+
+// Runs the current block (b.block) once from poisoned shared memory under
+// schedule `order` (seed `seed` for a shuffle); false when the emulator had
+// no memory for the threads' stacks.
+inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
+  b.order = order;
+  b.seed = b.rng = seed;
+  // Poison what the last block used; the dynamic part comes first.
+  const size_t dirty = b.high_water > b.dynamic_bytes ? b.high_water : b.dynamic_bytes;
+  std::memset(b.arena.data(), 0xff, dirty);
+  std::fill(b.shadow.begin(), b.shadow.begin() + dirty, kFresh);
+  b.used = (b.dynamic_bytes + 15) & ~size_t(15);
+  b.high_water = b.used;
+  b.named.clear();
+  b.epoch = 1;
+  b.mbarriers.clear();
+  b.mbarrier_changes = b.woken_at = 0;
+  if (b.wgmma_reads.empty()) b.wgmma_reads.assign(kArenaBytes / 16, std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
+  std::fill(b.wgmma_reads.begin(), b.wgmma_reads.begin() + b.wgmma_reads_dirty,
+            std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
+  b.wgmma_reads_dirty = 0;
+  for (int i = 0; i < b.threads; ++i) {
+    Lane &l = b.lanes[i];
+    l.id = i;
+    l.tid = {unsigned(i % block.x), unsigned((i / block.x) % block.y), unsigned(i / (block.x * block.y))};
+    l.copies.clear();
+    l.committed = 0;
+    l.observed.clear();
+    l.proxy_fences = l.wgmma_fences = 0;
+    l.wgmma_committed = 0;
+    l.wgmma.clear();
+    l.arrivals = 0;
+    l.synced.clear();
+    l.wgmma_retired = 0;
+    l.retired_epoch = 0;
+    l.retired_at_arrival.clear();
+    void *stack = StackFor(l);
+    if (stack == nullptr) return false;
+    MakeContext(l.ctx, stack, kStackBytes, Entry, &b.sched);
+    l.park = Park::kRunnable;
+  }
+  result.lanes += b.threads;
+  for (;;) {
+    bool ran = false;
+    NextRound(b);
+    for (int k = 0; k < b.threads && !b.fatal; ++k) {
+      Lane &l = b.lanes[b.round[k]];
+      if (l.park != Park::kRunnable) continue;
+      b.cur = &l;
+      SwitchTo(b.sched, l.ctx);
+      ran = true;
+    }
+    if (b.fatal) break;
+    if (ran) continue;
+    bool more = false;
+    b.in_scheduler = true;
+    try {
+      more = Advance();
+    } catch (const Stop &) {
+    }
+    b.in_scheduler = false;
+    if (!more) break;
+  }
+  return true;
+}
+
+// Whether block `index` of `count` runs under every schedule: the first,
+// the last, then evenly spread, `budget` in all (< 0: every block).
+inline bool Explores(uint64_t index, uint64_t count, long budget) {
+  if (budget < 0 || uint64_t(budget) >= count) return true;
+  if (budget == 0) return false;
+  if (index == 0) return true;
+  if (budget == 1) return false;
+  if (index == count - 1) return true;
+  // budget - 2 more at index k * count / (budget - 1), k = 1 .. budget - 2.
+  const uint64_t slots = uint64_t(budget) - 1;
+  for (uint64_t k = 1; k < slots; ++k) {
+    if (index == k * count / slots) return true;
+  }
+  return false;
+}
 
 // Runs `body` (the kernel, reading threadIdx / blockIdx) for every block of
 // `grid` with `block` threads each and `dynamic_bytes` of dynamic shared
-// memory; `set_block` publishes the block's index before its threads start.
+// memory, under the schedules of `options`; `set_block` publishes the
+// block's index before its threads start.
 inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_bytes,
-                     const std::function<void(Dim3)> &set_block, std::function<void()> body) {
+                     const std::function<void(Dim3)> &set_block, std::function<void()> body,
+                     const LaunchOptions &options = {}) {
   static thread_local Block storage;
   Block &b = storage;
   Result result;
@@ -1189,6 +1333,7 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
   b.first_error.clear();
   b.fatal = false;
   b.events = 0;
+  b.order = kNaturalOrder;
   if (threads < 1 || threads > kMaxThreads) {
     result.errors = 1;
     result.first_error = "INVALID_LAUNCH: kernel " + std::string(kernel) + ": " + std::to_string(threads) +
@@ -1209,77 +1354,70 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
   }
   b.body = std::move(body);
   b.dynamic_bytes = dynamic_bytes;
-  for (unsigned z = 0; z < grid.z && !b.fatal; ++z) {
-    for (unsigned y = 0; y < grid.y && !b.fatal; ++y) {
-      for (unsigned x = 0; x < grid.x && !b.fatal; ++x) {
+  const int schedules = options.schedules < 1 ? 1 : options.schedules;
+  auto seedOf = [&](int k) { return k < 2 ? uint64_t(0) : options.seed + uint64_t(k - 2); };
+  const uint64_t count = uint64_t(grid.x) * grid.y * grid.z;
+  // Global memory before an exploring block, and after its first schedule.
+  std::vector<std::vector<unsigned char>> before, after;
+  uint64_t index = 0;
+  bool stacks = true;
+  for (unsigned z = 0; z < grid.z && !b.fatal && stacks; ++z) {
+    for (unsigned y = 0; y < grid.y && !b.fatal && stacks; ++y) {
+      for (unsigned x = 0; x < grid.x && !b.fatal && stacks; ++x, ++index) {
         b.block = {x, y, z};
         set_block(b.block);
-        // Poison what the last block used; the dynamic part comes first.
-        const size_t dirty = b.high_water > dynamic_bytes ? b.high_water : dynamic_bytes;
-        std::memset(b.arena.data(), 0xff, dirty);
-        std::fill(b.shadow.begin(), b.shadow.begin() + dirty, kFresh);
-        b.used = (dynamic_bytes + 15) & ~size_t(15);
-        b.high_water = b.used;
-        b.named.clear();
-        b.epoch = 1;
-        b.mbarriers.clear();
-        b.mbarrier_changes = b.woken_at = 0;
-        if (b.wgmma_reads.empty()) b.wgmma_reads.assign(kArenaBytes / 16, std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
-        std::fill(b.wgmma_reads.begin(), b.wgmma_reads.begin() + b.wgmma_reads_dirty,
-                  std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
-        b.wgmma_reads_dirty = 0;
-        for (int i = 0; i < b.threads; ++i) {
-          Lane &l = b.lanes[i];
-          l.id = i;
-          l.tid = {unsigned(i % block.x), unsigned((i / block.x) % block.y), unsigned(i / (block.x * block.y))};
-          l.copies.clear();
-          l.committed = 0;
-          l.observed.clear();
-          l.proxy_fences = l.wgmma_fences = 0;
-          l.wgmma_committed = 0;
-          l.wgmma.clear();
-          l.arrivals = 0;
-          l.synced.clear();
-          l.wgmma_retired = 0;
-          l.retired_epoch = 0;
-          l.retired_at_arrival.clear();
-          void *stack = StackFor(l);
-          if (stack == nullptr) {
-            result.errors = 1;
-            result.first_error = "INVALID_LAUNCH: no memory for the emulator's thread stacks";
-            return result;
-          }
-          MakeContext(l.ctx, stack, kStackBytes, Entry, &b.sched);
-          l.park = Park::kRunnable;
+        if (schedules == 1 || !Explores(index, count, options.explore_blocks)) {
+          const int k = int(index % uint64_t(schedules));
+          stacks = RunBlock(b, block, k < 2 ? k : kShuffled, seedOf(k), result);
+          continue;
         }
-        result.lanes += b.threads;
-        for (;;) {
-          bool ran = false;
-          for (int i = 0; i < b.threads && !b.fatal; ++i) {
-            Lane &l = b.lanes[i];
-            if (l.park != Park::kRunnable) continue;
-            b.cur = &l;
-            SwitchTo(b.sched, l.ctx);
-            ran = true;
+        before.resize(options.writable.size());
+        for (size_t w = 0; w < options.writable.size(); ++w) {
+          const unsigned char *p = static_cast<const unsigned char *>(options.writable[w].first);
+          before[w].assign(p, p + options.writable[w].second);
+        }
+        stacks = RunBlock(b, block, kNaturalOrder, 0, result);
+        if (!stacks || b.fatal || b.errors) continue;
+        after.resize(options.writable.size());
+        for (size_t w = 0; w < options.writable.size(); ++w) {
+          const unsigned char *p = static_cast<const unsigned char *>(options.writable[w].first);
+          after[w].assign(p, p + options.writable[w].second);
+        }
+        for (int k = 1; k < schedules && stacks && !b.fatal && !b.errors; ++k) {
+          for (size_t w = 0; w < options.writable.size(); ++w) {
+            std::memcpy(options.writable[w].first, before[w].data(), before[w].size());
           }
-          if (b.fatal) break;
-          if (ran) continue;
-          bool more = false;
-          b.in_scheduler = true;
-          try {
-            more = Advance();
-          } catch (const Stop &) {
+          set_block(b.block);
+          stacks = RunBlock(b, block, k < 2 ? k : kShuffled, seedOf(k), result);
+          if (!stacks || b.fatal || b.errors) break;
+          for (size_t w = 0; w < options.writable.size(); ++w) {
+            const unsigned char *p = static_cast<const unsigned char *>(options.writable[w].first);
+            if (std::memcmp(p, after[w].data(), after[w].size()) == 0) continue;
+            size_t at = 0;
+            while (p[at] == after[w][at]) ++at;
+            char buf[400];
+            std::snprintf(buf, sizeof(buf),
+                          "the block leaves byte %zu of writable global buffer %zu as 0x%02x under the natural order "
+                          "and as 0x%02x: its result depends on the order its threads run in (a barrier missing "
+                          "between threads' global or shared accesses)",
+                          at, w, after[w][at], p[at]);
+            Report("SCHEDULE_DEPENDENT_RESULT", buf);
+            break;
           }
-          b.in_scheduler = false;
-          if (!more) break;
         }
       }
     }
   }
-  result.errors = b.errors;
-  result.first_error = b.first_error;
+  if (!stacks) {
+    result.errors = 1;
+    result.first_error = "INVALID_LAUNCH: no memory for the emulator's thread stacks";
+  } else {
+    result.errors = b.errors;
+    result.first_error = b.first_error;
+  }
   result.events = b.events;
   b.body = nullptr;
+  b.order = kNaturalOrder;
   g_block = nullptr;
   return result;
 }
