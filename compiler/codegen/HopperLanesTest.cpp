@@ -4,7 +4,8 @@
 // canonical layout, and the faults the emulator must catch: a wgmma before
 // the TMA's mbarrier phase completed, accumulators read before
 // wgmma.wait_group, a descriptor in another swizzle than the TMA wrote, a
-// parity that flips wrong, ordinary stores without fence.proxy.async.
+// parity that flips wrong, ordinary stores without fence.proxy.async, an
+// mbarrier used by other threads before its init is ordered (a race).
 // Built with -DTIR_EMULATE=1.
 
 #include <cmath>
@@ -348,6 +349,61 @@ TEST(HopperLanes, TmaThroughAMapTheLauncherDidNotEncodeIsRefused) {
       },
       8192 + 8);
   EXPECT_THAT(r.first_error, HasSubstr("INVALID_TENSOR_MAP"));
+}
+
+// Thread 0 initializes an mbarrier for 64 arrivals; every thread arrives
+// and waits for the phase. `barrier`: a TIR_SYNC orders the init first.
+tir_lanes::Result InitThenUse(bool barrier, int schedules) {
+  blockDim = {64, 1, 1};
+  gridDim = {1, 1, 1};
+  tir_lanes::LaunchOptions options;
+  options.schedules = schedules;
+  return tir_lanes::Launch(
+      "test_kernel", {1, 1, 1}, {64, 1, 1}, 64, [](tir_lanes::Dim3 b) { blockIdx = {b.x, b.y, b.z}; },
+      [barrier] {
+        TIR_DYNAMIC_SHARED(smem, 64);
+        tir_sptr<tir_u64> bar = tir_sptr_cast<tir_u64>(smem + 8);
+        if (threadIdx.x == 0) {
+          tir_mbar_init(bar, 64);
+          tir_mbar_init_fence();
+        }
+        if (barrier) TIR_SYNC();
+        tir_mbar_arrive(bar);
+        tir_mbar_wait(bar, 0);
+      },
+      options);
+}
+
+TEST(HopperLanes, AnMbarrierInitNotOrderedBeforeAnotherThreadsUseIsARace) {
+  // In the natural order thread 0 inits before the others run: the race
+  // check, not the order, has to see it.
+  auto r = InitThenUse(false, 1);
+  ASSERT_GE(r.errors, 1);
+  EXPECT_THAT(r.first_error,
+              ::testing::StartsWith("SHARED_MEMORY_RACE: kernel test_kernel block (0,0,0): thread (1,0,0) arrives at "
+                                    "the mbarrier at shared byte 8 that thread (0,0,0) initialized (mbarrier.init) "
+                                    "with no barrier between"));
+}
+
+TEST(HopperLanes, AnMbarrierInitBeforeABarrierIsCleanUnderEverySchedule) {
+  auto r = InitThenUse(true, 3);
+  EXPECT_EQ(r.errors, 0) << r.first_error;
+  EXPECT_EQ(r.lanes, 3u * 64);
+}
+
+TEST(HopperLanes, AStoreToAnMbarrierAnotherThreadInitsIsARace) {
+  blockDim = {64, 1, 1};
+  gridDim = {1, 1, 1};
+  auto r = tir_lanes::Launch(
+      "test_kernel", {1, 1, 1}, {64, 1, 1}, 64, [](tir_lanes::Dim3 b) { blockIdx = {b.x, b.y, b.z}; }, [] {
+        TIR_DYNAMIC_SHARED(smem, 64);
+        tir_sptr<tir_u64> bar = tir_sptr_cast<tir_u64>(smem + 8);
+        if (threadIdx.x == 0) tir_mbar_init(bar, 1);
+        if (threadIdx.x == 5) bar[0] = tir_u64(0);  // e.g. clearing shared memory
+        TIR_SYNC();
+      });
+  EXPECT_THAT(r.first_error, HasSubstr("SHARED_MEMORY_RACE"));
+  EXPECT_THAT(r.first_error, HasSubstr("thread (5,0,0) writes shared byte 8 that thread (0,0,0) wrote"));
 }
 
 }  // namespace

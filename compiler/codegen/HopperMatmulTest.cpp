@@ -7,7 +7,7 @@
 // cp.async.bulk.tensor where TMA applies); and faults planted in the
 // generated source (no mbarrier wait, no wgmma.wait_group, another swizzle
 // in a descriptor, a flipped parity, a missing proxy fence, a wrong arrival
-// count) are each caught by the emulator.
+// count, no barrier after mbarrier.init) are each caught by the emulator.
 
 #include <algorithm>
 #include <cstdlib>
@@ -339,6 +339,9 @@ TEST(HopperMatmul, PlantedFaultsAreCaught) {
        false},
       {"producer-staged consumers skip the wait", "        tir_mbar_wait(full + s, (unsigned)((it / 4) & 1));\n", "",
        {"UNINITIALIZED_SHARED_READ", "SHARED_MEMORY_RACE", "MISSING_PROXY_FENCE"}, false},
+      // Other threads may use a barrier thread 0 has not initialized yet.
+      {"no barrier after thread 0's mbarrier.init", "    tir_mbar_init_fence();\n  }\n  TIR_SYNC();\n",
+       "    tir_mbar_init_fence();\n  }\n", {"that thread (0,0,0) initialized (mbarrier.init) with no barrier between"}},
   };
   // The TMA graph with seven K steps: each block reuses its 4 stages
   // within its tile (a grid of one block a tile never runs ahead into

@@ -42,6 +42,11 @@
 //    accumulators written by ordinary code to a wgmma without a wgmma.fence
 //    in between is a MISSING_WGMMA_FENCE.
 //
+// mbarrier objects are shared memory to the race check too: an
+// mbarrier.init is a store to its 8 bytes, and another thread's use of the
+// barrier (arrive, try_wait, a TMA completing on it) that no barrier (or
+// mbarrier phase) orders after the init is a SHARED_MEMORY_RACE.
+//
 // Schedules. Within a barrier interval the threads' segments may run in
 // any order on a GPU; the emulator runs each runnable thread to its next
 // park in an order a schedule gives: the natural order (thread 0 first),
@@ -52,7 +57,7 @@
 // under all of them, else SCHEDULE_DEPENDENT_RESULT (tir's kernels are
 // deterministic: no float atomics); the other blocks take the schedules in
 // turn. A result that depends on the order (a missing barrier around
-// global memory) shows that way.
+// global memory, a barrier used before its init) shows that way.
 //
 // Errors are collected per launch; the first one is reported in full, with
 // a count of the rest. A divergence (or a fault such as an out-of-bounds
@@ -199,6 +204,11 @@ struct MBarrier {
   int count = 0, pending = 0;
   long long tx = 0;
   uint32_t phase = 0;
+  // The thread that initialized it, the barrier interval it did so in and
+  // its mbarrier arrivals before (what orders the init before a use).
+  int init_thread = -1;
+  uint32_t init_epoch = 0, init_arrivals = 0;
+  bool race_reported = false;
   // Per thread: its latest arrival (1-based) in the open phase, and in the
   // phases completed so far.
   std::vector<uint32_t> open, completed;
@@ -585,10 +595,34 @@ inline int MbarrierIndex(const void *p) {
   for (size_t i = 0; i < b.mbarriers.size(); ++i) {
     if (b.mbarriers[i].offset == off) return static_cast<int>(i);
   }
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%s uses shared byte %zu as an mbarrier that no mbarrier.init set up",
+  char buf[240];
+  std::snprintf(buf, sizeof(buf),
+                "%s uses shared byte %zu as an mbarrier that no mbarrier.init set up (yet: another thread's init "
+                "needs a barrier between it and this use)",
                 LaneName(Current().id).c_str(), off);
   Fault("MBARRIER_UNINITIALIZED", buf);
+}
+
+// A use of mbarrier `i` by the current thread (`what` it does): the init,
+// a store to the barrier's bytes, must be ordered before it by a barrier,
+// or by an mbarrier phase the initializer arrived at after the init and
+// this thread saw complete (PTX ISA, "mbarrier.init": the init is not
+// visible to other threads until then; fence.mbarrier_init alone does not
+// order it).
+inline void MbarrierUse(int i, const char *what) {
+  Block &b = B();
+  MBarrier &m = b.mbarriers[i];
+  const Lane &l = Current();
+  if (m.init_thread < 0 || m.init_thread == l.id || m.init_epoch != b.epoch || m.race_reported) return;
+  if (size_t(m.init_thread) < l.synced.size() && l.synced[m.init_thread] > m.init_arrivals) return;
+  m.race_reported = true;
+  char buf[400];
+  std::snprintf(buf, sizeof(buf),
+                "%s %s the mbarrier at shared byte %zu that %s initialized (mbarrier.init) with no barrier between: "
+                "the init is not ordered before other threads' use (__syncthreads after mbarrier.init and "
+                "fence.mbarrier_init)",
+                LaneName(l.id).c_str(), what, m.offset, LaneName(m.init_thread).c_str());
+  Report("SHARED_MEMORY_RACE", buf);
 }
 
 inline void MbarrierInit(void *p, int count) {
@@ -596,9 +630,14 @@ inline void MbarrierInit(void *p, int count) {
   ++b.events;
   const size_t off = OffsetOf(p, 8);
   if (off % 8 != 0) Fault("MISALIGNED_ADDRESS", LaneName(Current().id) + " initializes an mbarrier not 8-byte aligned");
+  // The init stores the barrier's 8 bytes.
+  Record(off, 8, true, Current().id);
   MBarrier m;
   m.offset = off;
   m.count = m.pending = count;
+  m.init_thread = Current().id;
+  m.init_epoch = b.epoch;
+  m.init_arrivals = Current().arrivals;
   m.open.assign(b.threads, 0);
   m.completed.assign(b.threads, 0);
   for (MBarrier &o : b.mbarriers) {
@@ -626,7 +665,9 @@ inline void MbarrierSettle(MBarrier &m) {
 inline void MbarrierArrive(void *p, long long tx) {
   Block &b = B();
   ++b.events;
-  MBarrier &m = b.mbarriers[MbarrierIndex(p)];
+  const int i = MbarrierIndex(p);
+  MbarrierUse(i, "arrives at");
+  MBarrier &m = b.mbarriers[i];
   Lane &l = Current();
   m.open[l.id] = ++l.arrivals;
   l.retired_at_arrival.push_back(l.wgmma_retired);
@@ -649,6 +690,7 @@ inline bool MbarrierTryWait(void *p, int parity) {
   Lane &l = Current();
   ++b.events;
   const int i = MbarrierIndex(p);
+  MbarrierUse(i, "waits on");
   MBarrier &m = b.mbarriers[i];
   if ((m.phase & 1u) != (static_cast<unsigned>(parity) & 1u)) {
     if (l.observed.size() <= size_t(i)) l.observed.resize(i + 1, 0);
@@ -709,6 +751,7 @@ inline void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
                                     "-byte aligned (its swizzle repeats every " + std::to_string(align) + " bytes)");
   }
   const int bi = MbarrierIndex(bar);
+  MbarrierUse(bi, "completes a TMA load on");
   const uint32_t phase = b.mbarriers[bi].phase;
   const unsigned char *base = reinterpret_cast<const unsigned char *>(f.base);
   {
