@@ -37,7 +37,8 @@ absl::StatusOr<EmittedKernel> KernelEmitter::Run() {
   for (const std::string &f : fields_) absl::StrAppend(&out.source, "  ", f, ";\n");
   int64_t threads = 1;
   for (uint32_t b : launch_.block()) threads *= b;
-  // The fields of tir_args from the launcher's array of field pointers.
+  // The plain host form's tir_args from the launcher's array of field
+  // pointers (the emulated form takes the packed struct, as a GPU does).
   std::string unpack = "  tir_args a;\n";
   for (size_t i = 0; i < field_names_.size(); ++i) {
     absl::StrAppend(&unpack, "  std::memcpy(&a.", field_names_[i], ", fields[", i, "], sizeof(a.", field_names_[i], "));\n");
@@ -48,18 +49,34 @@ absl::StatusOr<EmittedKernel> KernelEmitter::Run() {
                   grid_constant_ ? "TIR_GRID_CONSTANT " : "", "tir_args a) {\n", body, "}\n\n",
                   "#if TIR_EMULATE\n"
                   "// Emulated GPU form: every block of the grid with the block size of\n"
-                  "// the launch, lane by lane (tir_lanes.h). Returns the number of errors;\n"
-                  "// the first is written to `error`.\n"
-                  "extern \"C\" int tir_lanes_call(void **fields, const unsigned *grid, const unsigned *block,\n"
-                  "                                unsigned long dynamic_smem, char *error, unsigned long error_bytes,\n"
-                  "                                unsigned long long *stats) {\n",
-                  unpack,
+                  "// the launch, lane by lane (tir_lanes.h), on the parameter struct as a\n"
+                  "// GPU receives it (`params`, packed by the launcher: ParamPacking.h),\n"
+                  "// under the schedules `schedule` names (count, seed, exploring blocks)\n"
+                  "// with the global memory the kernel may write in `writable`. Returns the\n"
+                  "// number of errors; the first is written to `error`.\n"
+                  "extern \"C\" int tir_lanes_call(const void *params, unsigned long params_bytes, const unsigned *grid,\n"
+                  "                                const unsigned *block, unsigned long dynamic_smem, void *const *writable,\n"
+                  "                                const unsigned long *writable_bytes, int writable_count,\n"
+                  "                                const long long *schedule, char *error, unsigned long error_bytes,\n"
+                  "                                unsigned long long *stats) {\n"
+                  "  if (params_bytes != sizeof(tir_args)) {\n"
+                  "    std::snprintf(error, error_bytes, \"INVALID_LAUNCH: kernel tir_kernel: the launcher packed %lu bytes of \"\n"
+                  "                  \"parameters, its tir_args has %lu\", params_bytes, (unsigned long)sizeof(tir_args));\n"
+                  "    return 1;\n"
+                  "  }\n"
+                  "  tir_args a;\n"
+                  "  std::memcpy((void *)&a, params, sizeof(a));\n"
+                  "  tir_lanes::LaunchOptions options;\n"
+                  "  options.schedules = (int)schedule[0];\n"
+                  "  options.seed = (unsigned long long)schedule[1];\n"
+                  "  options.explore_blocks = (long)schedule[2];\n"
+                  "  for (int i = 0; i < writable_count; ++i) options.writable.emplace_back(writable[i], writable_bytes[i]);\n"
                   "  gridDim.x = grid[0]; gridDim.y = grid[1]; gridDim.z = grid[2];\n"
                   "  blockDim.x = block[0]; blockDim.y = block[1]; blockDim.z = block[2];\n"
                   "  const tir_lanes::Result r = tir_lanes::Launch(\n"
                   "      \"tir_kernel\", {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, dynamic_smem,\n"
                   "      [](tir_lanes::Dim3 b) { blockIdx.x = b.x; blockIdx.y = b.y; blockIdx.z = b.z; },\n"
-                  "      [&a] { tir_kernel(a); });\n"
+                  "      [&a] { tir_kernel(a); }, options);\n"
                   "  std::snprintf(error, error_bytes, \"%s\", r.first_error.c_str());\n"
                   "  stats[0] = r.events; stats[1] = r.lanes;\n"
                   "  return (int)r.errors;\n"

@@ -7,7 +7,8 @@
 // cp.async.bulk.tensor where TMA applies); and faults planted in the
 // generated source (no mbarrier wait, no wgmma.wait_group, another swizzle
 // in a descriptor, a flipped parity, a missing proxy fence, a wrong arrival
-// count, no barrier after mbarrier.init) are each caught by the emulator.
+// count, no barrier after mbarrier.init, a tensor map packed at a wrong
+// offset of the parameter struct) are each caught by the emulator.
 
 #include <algorithm>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/ParamPacking.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -372,6 +374,35 @@ tir.graph @lk(%x: tensor<64x256xf16> {tir.stride = "(264,1)"}, %w: tensor<256x64
     auto clean = RunLanes(*p, params);
     ASSERT_TRUE(clean.ok()) << clean.status();
     EXPECT_LE(*clean, 1e-5);
+  }
+  // Its 448-byte parameter struct packed with the first tensor map 64
+  // bytes past its offset (192): the emulator, given the bytes a GPU
+  // would get, finds no map where the kernel's struct has it.
+  {
+    SCOPED_TRACE("a tensor map packed at a wrong offset");
+    auto emitted = EmitKernel(tma->kernel, params);
+    ASSERT_TRUE(emitted.ok()) << emitted.status();
+    HostBuildOptions lanes;
+    lanes.form = HostForm::kLanes;
+    auto built = BuildHostKernel(*emitted, WorkDir(), lanes);  // the clean run's object
+    ASSERT_TRUE(built.ok()) << built.status();
+    auto launch = HostLaunch::Prepare(tma->kernel, emitted->field_names, emitted->launch, tma->inputs);
+    ASSERT_TRUE(launch.ok()) << launch.status();
+    const std::vector<HostLaunch::FieldView> fields = (*launch)->Fields(0);
+    ParamLayout layout = LayOutParams(fields);
+    ASSERT_EQ(layout.bytes, 448u);
+    size_t map = 0;
+    while (map < fields.size() && !fields[map].map) ++map;
+    ASSERT_LT(map, fields.size());
+    ASSERT_EQ(layout.offsets[map], 192u);
+    layout.offsets[map] += 64;
+    auto bytes = PackParams(fields, layout, [&](int b) { return reinterpret_cast<uint64_t>((*launch)->buffer(0, b).data()); });
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    const unsigned block[3] = {emitted->launch.block(0), 1, 1};
+    const absl::Status wrong = (*built)->CallLanes(bytes->data(), bytes->size(), (*launch)->grid(), block,
+                                                   emitted->launch.dynamic_shared_memory_bytes(), (*launch)->Writable(0),
+                                                   LaneSchedules{});
+    EXPECT_EQ(ReasonOf(wrong), "INVALID_TENSOR_MAP") << wrong;
   }
   for (const Mutant &m : mutants) {
     SCOPED_TRACE(m.name);

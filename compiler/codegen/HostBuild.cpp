@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/codegen/LaunchContract.h"
+#include "compiler/codegen/ParamPacking.h"
 #include "compiler/ir/StrideAttr.h"
 #include "compiler/reference/Interpreter.h"
 #include "compiler/reference/ShapeSolver.h"
@@ -37,14 +38,24 @@ HostKernel::~HostKernel() {
   if (handle_ != nullptr) dlclose(handle_);
 }
 
-absl::Status HostKernel::CallLanes(void **fields, const unsigned *grid, const unsigned *block, uint64_t dynamic_smem,
-                                   LaneStats *stats) const {
+absl::Status HostKernel::CallLanes(const void *params, size_t params_bytes, const unsigned *grid,
+                                   const unsigned *block, uint64_t dynamic_smem,
+                                   const std::vector<std::pair<void *, size_t>> &writable,
+                                   const LaneSchedules &schedules, LaneStats *stats) const {
   if (lanes_ == nullptr) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "INVALID_ARGUMENT", path_ + " is not an emulated kernel");
   }
   std::string error(4096, '\0');
   unsigned long long counts[2] = {0, 0};
-  const int errors = lanes_(fields, grid, block, dynamic_smem, error.data(), error.size(), counts);
+  std::vector<void *> ranges;
+  std::vector<unsigned long> sizes;
+  for (const auto &[p, n] : writable) {
+    ranges.push_back(p);
+    sizes.push_back(n);
+  }
+  const long long schedule[3] = {schedules.schedules, static_cast<long long>(schedules.seed), schedules.explore_blocks};
+  const int errors = lanes_(params, params_bytes, grid, block, dynamic_smem, ranges.data(), sizes.data(),
+                            static_cast<int>(ranges.size()), schedule, error.data(), error.size(), counts);
   if (stats != nullptr) {
     stats->events += counts[0];
     stats->threads += counts[1];
@@ -298,10 +309,13 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     int64_t bytes = 0;
     for (const std::string &name : field_names) {
       const size_t before = set.fields.size();
-      auto note = [&](int buffer, size_t bytes) {
+      // Every field but a scalar is 8-byte aligned (pointers, int64
+      // arrays) or a 64-byte aligned tensor map; a scalar is its size.
+      auto note = [&](int buffer, size_t bytes, size_t align = 8) {
         if (set.fields.size() != before + 1) return;
         set.field_buffer.push_back(buffer);
         set.field_bytes.push_back(bytes);
+        set.field_align.push_back(align);
         set.field_map.push_back(-1);
       };
       int mapInput = -1;
@@ -342,7 +356,8 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
           reference::ToBuffer(t, {}, value.data());
           set.scalars.push_back(value);
           set.fields.push_back(set.scalars.back().data());
-          note(-1, static_cast<size_t>(reference::StorageBytes(t.dtype)));
+          note(-1, static_cast<size_t>(reference::StorageBytes(t.dtype)),
+               static_cast<size_t>(reference::StorageBytes(t.dtype)));
         } else {
           set.buffers.emplace_back(std::max<int64_t>(1, reference::BufferBytes(t.dtype, t.shape, inStrides[i])), 0);
           TIR_RETURN_IF_ERROR(
@@ -385,7 +400,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
         set.map_bytes.push_back(bytes);
         set.maps.push_back(v);
         set.fields.push_back(set.map_bytes.back().data());
-        note(-1, 128);
+        note(-1, 128, 64);
         set.field_map.back() = static_cast<int>(set.maps.size() - 1);
       } else if (name == "workspace") {
         // Grown to what each launch rule asks for (ReserveWorkspace).
@@ -520,6 +535,7 @@ std::vector<HostLaunch::FieldView> HostLaunch::Fields(int s) const {
     FieldView f;
     f.buffer = set.field_buffer[i];
     f.bytes = set.field_bytes[i];
+    f.align = set.field_align[i];
     if (f.buffer < 0) f.value = set.fields[i];
     if (set.field_map[i] >= 0) f.map = &set.maps[set.field_map[i]];
     out.push_back(f);
@@ -531,9 +547,26 @@ void HostLaunch::Poison(int s) {
   for (size_t b : sets_[s].out_buffer) std::fill(sets_[s].buffers[b].begin(), sets_[s].buffers[b].end(), 0xff);
 }
 
+std::vector<std::pair<void *, size_t>> HostLaunch::Writable(int s) {
+  std::vector<std::pair<void *, size_t>> out;
+  Set &set = sets_[s];
+  for (size_t b : set.out_buffer) out.emplace_back(set.buffers[b].data(), set.buffers[b].size());
+  if (set.workspace_buffer >= 0) {
+    out.emplace_back(set.buffers[set.workspace_buffer].data(), set.buffers[set.workspace_buffer].size());
+  }
+  return out;
+}
+
 absl::Status HostLaunch::Run(const HostKernel &kernel, int s, LaneStats *stats) {
   if (kernel.form() == HostForm::kLanes) {
-    return kernel.CallLanes(sets_[s].fields.data(), grid_.data(), block_.data(), dynamic_smem_, stats);
+    // The struct as a GPU launch would pass it, the buffers' host addresses
+    // in the pointer fields.
+    const std::vector<FieldView> fields = Fields(s);
+    const ParamLayout layout = LayOutParams(fields);
+    TIR_ASSIGN_OR_RETURN(const Bytes params,
+                         PackParams(fields, layout, [&](int b) { return reinterpret_cast<uint64_t>(sets_[s].buffers[b].data()); }));
+    return kernel.CallLanes(params.data(), params.size(), grid_.data(), block_.data(), dynamic_smem_, Writable(s),
+                            schedules_, stats);
   }
   kernel.Call(sets_[s].fields.data(), grid_[0], grid_[1], grid_[2]);
   return absl::OkStatus();

@@ -26,6 +26,19 @@ enum class HostForm {
   kLanes,  // the GPU form, lane by lane (-DTIR_EMULATE=1)
 };
 
+// How an emulated launch explores schedules (tir_lanes.h, LaunchOptions):
+// the natural order and high thread ids first, then seeded shuffles; the
+// blocks that run under every schedule (`explore_blocks` of them: the
+// first, then the last, then spread over the grid; -1 every block) must
+// leave the same global bytes under each, the others take the schedules in
+// turn. By default the first block explores (what each verification adds
+// is one block's run) and the others alternate.
+struct LaneSchedules {
+  int schedules = 2;
+  uint64_t seed = 1;
+  long explore_blocks = 1;
+};
+
 // What one emulated launch did.
 struct LaneStats {
   uint64_t events = 0;  // lane events: shared accesses, collective and barrier arrivals
@@ -35,8 +48,10 @@ struct LaneStats {
 class HostKernel {
  public:
   using CallFn = void (*)(void **fields, unsigned gx, unsigned gy, unsigned gz);
-  using LanesFn = int (*)(void **fields, const unsigned *grid, const unsigned *block, unsigned long dynamic_smem,
-                          char *error, unsigned long error_bytes, unsigned long long *stats);
+  using LanesFn = int (*)(const void *params, unsigned long params_bytes, const unsigned *grid, const unsigned *block,
+                          unsigned long dynamic_smem, void *const *writable, const unsigned long *writable_bytes,
+                          int writable_count, const long long *schedule, char *error, unsigned long error_bytes,
+                          unsigned long long *stats);
   HostKernel(void *handle, CallFn call, LanesFn lanes, std::string path)
       : handle_(handle), call_(call), lanes_(lanes), path_(std::move(path)) {}
   ~HostKernel();
@@ -45,12 +60,15 @@ class HostKernel {
 
   HostForm form() const { return lanes_ ? HostForm::kLanes : HostForm::kPlain; }
   void Call(void **fields, unsigned gx, unsigned gy, unsigned gz) const { call_(fields, gx, gy, gz); }
-  // The lane-exact launch: errors carry the emulator's reason
-  // (SHARED_MEMORY_RACE, UNCOMPLETED_ASYNC_COPY, WARP_DIVERGENCE,
+  // The lane-exact launch on `params` (tir_args packed as a GPU receives
+  // it: ParamPacking.h), with `writable` the global memory it may write:
+  // errors carry the emulator's reason (SHARED_MEMORY_RACE,
+  // SCHEDULE_DEPENDENT_RESULT, UNCOMPLETED_ASYNC_COPY, WARP_DIVERGENCE,
   // BARRIER_DIVERGENCE, SHARED_OUT_OF_BOUNDS, MISALIGNED_ADDRESS,
   // INVALID_LAUNCH) and its report.
-  absl::Status CallLanes(void **fields, const unsigned *grid, const unsigned *block, uint64_t dynamic_smem,
-                         LaneStats *stats = nullptr) const;
+  absl::Status CallLanes(const void *params, size_t params_bytes, const unsigned *grid, const unsigned *block,
+                         uint64_t dynamic_smem, const std::vector<std::pair<void *, size_t>> &writable,
+                         const LaneSchedules &schedules, LaneStats *stats = nullptr) const;
   const std::string &path() const { return path_; }
 
  private:
@@ -128,9 +146,13 @@ class HostLaunch {
   // Sets every output byte of set `s` to 0xff, so an unwritten element shows.
   void Poison(int s);
   // Runs `kernel` on set `s` (lane by lane for an emulated kernel, with the
-  // launch rule's block and dynamic shared memory). Errors: the emulator's
-  // (HostKernel::CallLanes).
+  // launch rule's block and dynamic shared memory, on set `s`'s parameter
+  // struct packed by PackParams, under the schedules of SetSchedules).
+  // Errors: the emulator's (HostKernel::CallLanes).
   absl::Status Run(const HostKernel &kernel, int s, LaneStats *stats = nullptr);
+  void SetSchedules(const LaneSchedules &schedules) { schedules_ = schedules; }
+  // The global memory a kernel may write in set `s`: outputs and workspace.
+  std::vector<std::pair<void *, size_t>> Writable(int s);
   // The outputs of set `s`, read back through their strides.
   std::vector<reference::Tensor> Outputs(int s) const;
 
@@ -151,10 +173,12 @@ class HostLaunch {
   };
   // `map`: a tensor-map field (128 bytes, 64-byte aligned) that a GPU
   // launcher encodes with the driver; `value` holds the emulator's encoding.
+  // `align`: the field's alignment in tir_args (its C type's).
   struct FieldView {
     int buffer = -1;
     const void *value = nullptr;
     size_t bytes = 0;
+    size_t align = 8;
     const TensorMapView *map = nullptr;
   };
   std::vector<FieldView> Fields(int s) const;
@@ -178,6 +202,7 @@ class HostLaunch {
     std::vector<size_t> out_buffer;  // per output, index into buffers
     std::vector<int> field_buffer;   // per field: buffer index, or -1 for a value
     std::vector<size_t> field_bytes; // per value field: its size
+    std::vector<size_t> field_align; // per field: its alignment
     std::vector<int> field_map;      // per field: index into maps, or -1
     std::vector<std::array<uint64_t, 16>> map_bytes;
     std::vector<TensorMapView> maps;
@@ -192,6 +217,7 @@ class HostLaunch {
   std::array<unsigned, 3> block_ = {1, 1, 1};
   uint64_t dynamic_smem_ = 0;
   int64_t bytes_per_set_ = 0;
+  LaneSchedules schedules_;
 };
 
 // The grid (x, y, z) a launch rule gives for the iteration domain `domain`.

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/codegen/ParamPacking.h"
 #include "compiler/support/status.h"
 #include "worker/measure/stats.h"
 
@@ -117,57 +118,41 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
   const unsigned *grid = host_->grid();
   unsigned block[3] = {1, 1, 1};
   for (int i = 0; i < work.launch().block_size() && i < 3; ++i) block[i] = std::max(1u, work.launch().block(i));
-  // tir_args per set: each field at its natural alignment, pointers to the
-  // set's device buffers.
-  // A tensor-map field is encoded by the driver over the set's buffer (64
-  // bytes aligned, the struct with it), or left zero when the layout allows
-  // none (the kernel then loads without TMA).
+  // tir_args per set, packed as the emulator gets it (ParamPacking.h):
+  // pointers to the set's device buffers, tensor maps encoded by the driver
+  // over the set's buffer, or left zero when the layout allows none (the
+  // kernel then loads without TMA).
   const std::vector<codegen::HostLaunch::FieldView> fields = host_->Fields(0);
-  size_t structAlign = 8;
-  for (const codegen::HostLaunch::FieldView &f : fields) {
-    if (f.map) structAlign = 64;
-  }
-  std::vector<std::vector<uint8_t>> args(buffers_.size());
+  const codegen::ParamLayout layout = codegen::LayOutParams(fields);
+  std::vector<codegen::HostLaunch::Bytes> args;
   for (size_t s = 0; s < buffers_.size(); ++s) {
-    std::vector<uint8_t> &a = args[s];
-    for (const codegen::HostLaunch::FieldView &f : fields) {
-      const size_t align = f.map ? 64 : f.buffer >= 0 ? 8 : std::min<size_t>(8, f.bytes >= 8 ? 8 : f.bytes);
-      a.resize((a.size() + align - 1) / align * align);
-      const size_t at = a.size();
-      if (f.map) {
-        a.resize(at + sizeof(CUtensorMap), 0);
-        // The kernel tests the same layout rule on the device pointer.
-        if (!f.map->encodable || buffers_[s][f.map->buffer] % 16 != 0) continue;
-        if (api.cuTensorMapEncodeTiled == nullptr) {
-          return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
-                           "the kernel loads by TMA and the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
-        }
-        CUtensorMap map;
-        const cuuint64_t dims[2] = {f.map->dims[0], f.map->dims[1]};
-        const cuuint64_t strides[1] = {f.map->stride_bytes};
-        const cuuint32_t box[2] = {f.map->box[0], f.map->box[1]}, element[2] = {1, 1};
-        if (absl::Status e = driver_->Check(
-                api.cuTensorMapEncodeTiled(&map, f.map->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                                           2, reinterpret_cast<void *>(static_cast<uintptr_t>(buffers_[s][f.map->buffer])), dims, strides, box,
-                                           element, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                "cuTensorMapEncodeTiled");
-            !e.ok()) {
-          return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", std::string(e.message()));
-        }
-        std::memcpy(a.data() + at, &map, sizeof(map));
-        continue;
+    auto encode = [&](const codegen::HostLaunch::FieldView &f, uint8_t *dst) -> absl::Status {
+      // The kernel tests the same layout rule on the device pointer.
+      if (!f.map->encodable || buffers_[s][f.map->buffer] % 16 != 0) return absl::OkStatus();
+      if (api.cuTensorMapEncodeTiled == nullptr) {
+        return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
+                         "the kernel loads by TMA and the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer)");
       }
-      if (f.buffer >= 0) {
-        const CUdeviceptr p = buffers_[s][f.buffer];
-        a.resize(at + sizeof(p));
-        std::memcpy(a.data() + at, &p, sizeof(p));
-      } else {
-        a.resize(at + f.bytes);
-        std::memcpy(a.data() + at, f.value, f.bytes);
+      CUtensorMap map;
+      const cuuint64_t dims[2] = {f.map->dims[0], f.map->dims[1]};
+      const cuuint64_t strides[1] = {f.map->stride_bytes};
+      const cuuint32_t box[2] = {f.map->box[0], f.map->box[1]}, element[2] = {1, 1};
+      if (absl::Status e = driver_->Check(
+              api.cuTensorMapEncodeTiled(&map, f.map->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                         2, reinterpret_cast<void *>(static_cast<uintptr_t>(buffers_[s][f.map->buffer])), dims,
+                                         strides, box, element, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "cuTensorMapEncodeTiled");
+          !e.ok()) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK", std::string(e.message()));
       }
-    }
-    a.resize((a.size() + structAlign - 1) / structAlign * structAlign);
+      static_assert(sizeof(map) == 128, "a CUtensorMap is the 128 bytes the layout gives it");
+      std::memcpy(dst, &map, sizeof(map));
+      return absl::OkStatus();
+    };
+    TIR_ASSIGN_OR_RETURN(codegen::HostLaunch::Bytes packed,
+                         codegen::PackParams(fields, layout, [&](int b) { return static_cast<uint64_t>(buffers_[s][b]); }, encode));
+    args.push_back(std::move(packed));
   }
   auto launch = [&](size_t s) {
     void *params[] = {args[s].data()};

@@ -61,9 +61,14 @@ absl::StatusOr<tir::v1::CandidateResult> HostRunner::Measure(uint32_t candidate,
     TIR_ASSIGN_OR_RETURN(slot, codegen::LoadHostKernel(binary_path));
   }
   TIR_RETURN_IF_ERROR(launch_->SetLaunch(work.launch()));
-  // The verification run is also the untimed warm-up.
+  // The verification run is also the untimed warm-up; an emulated kernel
+  // runs under several schedules there, once in the timed runs.
+  launch_->SetSchedules(codegen::LaneSchedules{});
   launch_->Poison(0);
   TIR_RETURN_IF_ERROR(launch_->Run(*slot, 0));
+  codegen::LaneSchedules once;
+  once.schedules = 1;
+  launch_->SetSchedules(once);
   if (item.policy().verify()) {
     *result.mutable_verification() = Verify(launch_->Outputs(0), prepared_->expected, prepared_->rounding,
                                                 codegen::ReductionLength(prepared_->loaded.graph, launch_->domain()),
