@@ -69,8 +69,8 @@ absl::Status KernelEmitter::DeclareArgs() {
     Field(absl::StrCat("tir_i64 out", i, "_stride[", std::max<int64_t>(1, r ? r.getRank() : 1), "]"),
           absl::StrCat("out", i, "_stride"));
   }
-  // The Hopper matmul form loads A and B by TMA: a tensor map each (64 x 64
-  // boxes, whatever the tile), encoded by the launcher.
+  // The Hopper matmul form loads A and B by TMA: a tensor map each, encoded
+  // by the launcher, with the boxes HopperBoxes gives.
   if (kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue() == "matmul" && Param("wgmma", 0)) {
     MatmulOp mm;
     for (mlir::Operation &op : block.without_terminator()) {
@@ -78,8 +78,9 @@ absl::Status KernelEmitter::DeclareArgs() {
     }
     const HopperOperands h = mm ? HopperPlan(mm) : HopperOperands{};
     if (h.tma) {
-      for (int arg : {h.arg_a, h.arg_b}) {
-        const std::string name = TensorMapFieldName(arg, 64, 64);
+      const HopperBoxes boxes = HopperBoxesOf(h);
+      for (const std::string &name : {TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]),
+                                      TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1])}) {
         if (std::find(field_names_.begin(), field_names_.end(), name) == field_names_.end()) {
           Field("tir_tensor_map " + name, name);
         }

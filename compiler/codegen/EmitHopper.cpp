@@ -62,6 +62,13 @@ KernelEmitter::HopperOperands KernelEmitter::HopperPlan(MatmulOp mm) {
   return h;
 }
 
+KernelEmitter::HopperBoxes KernelEmitter::HopperBoxesOf(const HopperOperands &h) {
+  HopperBoxes boxes;
+  boxes.a[1] = Param("block_m", 128);
+  if (h.b_k_major) boxes.b[1] = Param("block_n", 128);
+  return boxes;
+}
+
 // The device form of one wgmma shape: the operand list grows with N (N/2
 // accumulators a thread), so each kernel carries the ones it uses.
 std::string KernelEmitter::WgmmaDeviceFunction(int64_t n, const std::string &type, bool trans_b) {
@@ -101,7 +108,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   const int b = rank_ - 3;
   const int64_t bm = Param("block_m", 128), bn = Param("block_n", 128), stages = Param("stages", 4);
   const int64_t consumers = Param("consumers", 2), persistent = Param("persistent", 1), group = Param("group_m", 8);
-  const int64_t split = std::max<int64_t>(1, Param("split_k", 1));
+  const int64_t split = std::max<int64_t>(1, Param("split_k", 1)), raster = Param("raster", 0);
   const int64_t rowsPerConsumer = bm / std::max<int64_t>(1, consumers), msub = rowsPerConsumer / 64;
   if (consumers < 1 || bm % (64 * consumers) != 0 || bn % 64 != 0 || bn > 256 || stages < 2 || msub * bn / 2 > 128 ||
       split > 64) {
@@ -159,7 +166,22 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                                "      const tir_i64 kt0 = part_k * KT / ", split, ", kt1 = (part_k + 1) * KT / ", split, ";\n")
                 : std::string("      const tir_i64 tile = unit, kt0 = 0, kt1 = KT;\n");
   absl::StrAppend(&coords, "      const tir_i64 batch = tile / (tiles_m * tiles_n), pid = tile % (tiles_m * tiles_n);\n");
-  if (group <= 1) {
+  if (raster != 0) {
+    // Raster 0 (below): bands of `group` tile rows, each walked column by
+    // column. Raster 1: bands of `group` tile columns, walked row by row;
+    // raster 2 and 3 as 0 and 1 with every other band walked backwards
+    // (serpentine), so a band starts on the tiles the last one ended on.
+    const bool alongN = raster == 1 || raster == 3, serpentine = raster >= 2;
+    const std::string across = alongN ? "tiles_m" : "tiles_n", banded = alongN ? "tiles_n" : "tiles_m";
+    absl::StrAppend(&coords, "      const tir_i64 width = ", std::max<int64_t>(1, group), " * ", across,
+                    ", band = pid / width, first = band * ", std::max<int64_t>(1, group), ";\n",
+                    "      const tir_i64 lines = ", banded, " - first < ", std::max<int64_t>(1, group), " ? ", banded,
+                    " - first : ", std::max<int64_t>(1, group), ";\n",
+                    "      const tir_i64 in_band = first + (pid % width) % lines, step_across = (pid % width) / lines;\n",
+                    "      const tir_i64 across = ", serpentine ? absl::StrCat("(band & 1) ? ", across, " - 1 - step_across : ") : "",
+                    "step_across;\n",
+                    "      const tir_i64 tm = ", alongN ? "across" : "in_band", ", tn = ", alongN ? "in_band" : "across", ";\n");
+  } else if (group <= 1) {
     absl::StrAppend(&coords, "      const tir_i64 tm = pid / tiles_n, tn = pid % tiles_n;\n");
   } else {
     absl::StrAppend(&coords, "      const tir_i64 width = ", group, " * tiles_n, first_m = (pid / width) * ", group, ";\n",
@@ -209,18 +231,24 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     (step == 1 ? hostA : stageA) = sa;
     (step == 1 ? hostB : stageB) = sb;
   }
-  std::string tmaLoads;
+  std::string tmaLoads, prefetch;
   if (h.tma) {
-    const std::string ma = TensorMapFieldName(h.arg_a, 64, 64), mb = TensorMapFieldName(h.arg_b, 64, 64);
+    const HopperBoxes boxes = HopperBoxesOf(h);
+    const std::string ma = TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]),
+                      mb = TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1]);
+    // The producer's thread brings both descriptors on chip before its
+    // first load (prefetch.tensormap).
+    prefetch = absl::StrCat("    if (tma && p == 0) {\n      tir_prefetch_tensormap(&a.", ma, ");\n",
+                            "      tir_prefetch_tensormap(&a.", mb, ");\n    }\n");
+    // A (and a K-major B) in one box of 128-byte rows; an N-major B's
+    // 64-column chunks 8 KiB apart, a box each.
     absl::StrAppend(&tmaLoads, "          if (p == 0) {\n", "            tir_mbar_arrive_tx(full + s, ", stageBytes, "u);\n",
-                    "            for (int j = 0; j < ", bm / 64, "; ++j)\n",
-                    "              tir_tma_load_2d(As + j * 4096, &a.", ma, ", (int)(kt * 64), (int)(tm * ", bm,
-                    " + j * 64), full + s);\n",
-                    "            for (int j = 0; j < ", bn / 64, "; ++j)\n");
+                    "            tir_tma_load_2d(As, &a.", ma, ", (int)(kt * 64), (int)(tm * ", bm, "), full + s);\n");
     if (h.b_k_major) {
-      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(kt * 64), (int)(tn * ", bn,
-                      " + j * 64), full + s);\n");
+      absl::StrAppend(&tmaLoads, "            tir_tma_load_2d(Bs, &a.", mb, ", (int)(kt * 64), (int)(tn * ", bn,
+                      "), full + s);\n");
     } else {
+      absl::StrAppend(&tmaLoads, "            for (int j = 0; j < ", bn / 64, "; ++j)\n");
       absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(tn * ", bn,
                       " + j * 64), (int)(kt * 64), full + s);\n");
     }
@@ -276,7 +304,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   // the file's share (255) without it.
   const bool moveRegisters = consumers == 2;
   absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", moveRegisters ? "    tir_setmaxnreg_dec<40>();\n" : "",
-                  "    const int p = threadIdx.x;\n", "    tir_i64 it = 0;\n",
+                  "    const int p = threadIdx.x;\n", prefetch, "    tir_i64 it = 0;\n",
                   // With TMA one thread issues everything; the rest of the warpgroup idles.
                   "    for (tir_i64 unit = first_tile; unit < units && (!tma || p == 0); unit += tile_step) {\n", coords,
                   "      for (tir_i64 kt = kt0; kt < kt1; ++kt, ++it) {\n",
@@ -349,9 +377,13 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       &code, moveRegisters ? "    tir_setmaxnreg_inc<232>();\n" : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
       "    tir_i64 it = 0;\n", "    for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
+      // The unit's first wgmma scales D by 0 (its accumulators start
+      // undefined); only a unit with no K steps zeroes them.
       "      tir_wg_acc<", bn, "> acc[", msub, "];\n",
+      "      if (kt1 <= kt0) {\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
       "#pragma unroll\n        for (int i = 0; i < ", bn / 2, "; ++i) acc[ms].set(i, 0.f);\n",
+      "      }\n",
       "      for (tir_i64 kt = kt0; kt < kt1; ++kt, ++it) {\n",
       "        const int s = (int)(it % ", stages, ");\n",
       "        tir_mbar_wait(full + s, (unsigned)((it / ", stages, ") & 1));\n",
@@ -363,7 +395,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "          const tir_u64 db = ", bDesc, ";\n",
       "#pragma unroll\n          for (int ms = 0; ms < ", msub, "; ++ms)\n",
       "            tir_wgmma_m64k16_", type, "<", bn, ", 0, ", h.b_k_major ? 0 : 1,
-      ">(acc[ms], tir_wgmma_desc(sa + ms * 8192 + ks * 32, 16, 1024, 1), db, 1);\n",
+      ">(acc[ms], tir_wgmma_desc(sa + ms * 8192 + ks * 32, 16, 1024, 1), db, kt > kt0 || ks > 0);\n",
       "        }\n", "        tir_wgmma_commit();\n",
       "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       // One group in flight: the previous K step's is done, its stage free.

@@ -174,6 +174,25 @@ TEST_P(EveryCandidate, OfTheTmaMatmulPassesLaneByLane) {
 
 INSTANTIATE_TEST_SUITE_P(Chunks, EveryCandidate, ::testing::Range(0, kChunks));
 
+// Every raster order covers each tile once: 4 x 3 tiles of 64 x 64 in bands
+// of 2 and 3 (a short last band), rows and columns, plain and serpentine,
+// under the persistent grid's walk.
+TEST(HopperMatmul, EveryRasterOrderCoversEachTileOnce) {
+  auto p = Plan(kBiasGelu);
+  ASSERT_TRUE(p);
+  for (int64_t group : {2, 3}) {
+    for (int64_t raster : {0, 1, 2, 3}) {
+      const std::map<std::string, int64_t> params = {
+          {"block_m", 64}, {"block_n", 64},   {"block_k", 64}, {"stages", 2},       {"consumers", 1},
+          {"persistent", 1}, {"group_m", group}, {"split_k", 1},  {"raster", raster}, {"wgmma", 1}};
+      SCOPED_TRACE(absl::StrCat("group_m ", group, " raster ", raster));
+      auto err = RunLanes(*p, params);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LE(*err, 1e-5);
+    }
+  }
+}
+
 class CoveringCandidates : public ::testing::TestWithParam<Graph> {};
 
 // Every tile shape and consumer count of the space once, with stages,
@@ -182,12 +201,13 @@ TEST_P(CoveringCandidates, PassLaneByLane) {
   auto p = Plan(GetParam().text);
   ASSERT_TRUE(p);
   std::set<std::tuple<int64_t, int64_t, int64_t>> shapes;
-  std::set<std::tuple<int64_t, int64_t, int64_t>> variants;
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> variants;
   int checked = 0;
   for (size_t i = 0; i < p->space.size(); ++i) {
     const auto &c = p->space[i].params;
     const auto shape = std::make_tuple(c.at("block_m"), c.at("block_n"), c.at("consumers"));
-    const auto variant = std::make_tuple(c.at("stages"), c.at("persistent"), c.at("group_m"));
+    const auto variant =
+        std::make_tuple(c.at("stages"), c.at("persistent"), c.at("group_m"), c.count("raster") ? c.at("raster") : 0);
     // A new shape, or a stages / persistence / raster combination not yet run.
     if (shapes.count(shape) && variants.count(variant)) continue;
     shapes.insert(shape);
@@ -234,6 +254,7 @@ TEST(HopperMatmul, DefaultsCompileWithNvrtcToWgmmaAndTma) {
     EXPECT_THAT(cubin->ptx, HasSubstr("mbarrier.try_wait.parity"));
     if (g.tma) {
       EXPECT_THAT(cubin->ptx, HasSubstr("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"));
+      EXPECT_THAT(cubin->ptx, HasSubstr("prefetch.tensormap"));
     }
     EXPECT_EQ(cubin->spill_bytes, 0) << cubin->log;
     // ptxas serializes wgmma it cannot keep asynchronous, and says so.
@@ -268,8 +289,10 @@ TEST(HopperMatmul, TensorMapArgumentsDescribeTheOperands) {
       if (!f.map) continue;
       ++maps;
       EXPECT_EQ(f.bytes, 128u);
+      // A in one box of 64 K x block_m rows; the N-major B in 64 x 64
+      // boxes (a 128-byte swizzled row is 64 elements).
       EXPECT_EQ(f.map->box[0], 64u);
-      EXPECT_EQ(f.map->box[1], 64u);
+      EXPECT_EQ(f.map->box[1], maps == 1 ? 128u : 64u);
       EXPECT_EQ(f.map->elem_bytes, 2);
       // The strided graph's A rows are 144 bytes (a map), B's 202 (none).
       const bool encodable = w.encodable || f.map->stride_bytes % 16 == 0;
@@ -326,7 +349,7 @@ TEST(HopperMatmul, PlantedFaultsAreCaught) {
       // parities then name phases that never come.
       {"the empty barrier expects too few arrivals", "tir_mbar_init(empty + s, 8u);", "tir_mbar_init(empty + s, 4u);",
        {"MBARRIER_OVERFLOW", "MBARRIER_DEADLOCK"}},
-      {"no wgmma.fence after zeroing the accumulators", "        tir_wgmma_fence();\n", "", {"MISSING_WGMMA_FENCE"}},
+      {"no wgmma.fence before the wgmmas", "        tir_wgmma_fence();\n", "", {"MISSING_WGMMA_FENCE"}},
       // A stage released while the wgmma reading it may still run: the
       // producer's next copy into it races with the read.
       {"the stage is released before its wgmma retires", "        tir_wgmma_wait<1>();\n", "        tir_wgmma_wait<2>();\n",

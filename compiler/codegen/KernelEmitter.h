@@ -166,6 +166,14 @@ class KernelEmitter {
     int arg_a = -1, arg_b = -1;
   };
   HopperOperands HopperPlan(MatmulOp mm);
+  // The TMA boxes of A and B ({inner, outer} elements). Under the 128-byte
+  // swizzle a box row is 64 elements of K (or N): A is one block_m x 64
+  // box, a K-major B one block_n x 64 box (an outer extent up to 256); an
+  // N-major B takes block_n / 64 boxes of 64 x 64, one per 64 columns.
+  struct HopperBoxes {
+    int64_t a[2] = {64, 64}, b[2] = {64, 64};
+  };
+  HopperBoxes HopperBoxesOf(const HopperOperands &h);
   // The sm_90a form for bf16/f16 operands (EmitHopper.cpp).
   absl::StatusOr<std::string> MatmulHopper(MatmulOp mm, const std::string &type);
   static std::string WgmmaDeviceFunction(int64_t n, const std::string &type, bool trans_b);

@@ -165,8 +165,10 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
 }
 // The Hopper form (sm_90a, bf16/f16): a producer warpgroup and `consumers`
 // consumer warpgroups, 64-column K steps through `stages` TMA stages.
+// `raster` orders the tiles (EmitHopper): 0 bands of `group` tile rows, 1
+// bands of tile columns, 2 and 3 the same walked serpentine.
 Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int stages, int consumers,
-                  int persistent, int group, int splitK) {
+                  int persistent, int group, int splitK, int raster = 0) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
   int64_t batch = 1;
   for (int64_t b : f.space.batch) batch *= b;
@@ -181,14 +183,17 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     reject = "more than 128 accumulators a consumer thread";
   } else if (bm > std::max<int64_t>(64, NextPow2(m)) || bn > std::max<int64_t>(64, NextPow2(n))) {
     reject = "tile larger than the problem";
-  } else if (group > 1 && CeilDiv(m, bm) <= 1) {
+  } else if (group > 1 && (raster % 2 == 0 ? CeilDiv(m, bm) : CeilDiv(n, bn)) <= 1) {
     reject = "grouped rasterization of a single tile row";
+  } else if (raster >= 2 && (group <= 1 || (raster == 2 ? CeilDiv(m, bm) : CeilDiv(n, bn)) <= group)) {
+    reject = "a serpentine order of a single band";
   } else if (splitK > 1 && kTiles / splitK < 2) {
     reject = "split-K leaves less than two K tiles per split";
   }
   TileCandidate &c = out.c;
   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", 64}, {"stages", stages}, {"consumers", consumers},
               {"persistent", persistent}, {"group_m", group}, {"split_k", splitK}, {"wgmma", 1}};
+  if (raster != 0) c.params["raster"] = raster;
   c.threads = 128 * (consumers + 1);
   c.shared_bytes = 1024 + stages * (bm + bn) * 128 + stages * 16;
   // setmaxnreg moves registers from the producer (40) to the consumers
@@ -394,15 +399,22 @@ struct Builder {
             for (int persistent : {0, 1}) {
               for (int group : {1, 8}) {
                 for (int sk : splits) {
-                  Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk);
-                  made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
-                                      persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) && sk == d.split;
-                  if (!made.reject.empty()) {
-                    ++space.before_pruning;
-                    ++space.pruned[made.reject];
-                    continue;
+                  for (int raster : {0, 1, 2, 3}) {
+                    // Other raster orders for grouped, persistent grids
+                    // (whose blocks walk the tiles in the kernel's order).
+                    if (raster != 0 && (group <= 1 || persistent == 0)) continue;
+                    Made made =
+                        planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk, raster);
+                    made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
+                                        persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) && sk == d.split &&
+                                        raster == 0;
+                    if (!made.reject.empty()) {
+                      ++space.before_pruning;
+                      ++space.pruned[made.reject];
+                      continue;
+                    }
+                    Offer(std::move(made));
                   }
-                  Offer(std::move(made));
                 }
               }
             }

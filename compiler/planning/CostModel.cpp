@@ -17,6 +17,42 @@ int BlocksPerSm(const TileCandidate &c, const target::ArchInfo &arch) {
   return std::max(n, arch.is_gpu ? 0 : 1);
 }
 
+// DRAM bytes of A and B for the Hopper form, from its raster order. The
+// tiles resident at once (a wave: one block per SM) are consecutive in
+// that order. Raster 0 and 2 walk bands of `group_m` tile rows across the
+// tile columns (A is the band's operand, B the crossed one); 1 and 3 bands
+// of tile columns across the rows (the other way round). A wave spans
+// h = max(group, tiles across it) lines of its band, so the crossed
+// operand is read once per h lines, unless it fits in half the L2 (then
+// once); the band's own operand is read once when h lines of it fit
+// there, else once per wave. (Serpentine walks are priced as their plain
+// order: what they save at a band's turn is not modelled.)
+double HopperOperandTraffic(const KernelFacts &f, const TileCandidate &c, const target::ArchInfo &arch) {
+  const auto param = [&](const char *name, double fallback) {
+    auto it = c.params.find(name);
+    return it == c.params.end() ? fallback : static_cast<double>(it->second);
+  };
+  double batch = 1;
+  for (int64_t b : f.space.batch) batch *= b;
+  const double m = std::max<int64_t>(1, f.space.m), n = std::max<int64_t>(1, f.space.n),
+               k = std::max<int64_t>(1, f.space.k);
+  const double bm = param("block_m", 128), bn = param("block_n", 128), split = param("split_k", 1);
+  const double raster = param("raster", 0), group = std::max(1.0, param("group_m", 1));
+  const bool alongN = raster == 1 || raster == 3;
+  const double tilesM = CeilDiv(m, bm), tilesN = CeilDiv(n, bn);
+  const double lines = alongN ? tilesN : tilesM, across = alongN ? tilesM : tilesN;
+  const double lineRowBytes = (alongN ? bn : bm) * k * f.operand_bytes;    // one band line of its operand
+  const double lineBytes = (alongN ? n : m) * k * f.operand_bytes * batch;  // the band operand, whole
+  const double crossedBytes = (alongN ? m : n) * k * f.operand_bytes * batch;
+  // Tiles resident at once (split-K's parts of a tile are consecutive units).
+  const double wave = std::max(1.0, std::min(tilesM * tilesN, double(arch.sm_count) / std::max(1.0, split)));
+  const double h = std::min(lines, std::max(std::min(group, lines), CeilDiv(wave, across)));
+  const double halfL2 = 0.5 * arch.l2_bytes;
+  const double crossedReads = crossedBytes / batch <= halfL2 ? 1.0 : CeilDiv(lines, h);
+  const double lineReads = h * lineRowBytes <= halfL2 ? 1.0 : std::max(1.0, CeilDiv(tilesM * tilesN, wave) * h / lines);
+  return lineBytes * lineReads + crossedBytes * crossedReads;
+}
+
 }  // namespace
 
 Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate &c,
@@ -83,7 +119,9 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       double l2 = group > 1 ? 6.0 : 2.0;
       if (aBytes + bBytes < 0.5 * arch.l2_bytes) l2 *= 4;
       const double reread = (aBytes * CeilDiv(n, bn) + bBytes * CeilDiv(m, bm)) / l2;
-      bytes = std::max(aBytes + bBytes, reread) + cBytes * (splitK > 1 ? 2 * splitK : 1) +
+      double operandBytes = std::max(aBytes + bBytes, reread);
+      if (arch.is_gpu && param("wgmma", 0) > 0) operandBytes = HopperOperandTraffic(f, c, arch);
+      bytes = operandBytes + cBytes * (splitK > 1 ? 2 * splitK : 1) +
               (f.bytes_in - aBytes - bBytes > 0 ? f.bytes_in - aBytes - bBytes : 0);
       edge = CeilDiv(m, bm) * bm * CeilDiv(n, bn) * bn * CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
       if (!f.tensor_core) {

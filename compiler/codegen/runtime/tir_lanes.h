@@ -40,7 +40,8 @@
 //    accumulators hold poison until the wgmma.wait_group that covers its
 //    commit group; reading them before is WGMMA_NOT_WAITED, handing
 //    accumulators written by ordinary code to a wgmma without a wgmma.fence
-//    in between is a MISSING_WGMMA_FENCE.
+//    in between, or a thread's first wgmma with no wgmma.fence before it,
+//    is a MISSING_WGMMA_FENCE.
 //
 // mbarrier objects are shared memory to the race check too: an
 // mbarrier.init is a store to its 8 bytes, and another thread's use of the
@@ -783,6 +784,17 @@ inline void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
   MbarrierSettle(m);
 }
 
+// prefetch.tensormap: only a map the launcher encoded may be prefetched
+// (a GPU faults on anything else).
+inline void PrefetchTensorMap(const void *map) {
+  ++B().events;
+  uint64_t magic;
+  std::memcpy(&magic, map, sizeof(magic));
+  if (magic != kTensorMapMagic) {
+    Fault("INVALID_TENSOR_MAP", LaneName(Current().id) + " prefetches a tensor map the launcher did not encode");
+  }
+}
+
 // fence.proxy.async: this thread's ordinary shared stores so far are visible
 // to the async proxy (wgmma, TMA).
 inline void ProxyFence() {
@@ -924,6 +936,11 @@ inline void Wgmma(bool bf16, int n, WgmmaAccumulators acc, uint64_t desc_a, uint
   }
   if (((desc_a >> 49) & 7) != 0 || ((desc_b >> 49) & 7) != 0) {
     Fault("INVALID_DESCRIPTOR", LaneName(l.id) + " gives wgmma a descriptor with a matrix base offset (tir keeps tiles aligned)");
+  }
+  // PTX ISA, "wgmma.fence": required before a warpgroup's first wgmma, and
+  // between ordinary accesses of its registers and a wgmma using them.
+  if (l.wgmma_fences == 0) {
+    Fault("MISSING_WGMMA_FENCE", LaneName(l.id) + " issues its first wgmma with no wgmma.fence before it");
   }
   if (*acc.group < 0 && *acc.touched && l.wgmma_fences <= *acc.touched_at) {
     Fault("MISSING_WGMMA_FENCE", LaneName(l.id) + " hands wgmma accumulators that ordinary code wrote with no wgmma.fence after");

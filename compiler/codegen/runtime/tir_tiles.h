@@ -14,6 +14,7 @@
 //   tir_fence, tir_ticket, tir_volatile_load            two-phase work across blocks
 //   tir_mbar_init / _arrive / _arrive_tx / _try_wait     mbarriers with phases (sm_90)
 //   tir_tensor_map, tir_tma_load_2d                     TMA tile loads (sm_90)
+//   tir_prefetch_tensormap                              tensor-map prefetch (sm_90)
 //   tir_fence_proxy_async, tir_swz_bytes<S>             ordinary stores for the async proxy
 //   tir_wgmma_desc, tir_wg_acc<N>, tir_wgmma_fence /    warpgroup MMA from shared memory (sm_90a)
 //   _fence_operands
@@ -526,6 +527,19 @@ TIR_FN void tir_tma_load_2d(tir_sptr<T> dst, const tir_tensor_map *map, int c0, 
   ::tir_lanes::TmaLoad2d(tir_sraw(dst), map, c0, c1, tir_sraw(bar));
 #else
   (void)dst; (void)map; (void)c0; (void)c1; (void)bar;
+#endif
+}
+
+// Brings a tensor map into the TMA unit's descriptor cache ahead of the
+// first load through it (PTX ISA, "prefetch.tensormap"; the map lives in
+// the __grid_constant__ parameter, addressed generically).
+TIR_FN void tir_prefetch_tensormap(const tir_tensor_map *map) {
+#if TIR_DEVICE
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::PrefetchTensorMap(map);
+#else
+  (void)map;
 #endif
 }
 
