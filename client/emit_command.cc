@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
 #include "compiler/codegen/LaunchContract.h"
@@ -187,9 +189,36 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
       for (size_t i = 0; i < space.size(); ++i) {
         if (space[i].is_default) pick = i;
       }
+    } else if (absl::StrContains(options.candidate, '=')) {
+      // KEY=VALUE[,KEY=VALUE...]: the best-ranked candidate with those parameters.
+      std::map<std::string, int64_t> want;
+      for (absl::string_view pair : absl::StrSplit(options.candidate, ',')) {
+        std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+        int64_t v = 0;
+        if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &v)) {
+          return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
+                           absl::StrCat("--candidate ", options.candidate, ": '", pair, "' is not KEY=INTEGER"));
+        }
+        want[kv.first] = v;
+      }
+      pick = space.size();
+      for (size_t i = 0; i < space.size() && pick == space.size(); ++i) {
+        bool all = true;
+        for (const auto &[key, v] : want) {
+          auto it = space[i].params.find(key);
+          all = all && (it != space[i].params.end() ? it->second == v : v == 0);
+        }
+        if (all) pick = i;
+      }
+      if (pick == space.size()) {
+        return MakeError(absl::StatusCode::kNotFound, "NO_SUCH_CANDIDATE",
+                         absl::StrCat("--candidate ", options.candidate, ": no candidate of kernel ", k, " (of ",
+                                      space.size(), ") has those parameters"));
+      }
     } else if (!absl::SimpleAtoi(options.candidate, &pick) || pick >= space.size()) {
       return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT",
-                       absl::StrCat("--candidate must be 'default' or a rank below ", space.size(), " for kernel ", k));
+                       absl::StrCat("--candidate must be 'default', a rank below ", space.size(),
+                                    " or KEY=VALUE[,KEY=VALUE...] for kernel ", k));
     }
     TIR_ASSIGN_OR_RETURN(codegen::EmittedKernel emitted, codegen::EmitKernel(kernel, space[pick].params));
     const std::string stem = absl::StrCat(name, "_k", k);

@@ -1,4 +1,4 @@
-// `tirctl emit FILE --arch ARCH [--candidate default|N] [-o DIR] [--verify]`:
+// `tirctl emit FILE --arch ARCH [--candidate default|N|KEY=VALUE,...] [-o DIR] [--verify]`:
 // plans a graph and writes, per kernel, its generated source, launch rule and
 // binary (a cubin from NVRTC, or the host shared object for --arch host);
 // --verify (host) runs every kernel on random inputs against the reference
@@ -18,7 +18,10 @@ namespace tir::client {
 
 struct EmitOptions {
   std::string arch = "sm_90a";
-  std::string candidate = "default";  // "default" or a rank ("0" = best predicted)
+  // "default", a rank ("0" = best predicted), or KEY=VALUE[,KEY=VALUE...]:
+  // the best-ranked candidate with those tile parameters (an absent one
+  // matches 0; NO_SUCH_CANDIDATE when none has them).
+  std::string candidate = "default";
   std::string out_dir;                // where files go (created)
   bool verify = false;
   // NVRTC compile cache directory ("" for none); tirctl uses

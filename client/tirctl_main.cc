@@ -48,7 +48,7 @@ verbs:
                            candidates (default arch sm_90a); --explain fits the cost
                            model's corrections to the trials in the local store, shows
                            the fit and its error on held-out trials, and ranks with it
-  emit FILE [--arch A] [--candidate default|N] [-o DIR] [--verify] [--report [--device D]]
+  emit FILE [--arch A] [--candidate default|N|KEY=VALUE,...] [-o DIR] [--verify] [--report [--device D]]
                            write each kernel's CUDA C++, kernel graph, launch rule and binary
                            (cubin, or a host shared object for --arch host); --verify checks
                            every kernel against the reference interpreter: for a GPU arch the

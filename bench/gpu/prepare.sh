@@ -1,8 +1,9 @@
 #!/bin/bash
 # Run here (with Bazel; no GPU needed: NVRTC compiles for sm_90a on the CPU):
 # emits the suite's kernels into bench/gpu/out/<graph>/<candidate>/ (the
-# default and the two best-ranked candidates: launch contract, cubin, CUDA
-# C++ and PTX), and a wiring.json beside them (which graph input, output
+# default and the two best-ranked candidates, and for the large and prefill
+# GEMMs the sm_90a variants below: launch contract, cubin, CUDA C++ and
+# PTX), and a wiring.json beside them (which graph input, output
 # or intermediate each kernel argument is, from a heuristic bundle: tir may
 # split a graph into several kernels, and a kernel may take the graph's
 # inputs in another order). Then checks the result with
@@ -39,15 +40,34 @@ touch "$scratch/tir/__init__.py" "$scratch/tir/v1/__init__.py"
 python=python3
 "$python" -c 'import google.protobuf' 2>/dev/null || python=/usr/bin/python3
 
+# The large and prefill GEMMs also get the sm_90a variants, each the best-
+# ranked candidate with the named parameters (DIR=KEY=VALUE,...), so that
+# one run measures them against the default and cuBLAS.
+variants=(
+  "raster-n=raster=1"        # bands of tile columns
+  "raster-serpentine=raster=2"
+)
+variant_graphs=(gemm_m4096_n4096_k4096 gemm_bias_gelu_m4096_n4096_k4096 gemm_m8192_n8192_k8192
+  gemm_bias_gelu_m8192_n8192_k8192 gemm_m512_n4096_k4096 gemm_wt_bias_gelu_m512_n14336_k4096)
+is_large_gemm() {
+  local g
+  for g in "${variant_graphs[@]}"; do [[ "$g" == "$1" ]] && return 0; done
+  return 1
+}
+
 failed=()
 for graph in "${graphs[@]}"; do
   name=$(basename "$graph" .mlir)
   rm -rf "${out:?}/$name"
-  for candidate in default 0 1; do
-    dir="$out/$name/$candidate"
+  picks=(default 0 1)
+  if [[ "$arch" == sm_90a ]] && is_large_gemm "$name"; then picks+=("${variants[@]}"); fi
+  for pick in "${picks[@]}"; do
+    candidate="${pick#*=}"
+    dir="$out/$name/${pick%%=*}"
+    [[ "$pick" == *=* ]] || dir="$out/$name/$pick"
     if ! "$TIRCTL" emit "$graph" --arch "$arch" --candidate "$candidate" -o "$dir" >"$scratch/log" 2>&1; then
-      if [[ "$candidate" != default ]] && grep -q -- "--candidate must be" "$scratch/log"; then
-        echo "  $name: no candidate $candidate (a kernel's space is smaller)"
+      if [[ "$candidate" != default ]] && grep -q -e "--candidate must be" -e NO_SUCH_CANDIDATE "$scratch/log"; then
+        echo "  $name: no candidate $candidate (a kernel's space is smaller, or has no such candidate)"
         rm -rf "$dir"
         continue
       fi

@@ -126,12 +126,15 @@ def candidates(kernels_dir, only=None):
     """(graph, candidate dir) pairs: every graph's default first, then the ranked candidates."""
     graphs = sorted((n for n in os.listdir(kernels_dir) if os.path.isdir(os.path.join(kernels_dir, n))
                      and (not only or re.search(only, n))), key=priority)
-    order = ["default", "0", "1"]
+    order = ["default", "0", "1"]  # then the named variants prepare.sh emits, by name
     work = []
-    for rank in range(3):
+    most = max((len([p for p in glob.glob(os.path.join(kernels_dir, n, "*")) if os.path.isdir(p)]) for n in graphs),
+               default=0)
+    for rank in range(most):
         for name in graphs:
             dirs = sorted((p for p in glob.glob(os.path.join(kernels_dir, name, "*")) if os.path.isdir(p)),
-                          key=lambda p: order.index(os.path.basename(p)) if os.path.basename(p) in order else 9)
+                          key=lambda p: (order.index(os.path.basename(p)) if os.path.basename(p) in order else 9,
+                                         os.path.basename(p)))
             if rank < len(dirs):
                 work.append((name, dirs[rank]))
     return work

@@ -34,6 +34,20 @@ for arch in sm_90a sm_80; do
   check "matmul $arch source written" 1 "$(ls "$out/mlp-$arch"/*.cu | wc -l)"
 done
 
+# --candidate KEY=VALUE,...: the best-ranked candidate with those parameters
+# (a raster order along tile columns of the 512 x 4096 prefill GEMM).
+"$tirctl" emit "$graphs/matmul_bias_gelu_residual.mlir" --arch sm_90a --candidate raster=1,persistent=1 \
+  -o "$out/mlp-raster" > report.txt 2>&1
+check "candidate by parameters exit" 0 $?
+check "candidate by parameters takes them" 1 "$(grep -c 'persistent=1 raster=1 ' report.txt)"
+check "candidate by parameters emits its order" 1 "$(grep -c -m1 'band = pid / width' "$out/mlp-raster"/*.cu)"
+"$tirctl" emit "$graphs/matmul_bias_gelu_residual.mlir" --arch sm_90a --candidate raster=9 -o "$out/z" >/dev/null 2>err.txt
+check "no candidate with those parameters" 1 $?
+check "no candidate reason" 1 "$(grep -c NO_SUCH_CANDIDATE err.txt)"
+"$tirctl" emit "$graphs/matmul_bias_gelu_residual.mlir" --arch sm_90a --candidate raster=x -o "$out/z" >/dev/null 2>err.txt
+check "malformed parameter selector" 1 $?
+check "malformed parameter selector reason" 1 "$(grep -c "is not KEY=INTEGER" err.txt)"
+
 # A second emit of the same kernels comes from the compile cache.
 export XDG_CACHE_HOME="$out/cache"
 "$tirctl" emit "$graphs/softmax_fits.mlir" --arch sm_90a -o "$out/c1" > first.txt
