@@ -204,8 +204,9 @@ absl::Status CudaBundleRunner::Launch(const std::vector<DeviceTensor> &inputs, c
           const cuuint32_t box[2] = {field.box[0], field.box[1]}, element[2] = {1, 1};
           TIR_RETURN_IF_ERROR(s.driver->Check(
               api.cuTensorMapEncodeTiled(&map,
-                                         t.dtype == tir::v1::DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                        : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                                         t.dtype == tir::v1::DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                         : t.dtype == tir::v1::DTYPE_F32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                          2, reinterpret_cast<void *>(static_cast<uintptr_t>(base)), dims, strides, box,
                                          element, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),

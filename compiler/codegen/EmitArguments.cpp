@@ -86,6 +86,14 @@ absl::Status KernelEmitter::DeclareArgs() {
         }
       }
     }
+    // With tma_store, the output's map: 64-row boxes of 128 bytes.
+    if (Param("tma_store", 0)) {
+      const HopperOutput o = HopperStorePlan();
+      if (o.output >= 0) {
+        const std::string name = OutputTensorMapFieldName(o.output, 128 / o.elem_bytes, 64);
+        Field("tir_tensor_map " + name, name);
+      }
+    }
   }
   return absl::OkStatus();
 }

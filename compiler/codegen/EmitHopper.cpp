@@ -12,6 +12,8 @@ namespace {
 
 // A persistent grid's blocks: one per SM of an H100 or H200 SXM.
 constexpr int64_t kPersistentBlocks = 132;
+// Dynamic shared memory a block may have on sm_90 (227 KiB).
+constexpr int64_t kHopperSharedBytes = 227 * 1024;
 
 }  // namespace
 
@@ -69,6 +71,25 @@ KernelEmitter::HopperBoxes KernelEmitter::HopperBoxesOf(const HopperOperands &h)
   return boxes;
 }
 
+KernelEmitter::HopperOutput KernelEmitter::HopperStorePlan() {
+  HopperOutput o;
+  if (rank_ != 3) return o;  // batches: a rank-3 output
+  auto results = llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator());
+  if (results->getNumOperands() != 1) return o;
+  mlir::OpOperand &use = results->getOpOperand(0);
+  auto t = use.get().getType().dyn_cast<mlir::RankedTensorType>();
+  auto map = maps_.operands.find(&use);
+  if (!t || t.getRank() != 2 || map == maps_.operands.end() || map->second.getNumResults() != 2 ||
+      !ReadsTail(map->second, 0, 1, 0) || !StoreGuard(0, map->second).empty()) {
+    return o;
+  }
+  const mlir::Type e = t.getElementType();
+  if (!(e.isBF16() || e.isF16() || e.isF32())) return o;
+  o.output = 0;
+  o.elem_bytes = e.isF32() ? 4 : 2;
+  return o;
+}
+
 // The device form of one wgmma shape: the operand list grows with N (N/2
 // accumulators a thread), so each kernel carries the ones it uses.
 std::string KernelEmitter::WgmmaDeviceFunction(int64_t n, const std::string &type, bool trans_b) {
@@ -120,12 +141,34 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   }
   const HopperOperands h = HopperPlan(mm);
   const int64_t aBytes = bm * 128, bBytes = bn * 128, stageBytes = aBytes + bBytes;
-  const int64_t smem = 1024 + stages * stageBytes + stages * 16;
+  // tma_store: the consumers stage the output tile in shared memory (128-
+  // byte swizzled 64-row boxes, one region a consumer) after the mbarriers'
+  // KiB, and one thread of each stores it by TMA.
+  const bool tmaStore = Param("tma_store", 0) != 0;
+  const HopperOutput ho = tmaStore ? HopperStorePlan() : HopperOutput{};
+  if (tmaStore && split > 1) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     "tma_store with split-K: the thread that sums a fragment's partials is chosen per thread, and the "
+                     "staged tile needs its whole warpgroup");
+  }
+  if (tmaStore && ho.output < 0) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     "tma_store needs one rank-2 row-major bf16, f16 or f32 output indexed by (M, N)");
+  }
+  const int64_t eb = ho.elem_bytes, boxCols = tmaStore ? 128 / eb : 0;
+  const int64_t stagingAt = stages * stageBytes + 1024, perConsumer = rowsPerConsumer * bn * eb;
+  const int64_t smem = 1024 + stages * stageBytes + (tmaStore ? 1024 + bm * bn * eb : stages * 16);
+  if (tmaStore && smem > kHopperSharedBytes) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     absl::StrCat(smem, " bytes of shared memory (", stages, " stages of ", stageBytes, " bytes",
+                                  tmaStore ? absl::StrCat(" and a ", bm * bn * eb, "-byte output tile") : "",
+                                  ") do not fit the 227 KiB a Hopper block may have"));
+  }
   const int64_t threads = 128 * (consumers + 1);
   const std::string toBits = type == "bf16" ? "tir_to_bf16" : "tir_to_f16";
   std::set<mlir::Operation *> prologue = MatmulPrologue();
   launch_.set_dynamic_shared_memory_bytes(static_cast<uint32_t>(smem));
-  grid_constant_ = h.tma;
+  grid_constant_ = h.tma || tmaStore;
   min_blocks_ = 1;
   // Static extents are constants (DimExpr): the tile coordinates then
   // divide by constants (a multiply-high, no 64-bit division in the tile
@@ -154,6 +197,14 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                     "  const bool tma = (", cond(h.arg_a), ") && (", cond(h.arg_b), ");\n");
   } else {
     absl::StrAppend(&code, "  const bool tma = false;\n");
+  }
+  if (tmaStore) {
+    // The launcher's rule for encoding the output's map (TensorMapEncodable).
+    const std::string out = absl::StrCat("a.out", ho.output);
+    absl::StrAppend(&code, "  // The output tile by TMA when the output's layout allows a tensor map.\n",
+                    "  const bool tma_out = ", out, "_stride[1] == 1 && ", out, "_stride[0] > 0 && (", out, "_stride[0] * ",
+                    eb, ") % 16 == 0 && ", out, "_stride[0] * ", eb, " < (1ll << 40) && (tir_u64)", out,
+                    " % 16 == 0 && M < (1ll << 31) && N < (1ll << 31);\n");
   }
   absl::StrAppend(&code, "  if (threadIdx.x == 0) {\n", "    for (int s = 0; s < ", stages, "; ++s) {\n",
                   "      tir_mbar_init(full + s, tma ? 1u : 128u);\n", "      tir_mbar_init(empty + s, ", consumers * 4, "u);\n",
@@ -356,6 +407,49 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     values_ = savedValues;
   }
   TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, "float", ""));
+  // The TMA-store epilogue: each thread computes its fragment's outputs in
+  // pairs (as above) into `stage_pair` and stores them at their place in
+  // the consumer's staging region: 64-row boxes per m64 tile, each of
+  // block_n * elem_bytes / 128 column chunks of 64 rows x 128 bytes
+  // (8 KiB), 128-byte swizzled as the output's tensor map says. Elements
+  // outside the problem are left as they are (the TMA store clips them).
+  std::string epiStage;
+  if (tmaStore) {
+    TIR_ASSIGN_OR_RETURN(TypeInfo ot, Info(llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator())
+                                               ->getOperand(ho.output)
+                                               .getType()));
+    const auto savedValues = values_;
+    run_writes_ = {{static_cast<unsigned>(ho.output), "stage_pair"}};
+    TIR_ASSIGN_OR_RETURN(const std::string inner, MatmulEpilogue(mm, prologue, "float", ""));
+    run_writes_.clear();
+    values_ = savedValues;
+    const std::string col = "(8 * (i >> 2) + 2 * q + v)";
+    epiStage = absl::StrCat(
+        "#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; i += 2) {\n", "    ", ot.storage, " stage_pair[2];\n",
+        "#pragma unroll\n    for (int v = 0; v < 2; ++v) {\n",
+        "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
+        "    const tir_i64 i", b + 1, " = tn * ", bn, " + ", col, ";\n",
+        "    const float accv = acc[ms].get(i + v);\n", inner,
+        "    if (i", b, " < M && i", b + 1, " < N)\n",
+        "      staging[(ms * ", 64 * bn * eb, " + (", col, " / ", boxCols, ") * 8192 + tir_swz_bytes<128>((16 * w + g + 8 * ((i >> 1) & 1)) * 128 + (",
+        col, " % ", boxCols, ") * ", eb, ")) / ", eb, "] = stage_pair[v];\n",
+        "    }\n      }\n");
+    epiStage = absl::StrCat(
+        "      tir_sptr<", ot.storage, "> staging = tir_sptr_cast<", ot.storage, ">(base + ", stagingAt, " + cw * ",
+        perConsumer, ");\n",
+        // The last tile's store is done reading the region before anyone
+        // writes it again.
+        "      if (t == 0) tir_bulk_wait_read<0>();\n", "      tir_named_barrier(1 + cw, 128);\n",
+        "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", epiStage, "      }\n",
+        "      tir_fence_proxy_async();\n", "      tir_named_barrier(1 + cw, 128);\n",
+        "      if (t == 0) {\n",
+        "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms)\n",
+        "#pragma unroll\n          for (int c = 0; c < ", bn * eb / 128, "; ++c)\n",
+        "            tir_tma_store_2d(&a.", OutputTensorMapFieldName(ho.output, boxCols, 64), ", staging + (ms * ",
+        64 * bn * eb, " + c * 8192) / ", eb, ", (int)(tn * ", bn, " + c * ", boxCols, "), (int)(tm * ", bm, " + (cw * ",
+        msub, " + ms) * 64));\n",
+        "        tir_bulk_commit();\n", "      }\n");
+  }
   const std::string rowOf = absl::StrCat("tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1)");
   const std::string deviceEpilogue =
       pairRuns.empty()
@@ -404,14 +498,17 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "      tir_wgmma_wait<0>();\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       "      if (kt1 > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
-      splitDevice,
-      "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", deviceEpilogue, "      }\n    }\n  }\n",
-      "#else\n");
+      splitDevice, tmaStore ? "      if (tma_out) {\n" + epiStage + "      } else {\n" : "",
+      "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", deviceEpilogue, "      }\n",
+      tmaStore ? "      }\n" : "", "    }\n",
+      // No store may still read shared memory when the block exits.
+      tmaStore ? "    if (tma_out && t == 0) tir_bulk_wait_read<0>();\n" : "", "  }\n", "#else\n");
   // The plain host form: the block's one thread stages each K step's tiles
   // as the producer's threads do (the same swizzled stages) and multiplies
   // them in loops.
   const std::string storage = type == "bf16" ? "tir_bf16" : "tir_f16", fromBits = type == "bf16" ? "tir_from_bf16" : "tir_from_f16";
-  absl::StrAppend(&code, "  (void)tma; (void)full; (void)empty;\n", "  const int p = 0;\n",
+  absl::StrAppend(&code, "  (void)tma; (void)full; (void)empty;\n", tmaStore ? "  (void)tma_out;\n" : "",
+                  "  const int p = 0;\n",
                   "  TIR_SHARED float acc_h[", bm * bn, "];\n",
                   "  tir_sptr<tir_u16> As = tir_sptr_cast<tir_u16>(base), Bs = tir_sptr_cast<tir_u16>(base + ", aBytes, ");\n",
                   "  for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,

@@ -49,16 +49,23 @@ absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel, cons
   return detail::KernelEmitter(kernel, params).FieldNames();
 }
 
-bool ParseTensorMapField(const std::string &name, int *input, uint32_t *box0, uint32_t *box1) {
+bool ParseTensorMapField(const std::string &name, int *index, uint32_t *box0, uint32_t *box1, bool *output) {
   if (name.rfind("tmap", 0) != 0) return false;
+  const bool out = name.rfind("tmapout", 0) == 0;
+  const size_t from = out ? 7 : 4;
   const size_t us = name.find('_'), x = name.find('x', us == std::string::npos ? 0 : us);
-  if (us == std::string::npos || x == std::string::npos) return false;
-  return absl::SimpleAtoi(name.substr(4, us - 4), input) && absl::SimpleAtoi(name.substr(us + 1, x - us - 1), box0) &&
+  if (us == std::string::npos || x == std::string::npos || us < from) return false;
+  if (output != nullptr) *output = out;
+  return absl::SimpleAtoi(name.substr(from, us - from), index) && absl::SimpleAtoi(name.substr(us + 1, x - us - 1), box0) &&
          absl::SimpleAtoi(name.substr(x + 1), box1);
 }
 
 std::string TensorMapFieldName(int input, int64_t box0, int64_t box1) {
   return absl::StrCat("tmap", input, "_", box0, "x", box1);
+}
+
+std::string OutputTensorMapFieldName(int output, int64_t box0, int64_t box1) {
+  return absl::StrCat("tmapout", output, "_", box0, "x", box1);
 }
 
 }  // namespace tir::codegen

@@ -73,9 +73,11 @@ absl::StatusOr<std::vector<std::string>> ArgumentFieldNames(GraphOp kernel,
                                                            const std::map<std::string, int64_t> &params = {});
 
 // A tensor-map field name "tmap<input>_<box0>x<box1>": the kernel input
-// it maps and its box, inner dim first.
-bool ParseTensorMapField(const std::string &name, int *input, uint32_t *box0, uint32_t *box1);
+// it maps and its box, inner dim first; "tmapout<output>_<box0>x<box1>"
+// maps a kernel output (`*output` says which kind `index` counts).
+bool ParseTensorMapField(const std::string &name, int *index, uint32_t *box0, uint32_t *box1, bool *output);
 std::string TensorMapFieldName(int input, int64_t box0, int64_t box1);
+std::string OutputTensorMapFieldName(int output, int64_t box0, int64_t box1);
 
 }  // namespace tir::codegen
 

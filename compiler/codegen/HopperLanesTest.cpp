@@ -6,6 +6,10 @@
 // wgmma.wait_group, a descriptor in another swizzle than the TMA wrote, a
 // parity that flips wrong, ordinary stores without fence.proxy.async, an
 // mbarrier used by other threads before its init is ordered (a race).
+// Bulk tensor stores from shared memory (clipped at the tensor's edge)
+// behind named barriers, and their faults: no proxy fence, no barrier
+// before the store, the staging rewritten before wait_group.read or by a
+// thread no barrier orders after it, an exit with the store pending.
 // Built with -DTIR_EMULATE=1.
 
 #include <cmath>
@@ -404,6 +408,117 @@ TEST(HopperLanes, AStoreToAnMbarrierAnotherThreadInitsIsARace) {
       });
   EXPECT_THAT(r.first_error, HasSubstr("SHARED_MEMORY_RACE"));
   EXPECT_THAT(r.first_error, HasSubstr("thread (5,0,0) writes shared byte 8 that thread (0,0,0) wrote"));
+}
+
+// ---- bulk tensor stores and named barriers -----------------------------------
+
+enum class StoreFault { kNone, kNoFence, kNoBarrier, kNoWaitBeforeReuse, kNoBarrierAfterWait, kNoWaitAtExit };
+
+// Threads 64-127 (named barrier 1, 64 threads) write a 64 x 64 bf16 tile
+// (((r * 64 + c) % 256 + round) / 16, exact in bf16) into a 128-byte
+// swizzled staging tile and thread 64 stores it by TMA into a 50 x
+// 40 tensor (rows of 48 elements: clipped at rows and columns), twice:
+// the second round rewrites the staging (values + 1). Threads 0-63 meet at
+// named barrier 2 meanwhile.
+tir_lanes::Result StoreTile(StoreFault fault, std::vector<uint16_t> *out) {
+  out->assign(50 * 48, 0xabcd);
+  tir_lanes::TensorMapFields f{tir_lanes::kTensorMapMagic, reinterpret_cast<uint64_t>(out->data()), 40, 50, 48 * 2, 64, 64,
+                               2, 3};
+  tir_tensor_map map{};
+  std::memcpy(&map, &f, sizeof(f));
+  return Launch(
+      128,
+      [&, fault] {
+        TIR_DYNAMIC_SHARED(smem, 8192);
+        tir_sptr<tir_u16> staging = tir_sptr_cast<tir_u16>(smem);
+        const int t = threadIdx.x;
+        if (t < 64) {
+          tir_named_barrier(2, 64);
+          return;
+        }
+        const int me = t - 64;
+        for (int round = 0; round < 2; ++round) {
+          const bool last = round == 1;
+          if (round > 0) {
+            if (me == 0 && fault != StoreFault::kNoWaitBeforeReuse) tir_bulk_wait_read<0>();
+            if (fault != StoreFault::kNoBarrierAfterWait) tir_named_barrier(1, 64);
+          }
+          for (int e = me; e < 64 * 64; e += 64) {
+            const int r = e / 64, c = e % 64;
+            staging[tir_swz_bytes<128>(r * 128 + c * 2) / 2] = Bf16(float((r * 64 + c) % 256 + round) / 16.f);
+          }
+          if (fault != StoreFault::kNoFence) tir_fence_proxy_async();
+          if (fault != StoreFault::kNoBarrier) tir_named_barrier(1, 64);
+          if (me == 0) {
+            tir_tma_store_2d(&map, staging, 0, 0);
+            tir_bulk_commit();
+          }
+          if (last && me == 0 && fault != StoreFault::kNoWaitAtExit) tir_bulk_wait_read<0>();
+        }
+      },
+      8192);
+}
+
+TEST(HopperLanes, ABulkTensorStoreWritesTheTileInsideTheTensor) {
+  std::vector<uint16_t> out;
+  auto r = StoreTile(StoreFault::kNone, &out);
+  ASSERT_EQ(r.errors, 0) << r.first_error;
+  for (int row = 0; row < 50; ++row) {
+    for (int c = 0; c < 48; ++c) {
+      SCOPED_TRACE(testing::Message() << "row " << row << " column " << c);
+      if (c < 40) {
+        EXPECT_EQ(FromBf16(out[row * 48 + c]), float((row * 64 + c) % 256 + 1) / 16.f);
+      } else {
+        EXPECT_EQ(out[row * 48 + c], 0xabcd) << "past the tensor's 40 columns: untouched";
+      }
+    }
+  }
+}
+
+TEST(HopperLanes, BulkTensorStoreFaultsAreCaught) {
+  const std::pair<StoreFault, const char *> faults[] = {
+      {StoreFault::kNoFence, "MISSING_PROXY_FENCE: kernel test_kernel block (0,0,0): a bulk tensor store of thread (64,0,0) "
+                             "reads shared byte"},
+      // The store may issue before the others wrote (then they write under
+      // it) or after (then it reads their bytes unordered).
+      {StoreFault::kNoBarrier, "BULK_STORE_NOT_READ: kernel test_kernel block (0,0,0): thread (65,0,0) writes shared "
+                               "byte 2, which a bulk tensor store of thread (64,0,0) may still read"},
+      {StoreFault::kNoWaitBeforeReuse, "BULK_STORE_NOT_READ: kernel test_kernel block (0,0,0): thread (64,0,0) writes "
+                                       "shared byte 0, which a bulk tensor store of thread (64,0,0) may still read: no "
+                                       "cp.async.bulk.wait_group.read covering it came before"},
+      {StoreFault::kNoBarrierAfterWait, "no barrier orders the issuer's cp.async.bulk.wait_group.read before this write"},
+      {StoreFault::kNoWaitAtExit, "BULK_STORE_NOT_READ: kernel test_kernel block (0,0,0): thread (64,0,0) exits while its "
+                                  "bulk tensor store"},
+  };
+  for (const auto &[fault, want] : faults) {
+    SCOPED_TRACE(want);
+    std::vector<uint16_t> out;
+    auto r = StoreTile(fault, &out);
+    ASSERT_GE(r.errors, 1);
+    EXPECT_THAT(r.first_error, HasSubstr(want));
+  }
+}
+
+TEST(HopperLanes, ANamedBarrierOrdersOnlyItsThreads) {
+  // Thread 0 writes, threads 0-31 meet at named barrier 1, thread 32 (not
+  // among them) and thread 1 (among them) read: thread 32 races.
+  for (int reader : {1, 32}) {
+    auto r = Launch(
+        64,
+        [reader] {
+          TIR_DYNAMIC_SHARED(smem, 16);
+          tir_sptr<tir_u32> x = tir_sptr_cast<tir_u32>(smem);
+          if (threadIdx.x == 0) x[0] = 7u;
+          if (threadIdx.x < 32) tir_named_barrier(1, 32);
+          if (threadIdx.x == unsigned(reader)) (void)tir_u32(x[0]);
+        },
+        16);
+    if (reader == 1) {
+      EXPECT_EQ(r.errors, 0) << r.first_error;
+    } else {
+      EXPECT_THAT(r.first_error, HasSubstr("SHARED_MEMORY_RACE"));
+    }
+  }
 }
 
 }  // namespace

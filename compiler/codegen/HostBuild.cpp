@@ -304,7 +304,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
     set.scalars.reserve(field_names.size());
     set.map_bytes.reserve(field_names.size());
     set.maps.reserve(field_names.size());
-    std::vector<int> inBuffer(inputs.size(), -1);
+    std::vector<int> inBuffer(inputs.size(), -1), outBuffer(h.out_shapes_.size(), -1);
     set.out_buffer.assign(h.out_shapes_.size(), 0);
     int64_t bytes = 0;
     for (const std::string &name : field_names) {
@@ -340,6 +340,7 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
                                                 h.out_shapes_[i], h.out_strides_[i], true, absl::StrCat("output ", i)));
         bytes += set.buffers.back().size();
         set.out_buffer[i] = set.buffers.size() - 1;
+        outBuffer[i] = static_cast<int>(set.buffers.size() - 1);
         set.pointers.push_back(set.buffers.back().data());
         set.fields.push_back(&set.pointers.back());
         note(static_cast<int>(set.buffers.size() - 1), 8);
@@ -370,27 +371,44 @@ absl::StatusOr<std::unique_ptr<HostLaunch>> HostLaunch::Prepare(GraphOp kernel,
           set.fields.push_back(&set.pointers.back());
           note(static_cast<int>(set.buffers.size() - 1), 8);
         }
-      } else if (ParseTensorMapField(name, &mapInput, &box0, &box1)) {
-        // A TMA tensor map of a rank-2 bf16/f16 input: the emulator's
-        // encoding of what cuTensorMapEncodeTiled is given (a GPU launcher
-        // encodes its own from the view), or zeros when the layout allows none.
-        if (mapInput < 0 || size_t(mapInput) >= inputs.size() || inBuffer[mapInput] < 0 ||
-            inputs[mapInput].shape.size() != 2) {
-          return Invalid("tensor-map field " + name + " does not name a rank-2 tensor input before it");
-        }
-        const reference::Tensor &t = inputs[mapInput];
+      } else if (bool mapOutput = false; ParseTensorMapField(name, &mapInput, &box0, &box1, &mapOutput)) {
+        // A TMA tensor map of a rank-2 bf16/f16 input, or of a rank-2
+        // bf16/f16/f32 output: the emulator's encoding of what
+        // cuTensorMapEncodeTiled is given (a GPU launcher encodes its own
+        // from the view), or zeros when the layout allows none.
         TensorMapView v;
-        v.buffer = inBuffer[mapInput];
-        v.elem_bytes = static_cast<int>(reference::StorageBytes(t.dtype));
-        v.bf16 = t.dtype == tir::v1::DTYPE_BF16;
-        v.dims[0] = static_cast<uint64_t>(t.shape[1]);
-        v.dims[1] = static_cast<uint64_t>(t.shape[0]);
-        v.stride_bytes = static_cast<uint64_t>(inStrides[mapInput][0]) * v.elem_bytes;
+        const std::vector<int64_t> *shape = nullptr, *strides = nullptr;
+        tir::v1::DType dtype;
+        if (mapOutput) {
+          if (mapInput < 0 || size_t(mapInput) >= h.out_shapes_.size() || outBuffer[mapInput] < 0 ||
+              h.out_shapes_[mapInput].size() != 2) {
+            return Invalid("tensor-map field " + name + " does not name a rank-2 tensor output before it");
+          }
+          v.buffer = outBuffer[mapInput];
+          shape = &h.out_shapes_[mapInput];
+          strides = &h.out_strides_[mapInput];
+          dtype = h.out_dtypes_[mapInput];
+        } else {
+          if (mapInput < 0 || size_t(mapInput) >= inputs.size() || inBuffer[mapInput] < 0 ||
+              inputs[mapInput].shape.size() != 2) {
+            return Invalid("tensor-map field " + name + " does not name a rank-2 tensor input before it");
+          }
+          v.buffer = inBuffer[mapInput];
+          shape = &inputs[mapInput].shape;
+          strides = &inStrides[mapInput];
+          dtype = inputs[mapInput].dtype;
+        }
+        v.elem_bytes = static_cast<int>(reference::StorageBytes(dtype));
+        v.bf16 = dtype == tir::v1::DTYPE_BF16;
+        v.f32 = dtype == tir::v1::DTYPE_F32;
+        v.dims[0] = static_cast<uint64_t>((*shape)[1]);
+        v.dims[1] = static_cast<uint64_t>((*shape)[0]);
+        v.stride_bytes = static_cast<uint64_t>((*strides)[0]) * v.elem_bytes;
         v.box[0] = box0;
         v.box[1] = box1;
         const uint64_t base = reinterpret_cast<uint64_t>(set.buffers[v.buffer].data());
-        v.encodable = (t.dtype == tir::v1::DTYPE_BF16 || t.dtype == tir::v1::DTYPE_F16) &&
-                      TensorMapEncodable(base, t.shape, inStrides[mapInput], v.elem_bytes);
+        v.encodable = (dtype == tir::v1::DTYPE_BF16 || dtype == tir::v1::DTYPE_F16 || (mapOutput && v.f32)) &&
+                      TensorMapEncodable(base, *shape, *strides, v.elem_bytes);
         std::array<uint64_t, 16> bytes{};
         if (v.encodable) {
           // tir_lanes::TensorMapFields: magic, base, dim0, dim1, stride1, box0, box1, element bytes, swizzle (128B).

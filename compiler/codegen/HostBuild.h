@@ -159,7 +159,7 @@ class HostLaunch {
   // The layout, for launchers that copy the sets elsewhere (a GPU): field i
   // of tir_args is either buffer `buffer` (a pointer) or `bytes` bytes of
   // value at `value` (sizes and strides, scalars).
-  // A TMA tensor map over input buffer `buffer` (rank 2): dims and box
+  // A TMA tensor map over input or output buffer `buffer` (rank 2): dims and box
   // inner first, the outer stride in bytes; `encodable` when the layout
   // allows one (TensorMapEncodable), else the field stays zero bytes.
   struct TensorMapView {
@@ -169,6 +169,7 @@ class HostLaunch {
     uint32_t box[2] = {0, 0};
     int elem_bytes = 2;
     bool bf16 = true;
+    bool f32 = false;  // else f16 unless bf16
     bool encodable = false;
   };
   // `map`: a tensor-map field (128 bytes, 64-byte aligned) that a GPU

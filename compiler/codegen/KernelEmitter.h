@@ -174,6 +174,13 @@ class KernelEmitter {
     int64_t a[2] = {64, 64}, b[2] = {64, 64};
   };
   HopperBoxes HopperBoxesOf(const HopperOperands &h);
+  // The one output a Hopper kernel may store by TMA (a rank-2 row-major
+  // bf16/f16/f32 tensor of the tile's shape); output -1 when none.
+  struct HopperOutput {
+    int output = -1;
+    int elem_bytes = 0;
+  };
+  HopperOutput HopperStorePlan();
   // The sm_90a form for bf16/f16 operands (EmitHopper.cpp).
   absl::StatusOr<std::string> MatmulHopper(MatmulOp mm, const std::string &type);
   static std::string WgmmaDeviceFunction(int64_t n, const std::string &type, bool trans_b);

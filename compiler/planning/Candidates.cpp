@@ -168,7 +168,7 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
 // `raster` orders the tiles (EmitHopper): 0 bands of `group` tile rows, 1
 // bands of tile columns, 2 and 3 the same walked serpentine.
 Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int stages, int consumers,
-                  int persistent, int group, int splitK, int raster = 0) {
+                  int persistent, int group, int splitK, int raster = 0, int tmaStore = 0) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
   int64_t batch = 1;
   for (int64_t b : f.space.batch) batch *= b;
@@ -189,13 +189,18 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     reject = "a serpentine order of a single band";
   } else if (splitK > 1 && kTiles / splitK < 2) {
     reject = "split-K leaves less than two K tiles per split";
+  } else if (tmaStore && (f.tma_store_bytes == 0 || splitK > 1)) {
+    reject = "tma_store needs one rank-2 (M, N) output and no split-K";
   }
   TileCandidate &c = out.c;
   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", 64}, {"stages", stages}, {"consumers", consumers},
               {"persistent", persistent}, {"group_m", group}, {"split_k", splitK}, {"wgmma", 1}};
   if (raster != 0) c.params["raster"] = raster;
+  if (tmaStore) c.params["tma_store"] = 1;
   c.threads = 128 * (consumers + 1);
-  c.shared_bytes = 1024 + stages * (bm + bn) * 128 + stages * 16;
+  // With tma_store the output tile is staged after the mbarriers' KiB.
+  c.shared_bytes = 1024 + stages * (bm + bn) * 128 +
+                   (tmaStore ? 1024 + int64_t{bm} * bn * f.tma_store_bytes : stages * 16);
   // setmaxnreg moves registers from the producer (40) to the consumers
   // (232); at entry the launch bounds cap every thread at the file's share.
   c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);
@@ -403,17 +408,24 @@ struct Builder {
                     // Other raster orders for grouped, persistent grids
                     // (whose blocks walk the tiles in the kernel's order).
                     if (raster != 0 && (group <= 1 || persistent == 0)) continue;
-                    Made made =
-                        planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk, raster);
-                    made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
-                                        persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) && sk == d.split &&
-                                        raster == 0;
-                    if (!made.reject.empty()) {
-                      ++space.before_pruning;
-                      ++space.pruned[made.reject];
-                      continue;
+                    // tma_store (the output tile stored by TMA from shared
+                    // memory, overlapping the next tile's main loop) where
+                    // the output allows it, for persistent blocks without
+                    // split-K.
+                    for (int store : {0, 1}) {
+                      if (store && (f.tma_store_bytes == 0 || !persistent || sk > 1)) continue;
+                      Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk,
+                                                         raster, store);
+                      made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
+                                          persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) &&
+                                          sk == d.split && raster == 0 && store == 0;
+                      if (!made.reject.empty()) {
+                        ++space.before_pruning;
+                        ++space.pruned[made.reject];
+                        continue;
+                      }
+                      Offer(std::move(made));
                     }
-                    Offer(std::move(made));
                   }
                 }
               }

@@ -161,6 +161,19 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
         // waves (with one wave the two grids are the same).
         const double tiles = double(c.Units());
         eff *= persistent > 0 || tiles <= arch.sm_count ? 1.0 : 0.93;
+        // The factors above include the epilogue's direct global stores,
+        // which keep the consumer off the tensor cores (half as long with two
+        // consumers, whose math covers part). Its share of a tile: output
+        // bytes against the operand bytes its K steps load (a lead). With
+        // tma_store a persistent block's consumers only write shared memory
+        // and the TMA store overlaps the next tile's main loop: nine tenths
+        // of that share come back.
+        if (param("tma_store", 0) > 0) {
+          const double outTile = bm * bn * std::max(1, f.tma_store_bytes);
+          const double inTile = (bm + bn) * 64.0 * f.operand_bytes * std::max(1.0, CeilDiv(k, 64.0 * splitK));
+          const double share = outTile / (outTile + inTile) * (consumers >= 2 ? 0.5 : 1.0);
+          eff = std::min(1.0, eff / (1.0 - 0.9 * share));
+        }
         rate *= std::max(0.05, eff);
       } else if (arch.is_gpu && f.tensor_core) {
         rate = (f.tf32 ? arch.mma_tf32_tflops : arch.mma_bf16_tflops) * 1e12;

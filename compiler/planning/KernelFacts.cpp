@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compiler/ir/OnlineSoftmax.h"
+#include "llvm/ADT/DenseSet.h"
 #include "compiler/ir/TirDialect.h"
 
 namespace tir::planning {
@@ -162,6 +163,25 @@ KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes) {
     bool anyReducedAboveOne = false;
     for (int d : f.space.reduced_dims) anyReducedAboveOne |= f.space.shape[d] != 1;
     if (!anyReducedAboveOne) f.row_outputs = false;
+  }
+  if (f.space.kind == KernelKind::kMatmul && f.space.batch.empty() && kernel.outputs.size() == 1) {
+    // The output is the matmul's result through ops that keep its (M, N)
+    // indexing: nothing after the matmul moves elements.
+    llvm::DenseSet<mlir::Value> after;
+    bool moved = false;
+    for (mlir::Operation *op : kernel.ops) {
+      bool downstream = llvm::isa<MatmulOp>(op);
+      for (mlir::Value v : op->getOperands()) downstream = downstream || after.count(v);
+      if (!downstream) continue;
+      moved = moved || llvm::isa<BroadcastOp, ReshapeOp, TransposeOp, SliceOp>(op);
+      for (mlir::Value r : op->getResults()) after.insert(r);
+    }
+    mlir::Value out = kernel.outputs[0];
+    auto r = out.getType().dyn_cast<mlir::RankedTensorType>();
+    if (!moved && after.count(out) && r && r.getRank() == 2) {
+      mlir::Type e = r.getElementType();
+      f.tma_store_bytes = e.isF32() ? 4 : e.isBF16() || e.isF16() ? 2 : 0;
+    }
   }
   if (f.element_bytes == 0) f.element_bytes = 4;
   f.flops_per_point = std::max(1, ops);

@@ -39,6 +39,10 @@ struct KernelFacts {
   bool matmul_pipelined = false;
   bool matmul_f32 = false;               // A and B are f32 (tf32 can apply)
   int matmul_acc_bytes = 4;              // CUDA-core accumulator: f32 4, f64 and integers 8
+  // Matmul: element bytes of the one rank-2 bf16/f16/f32 output, indexed
+  // (M, N) with no batch, that the Hopper form can store through shared
+  // memory by TMA (tma_store); 0 when there is none.
+  int tma_store_bytes = 0;
   // Reductions: what decides which strategies can be generated.
   int reductions = 0;                    // reduce ops (passes over a row)
   int online = 0;                        // of them, max-and-sum pairs computed in one pass (each counted once)

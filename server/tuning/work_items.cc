@@ -89,11 +89,13 @@ absl::StatusOr<std::vector<tir::v1::KernelArgument>> Arguments(const std::vector
     }
     int mapInput = -1;
     uint32_t box0 = 0, box1 = 0;
-    if (codegen::ParseTensorMapField(f, &mapInput, &box0, &box1)) {
-      if (mapInput < 0 || static_cast<size_t>(mapInput) >= kernel.inputs.size()) {
+    bool mapOutput = false;
+    if (codegen::ParseTensorMapField(f, &mapInput, &box0, &box1, &mapOutput)) {
+      const std::vector<mlir::Value> &mapped = mapOutput ? kernel.outputs : kernel.inputs;
+      if (mapInput < 0 || static_cast<size_t>(mapInput) >= mapped.size()) {
         return MakeError(absl::StatusCode::kInternal, "INTERNAL", "field " + f + " out of range");
       }
-      TIR_ASSIGN_OR_RETURN(tir::v1::TensorRef ref, refOf(kernel.inputs[mapInput]));
+      TIR_ASSIGN_OR_RETURN(tir::v1::TensorRef ref, refOf(mapped[mapInput]));
       add(tir::v1::KernelArgument::TENSOR_MAP, ref, 0);
       out.back().add_box(box0);
       out.back().add_box(box1);

@@ -127,7 +127,8 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
   std::vector<codegen::HostLaunch::Bytes> args;
   for (size_t s = 0; s < buffers_.size(); ++s) {
     auto encode = [&](const codegen::HostLaunch::FieldView &f, uint8_t *dst) -> absl::Status {
-      // The kernel tests the same layout rule on the device pointer.
+      // The kernel tests the same layout rule on the device pointer (an
+      // output's map too: the kernel then stores its tile by TMA).
       if (!f.map->encodable || buffers_[s][f.map->buffer] % 16 != 0) return absl::OkStatus();
       if (api.cuTensorMapEncodeTiled == nullptr) {
         return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
@@ -138,7 +139,10 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
       const cuuint64_t strides[1] = {f.map->stride_bytes};
       const cuuint32_t box[2] = {f.map->box[0], f.map->box[1]}, element[2] = {1, 1};
       if (absl::Status e = driver_->Check(
-              api.cuTensorMapEncodeTiled(&map, f.map->bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+              api.cuTensorMapEncodeTiled(&map,
+                                         f.map->bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                         : f.map->f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                      : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                                          2, reinterpret_cast<void *>(static_cast<uintptr_t>(buffers_[s][f.map->buffer])), dims,
                                          strides, box, element, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),

@@ -41,7 +41,12 @@
 //    commit group; reading them before is WGMMA_NOT_WAITED, handing
 //    accumulators written by ordinary code to a wgmma without a wgmma.fence
 //    in between, or a thread's first wgmma with no wgmma.fence before it,
-//    is a MISSING_WGMMA_FENCE.
+//    is a MISSING_WGMMA_FENCE;
+//  - a named barrier (bar.sync id, n) releases when n threads reached it,
+//    and orders the accesses of those threads only; a bulk tensor store
+//    (cp.async.bulk.tensor, shared::cta to global) reads its shared bytes
+//    until the cp.async.bulk.wait_group.read that covers its bulk group:
+//    see "named barriers and bulk tensor stores" below.
 //
 // mbarrier objects are shared memory to the race check too: an
 // mbarrier.init is a store to its 8 bytes, and another thread's use of the
@@ -134,7 +139,7 @@ struct Dim3 {
   unsigned x, y, z;
 };
 
-enum class Park { kRunnable, kBarrier, kWarp, kSpin, kDone, kAborted };
+enum class Park { kRunnable, kBarrier, kWarp, kSpin, kDone, kAborted, kNamedBarrier };
 
 enum Collective { kShflXor = 1, kShflDown, kShflIdx, kLdmatrix, kMmaBf16, kMmaF16, kMmaTf32 };
 
@@ -196,6 +201,11 @@ struct Lane {
   int wgmma_retired = 0;
   uint32_t retired_epoch = 0;  // the barrier interval of the last retirement
   std::vector<int> retired_at_arrival;
+  // Named barriers passed, and per thread of the block its count at the
+  // latest named barrier that orders it before this thread (transitively).
+  uint32_t named_passed = 0;
+  std::vector<uint32_t> named_seen;
+  int bulk_committed = 0;  // cp.async.bulk.commit_group count
 };
 
 // An mbarrier: expected arrivals per phase, arrivals and transaction bytes
@@ -229,8 +239,19 @@ struct Shadow {
   uint32_t fence_at;
   uint32_t arrivals_at;  // the writer's mbarrier arrivals before the store
   int8_t swizzle;
+  uint32_t writer_named;  // the writer's named barriers passed before the store
 };
-constexpr Shadow kFresh = {0, 0, -1, -1, -1, -1, 0, 0, 0, -1};
+constexpr Shadow kFresh = {0, 0, -1, -1, -1, -1, 0, 0, 0, -1, 0};
+
+// A bulk tensor store's read of shared bytes [offset, offset + bytes), by
+// `issuer` in its bulk group `group`; once a wait_group.read covers it,
+// the barrier interval and the issuer's named barriers passed then.
+struct BulkStore {
+  size_t offset = 0, bytes = 0;
+  int issuer = 0, group = 0;
+  bool retired = false;
+  uint32_t retired_epoch = 0, retired_named = 0;
+};
 
 constexpr int kMaxThreads = 1024;
 constexpr size_t kStackBytes = 256 * 1024;
@@ -269,6 +290,8 @@ struct Block {
   // the writer saw complete.
   std::vector<std::array<int32_t, 8>> wgmma_reads;
   size_t wgmma_reads_dirty = 0;
+  // Bulk tensor stores whose shared-memory reads may not be over (BulkStore).
+  std::vector<BulkStore> bulk_stores;
 };
 
 // Thrown (on the scheduler's stack only) to stop a launch.
@@ -412,9 +435,14 @@ inline bool WgmmaReadsDone(size_t chunk, int w, std::map<std::pair<int, int>, bo
   return true;
 }
 
+// Defined with the named barriers and bulk tensor stores below.
+inline bool NamedOrdered(int reader, int writer, uint32_t writer_named);
+inline bool BulkStoreWriteCheck(size_t off, size_t n, int id);
+
 inline void Record(size_t off, size_t n, bool write, int id) {
   Block &b = B();
   bool reported = false;
+  if (write && !b.bulk_stores.empty()) reported = !BulkStoreWriteCheck(off, n, id);
   for (size_t k = 0; k < n; ++k) {
     Shadow &s = b.shadow[off + k];
     if (!reported && !write && s.async_bar >= 0 && !SawPhase(b.lanes[id], s.async_bar, s.async_phase)) {
@@ -428,7 +456,7 @@ inline void Record(size_t off, size_t n, bool write, int id) {
       Report("UNCOMPLETED_ASYNC_COPY", buf);
       reported = true;
     }
-    if (!reported && s.write_epoch == b.epoch && s.writer != id) {
+    if (!reported && s.write_epoch == b.epoch && s.writer != id && !NamedOrdered(id, s.writer, s.writer_named)) {
       Race(off + k, write ? "writes" : "reads", s.writer, "wrote");
       reported = true;
     }
@@ -444,6 +472,7 @@ inline void Record(size_t off, size_t n, bool write, int id) {
       s.swizzle = -1;
       s.fence_at = b.lanes[id].proxy_fences;
       s.arrivals_at = b.lanes[id].arrivals;
+      s.writer_named = b.lanes[id].named_passed;
     } else if (s.read_epoch != b.epoch) {
       s.read_epoch = b.epoch;
       s.reader = static_cast<int16_t>(id);
@@ -802,6 +831,212 @@ inline void ProxyFence() {
   ++Current().proxy_fences;
 }
 
+// ---- named barriers and bulk tensor stores (sm_90) ---------------------------
+//
+// bar.sync id, n (PTX ISA, "Parallel Synchronization and Communication
+// Instructions: bar, barrier"): releases once n threads reached barrier id;
+// it orders the accesses of those threads only. Each thread counts the named
+// barriers it passed (Lane::named_passed) and keeps, per other thread, that
+// thread's count at the latest named barrier ordering it before this one
+// (Lane::named_seen, merged over the participants, so the order is
+// transitive); a shared byte keeps its writer's count at the store
+// (Shadow::writer_named), and the race check takes a later count as order.
+//
+// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group (PTX ISA, "Data
+// Movement and Conversion Instructions: cp.async.bulk.tensor"): the box at
+// (c0 inner, c1 outer) of the map's tensor is written from shared memory in
+// the map's swizzle, elements outside the tensor skipped. The emulator
+// writes global memory when the store issues and checks its reads then: a
+// byte an ordinary store of another thread wrote with no barrier (block or
+// named) between is a SHARED_MEMORY_RACE, a byte whose writer made no
+// fence.proxy.async after the store a MISSING_PROXY_FENCE. The reads stay
+// pending until the issuer's cp.async.bulk.wait_group.read covers the
+// store's bulk group (cp.async.bulk.commit_group closes one); a write to
+// those bytes before that wait, or by another thread no barrier orders
+// after it, and a thread that exits with a store pending, are each a
+// BULK_STORE_NOT_READ.
+
+inline bool NamedOrdered(int reader, int writer, uint32_t writer_named) {
+  const Lane &r = B().lanes[reader];
+  return writer >= 0 && size_t(writer) < r.named_seen.size() && r.named_seen[writer] > writer_named;
+}
+
+inline void NamedBarrier(int id, int threads) {
+  Lane &l = Current();
+  ++B().events;
+  if (id < 0 || id > 15 || threads < 32 || threads % 32 != 0 || threads > B().threads) {
+    Fault("INVALID_BARRIER", LaneName(l.id) + " calls bar.sync " + std::to_string(id) + ", " + std::to_string(threads) +
+                                 " (ids 0-15, a thread count that is a multiple of 32 up to the block's)");
+  }
+  l.arg = id;
+  l.op = threads;
+  Yield(Park::kNamedBarrier);
+}
+
+// Releases the named barriers whose thread counts arrived (Advance).
+inline bool ReleaseNamedBarriers() {
+  Block &b = B();
+  bool released = false;
+  for (int id = 0; id < 16; ++id) {
+    std::vector<Lane *> at;
+    for (int i = 0; i < b.threads; ++i) {
+      Lane &l = b.lanes[i];
+      if (l.park == Park::kNamedBarrier && l.arg == id) at.push_back(&l);
+    }
+    if (at.empty()) continue;
+    for (Lane *l : at) {
+      if (l->op != at[0]->op) {
+        b.cur = l;
+        Report("BARRIER_DIVERGENCE", LaneName(l->id) + " waits at named barrier " + std::to_string(id) + " for " +
+                                         std::to_string(l->op) + " threads, " + LaneName(at[0]->id) + " for " +
+                                         std::to_string(at[0]->op));
+        b.fatal = true;
+        throw Stop();
+      }
+    }
+    if (int(at.size()) < at[0]->op) continue;
+    if (int(at.size()) > at[0]->op) {
+      Report("BARRIER_DIVERGENCE", std::to_string(at.size()) + " threads wait at named barrier " + std::to_string(id) +
+                                       " for " + std::to_string(at[0]->op));
+      b.fatal = true;
+      throw Stop();
+    }
+    std::vector<uint32_t> seen(b.threads, 0);
+    for (Lane *l : at) {
+      for (size_t q = 0; q < l->named_seen.size(); ++q) seen[q] = std::max(seen[q], l->named_seen[q]);
+    }
+    for (Lane *l : at) seen[l->id] = ++l->named_passed;
+    for (Lane *l : at) {
+      l->named_seen = seen;
+      l->park = Park::kRunnable;
+    }
+    released = true;
+  }
+  return released;
+}
+
+// The store of the box at (c0, c1) of `map` from shared `src`.
+inline void TmaStore2d(const void *map, const void *src, int c0, int c1) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  TensorMapFields f;
+  std::memcpy(&f, map, sizeof(f));
+  if (f.magic != kTensorMapMagic) {
+    Fault("INVALID_TENSOR_MAP", LaneName(l.id) + " issues a bulk tensor store through a tensor map the launcher did not "
+                                                 "encode (the output's layout does not allow one)");
+  }
+  const size_t row = f.box0 * f.elem_bytes;
+  const int span = SwizzleSpan(static_cast<int>(f.swizzle));
+  if (span != 0 && row != size_t(span)) {
+    Fault("INVALID_TENSOR_MAP", "a box row of " + std::to_string(row) + " bytes under the " + std::to_string(span) +
+                                    "-byte swizzle (tir's tensor maps keep them equal)");
+  }
+  const size_t off = OffsetOf(src, row * f.box1);
+  const size_t align = span ? span * 8 : 128;
+  if (off % align != 0) {
+    Fault("MISALIGNED_ADDRESS", LaneName(l.id) + " issues a bulk tensor store from a shared address not " +
+                                    std::to_string(align) + "-byte aligned");
+  }
+  unsigned char *base = reinterpret_cast<unsigned char *>(f.base);
+  bool reported = false;
+  for (uint64_t r = 0; r < f.box1; ++r) {
+    const int64_t gr = int64_t(c1) + int64_t(r);
+    for (uint64_t c = 0; c < f.box0; ++c) {
+      const int64_t gc = int64_t(c0) + int64_t(c);
+      if (gr < 0 || gr >= int64_t(f.dim1) || gc < 0 || gc >= int64_t(f.dim0)) continue;
+      const size_t at = Swizzled(off + r * row + c * f.elem_bytes, static_cast<int>(f.swizzle));
+      for (uint64_t k = 0; k < f.elem_bytes && !reported; ++k) {
+        const Shadow &s = b.shadow[at + k];
+        if (s.pending >= 0) {
+          char buf[200];
+          std::snprintf(buf, sizeof(buf), "a bulk tensor store of %s reads shared byte %zu before the cp.async of %s to it completed",
+                        LaneName(l.id).c_str(), at + k, LaneName(s.pending).c_str());
+          Report("UNCOMPLETED_ASYNC_COPY", buf);
+          reported = true;
+        } else if (s.writer >= 0 && s.write_epoch == b.epoch && s.writer != l.id &&
+                   !NamedOrdered(l.id, s.writer, s.writer_named)) {
+          Race(at + k, "reads (a bulk tensor store)", s.writer, "wrote");
+          reported = true;
+        } else if (s.writer >= 0 && s.async_bar < 0 && b.lanes[s.writer].proxy_fences <= s.fence_at) {
+          char buf[260];
+          std::snprintf(buf, sizeof(buf),
+                        "a bulk tensor store of %s reads shared byte %zu, which %s stored with no fence.proxy.async after "
+                        "the store",
+                        LaneName(l.id).c_str(), at + k, LaneName(s.writer).c_str());
+          Report("MISSING_PROXY_FENCE", buf);
+          reported = true;
+        }
+      }
+      std::memcpy(base + gr * int64_t(f.stride1_bytes) + gc * int64_t(f.elem_bytes), &b.arena[at], f.elem_bytes);
+    }
+  }
+  // A retired store of this thread over these bytes needs no more checks:
+  // every write to them since was checked against it.
+  const size_t bytes = row * f.box1;
+  b.bulk_stores.erase(std::remove_if(b.bulk_stores.begin(), b.bulk_stores.end(),
+                                     [&](const BulkStore &o) {
+                                       return o.retired && (o.retired_epoch < b.epoch ||
+                                                            (o.issuer == l.id && o.offset < off + bytes &&
+                                                             off < o.offset + o.bytes));
+                                     }),
+                      b.bulk_stores.end());
+  BulkStore st;
+  st.offset = off;
+  st.bytes = bytes;
+  st.issuer = l.id;
+  st.group = l.bulk_committed;
+  b.bulk_stores.push_back(st);
+}
+
+inline void BulkCommit() { ++Current().bulk_committed; }
+
+// cp.async.bulk.wait_group.read n: the stores of every committed bulk group
+// but the newest n are done reading shared memory.
+inline void BulkWaitRead(int n) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  for (BulkStore &st : b.bulk_stores) {
+    if (st.issuer != l.id || st.retired || st.group >= l.bulk_committed - n) continue;
+    st.retired = true;
+    st.retired_epoch = b.epoch;
+    st.retired_named = l.named_passed;
+  }
+}
+
+// Whether lane `id` may write shared bytes [off, off + n): no bulk store
+// may still read them; reports the first that may.
+inline bool BulkStoreWriteCheck(size_t off, size_t n, int id) {
+  Block &b = B();
+  for (const BulkStore &st : b.bulk_stores) {
+    if (st.offset >= off + n || off >= st.offset + st.bytes) continue;
+    if (st.retired && (st.issuer == id || st.retired_epoch < b.epoch || NamedOrdered(id, st.issuer, st.retired_named))) {
+      continue;
+    }
+    char buf[320];
+    std::snprintf(buf, sizeof(buf),
+                  "%s writes shared byte %zu, which a bulk tensor store of %s may still read: %s",
+                  LaneName(id).c_str(), std::max(off, st.offset), LaneName(st.issuer).c_str(),
+                  st.retired ? "no barrier orders the issuer's cp.async.bulk.wait_group.read before this write"
+                             : "no cp.async.bulk.wait_group.read covering it came before");
+    Report("BULK_STORE_NOT_READ", buf);
+    return false;
+  }
+  return true;
+}
+
+inline void BulkStoresAtExit() {
+  Block &b = B();
+  for (const BulkStore &st : b.bulk_stores) {
+    if (st.issuer != b.cur->id || st.retired) continue;
+    Report("BULK_STORE_NOT_READ", LaneName(st.issuer) + " exits while its bulk tensor store from shared byte " +
+                                      std::to_string(st.offset) +
+                                      " may still read (no cp.async.bulk.wait_group.read covers it)");
+    return;
+  }
+}
+
 // ---- wgmma (sm_90a) -----------------------------------------------------------
 
 // The descriptor's swizzle (layout type, bits 62-63: 0 none, 1 128B, 2 64B,
@@ -1129,6 +1364,7 @@ inline void Execute(const std::vector<Lane *> &members) {
 inline void Entry() {
   Block &b = B();
   b.body();
+  BulkStoresAtExit();
   b.cur->park = Park::kDone;
   for (;;) SwitchTo(b.cur->ctx, b.sched);
 }
@@ -1141,6 +1377,7 @@ inline const char *ParkName(Park p) {
     case Park::kSpin: return "waiting on an mbarrier";
     case Park::kDone: return "exited";
     case Park::kAborted: return "stopped";
+    case Park::kNamedBarrier: return "at a named barrier";
   }
   return "?";
 }
@@ -1185,6 +1422,7 @@ inline bool Advance() {
     }
   }
   if (progressed) return true;
+  if (ReleaseNamedBarriers()) return true;
   // Threads spinning on mbarriers try again once a barrier moved.
   bool spinning = false;
   for (int i = 0; i < b.threads; ++i) spinning = spinning || b.lanes[i].park == Park::kSpin;
@@ -1237,6 +1475,14 @@ inline bool Advance() {
                   LaneName(l.id).c_str(), b.mbarriers[l.arg].offset, l.op, b.mbarriers[l.arg].pending,
                   b.mbarriers[l.arg].count, b.mbarriers[l.arg].tx);
     Report("MBARRIER_DEADLOCK", buf);
+    b.fatal = true;
+    return false;
+  }
+  for (int i = 0; i < b.threads; ++i) {
+    const Lane &l = b.lanes[i];
+    if (l.park != Park::kNamedBarrier) continue;
+    Report("BARRIER_DIVERGENCE", LaneName(l.id) + " waits at named barrier " + std::to_string(l.arg) + " for " +
+                                     std::to_string(l.op) + " threads, which never all arrive");
     b.fatal = true;
     return false;
   }
@@ -1315,6 +1561,7 @@ inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &res
   std::fill(b.wgmma_reads.begin(), b.wgmma_reads.begin() + b.wgmma_reads_dirty,
             std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
   b.wgmma_reads_dirty = 0;
+  b.bulk_stores.clear();
   for (int i = 0; i < b.threads; ++i) {
     Lane &l = b.lanes[i];
     l.id = i;
@@ -1330,6 +1577,9 @@ inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &res
     l.wgmma_retired = 0;
     l.retired_epoch = 0;
     l.retired_at_arrival.clear();
+    l.named_passed = 0;
+    l.named_seen.clear();
+    l.bulk_committed = 0;
     void *stack = StackFor(l);
     if (stack == nullptr) return false;
     MakeContext(l.ctx, stack, kStackBytes, Entry, &b.sched);

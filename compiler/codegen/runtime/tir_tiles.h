@@ -16,6 +16,8 @@
 //   tir_tensor_map, tir_tma_load_2d                     TMA tile loads (sm_90)
 //   tir_prefetch_tensormap                              tensor-map prefetch (sm_90)
 //   tir_fence_proxy_async, tir_swz_bytes<S>             ordinary stores for the async proxy
+//   tir_tma_store_2d, tir_bulk_commit / _wait_read<N>   TMA tile stores from shared memory (sm_90)
+//   tir_named_barrier(id, n)                            bar.sync over n threads
 //   tir_wgmma_desc, tir_wg_acc<N>, tir_wgmma_fence /    warpgroup MMA from shared memory (sm_90a)
 //   _fence_operands
 //   _commit / _wait<N>, tir_wgmma_m64k16_bf16/_f16<N>
@@ -550,6 +552,54 @@ TIR_FN void tir_fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #elif TIR_EMULATE
   ::tir_lanes::ProxyFence();
+#endif
+}
+
+// Stores the box at element (c0 inner, c1 outer) of `map`'s tensor from
+// shared `src` (in the map's swizzle), skipping elements outside the
+// tensor; it joins the thread's open bulk group (PTX ISA,
+// "cp.async.bulk.tensor", .global.shared::cta, .bulk_group). The shared
+// bytes must be ordered before it by fence.proxy.async and a barrier, and
+// stay unchanged until a tir_bulk_wait_read covers its group. The plain
+// host form stores nothing (it writes its outputs directly).
+template <typename T>
+TIR_FN void tir_tma_store_2d(const tir_tensor_map *map, tir_sptr<T> src, int c0, int c1) {
+#if TIR_DEVICE
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(map), "r"(c0),
+               "r"(c1), "r"(tir_smem_u32(src))
+               : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::TmaStore2d(map, tir_sraw(src), c0, c1);
+#else
+  (void)map; (void)src; (void)c0; (void)c1;
+#endif
+}
+// Closes the thread's open bulk group (cp.async.bulk.commit_group).
+TIR_FN void tir_bulk_commit() {
+#if TIR_DEVICE
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::BulkCommit();
+#endif
+}
+// Waits until at most N of the thread's bulk groups may still read shared
+// memory (cp.async.bulk.wait_group.read N).
+template <int N> TIR_FN void tir_bulk_wait_read() {
+#if TIR_DEVICE
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::BulkWaitRead(N);
+#endif
+}
+// bar.sync id, n: waits until n threads (a multiple of 32) reached named
+// barrier `id` (1-15; 0 is __syncthreads'); orders their accesses only.
+TIR_FN void tir_named_barrier(int id, int n) {
+#if TIR_DEVICE
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::NamedBarrier(id, n);
+#else
+  (void)id; (void)n;
 #endif
 }
 
