@@ -112,6 +112,30 @@ absl::Status CheckVerificationWork(GraphOp kernel, const tir::v1::LaunchRule &la
   return absl::OkStatus();
 }
 
+// The names of tir_args' fields from a layout's "fields" declarations
+// ("const tir_bf16 *in0", "tir_i64 dim[3]", "tir_tensor_map tmap0_64x128").
+absl::StatusOr<std::vector<std::string>> FieldNamesOf(const llvm::json::Object *top, const std::string &file) {
+  const llvm::json::Array *decls = top != nullptr ? top->getArray("fields") : nullptr;
+  auto bad = [&](const std::string &why) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", file + ": " + why);
+  };
+  if (decls == nullptr || decls->empty()) return bad("has no \"fields\" list (the parameter struct's declarations)");
+  std::vector<std::string> names;
+  for (const llvm::json::Value &d : *decls) {
+    std::optional<llvm::StringRef> text = d.getAsString();
+    if (!text) return bad("a \"fields\" entry is not a string");
+    llvm::StringRef decl = text->trim();
+    decl = decl.take_until([](char c) { return c == '['; }).rtrim();
+    const size_t cut = decl.find_last_of(" *");
+    llvm::StringRef name = cut == llvm::StringRef::npos ? llvm::StringRef() : decl.substr(cut + 1);
+    if (name.empty() || !llvm::all_of(name, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+      return bad("field declaration \"" + text->str() + "\" names no field");
+    }
+    names.push_back(name.str());
+  }
+  return names;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
@@ -418,12 +442,10 @@ absl::StatusOr<std::string> VerifyCommand(const std::string &dir_name, const Ver
     TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupArch(arch_name));
     build.form = arch.is_gpu ? codegen::HostForm::kLanes : codegen::HostForm::kPlain;
     TIR_ASSIGN_OR_RETURN(LoadedGraph loaded, LoadGraphText(graph_text, context.get(), stem + ".mlir"));
-    // The Hopper matmul form's fields include tensor maps.
-    std::map<std::string, int64_t> form;
-    if (layout.find("\"tir_tensor_map ") != std::string::npos) form["wgmma"] = 1;
-    // A split-K matmul's fields include its workspace.
-    if (layout.find("\"workspace\"") != std::string::npos) form["split_k"] = 2;
-    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields, codegen::ArgumentFieldNames(loaded.graph, form));
+    // The parameter struct's fields as emitted (their names carry the tensor
+    // maps' boxes, which depend on the candidate's tile).
+    TIR_ASSIGN_OR_RETURN(std::vector<std::string> fields,
+                         FieldNamesOf(top, (dir / (stem + ".launch.json")).string()));
     absl::StrAppendFormat(&report, "%s (%s, %s):\n", stem, arch.name,
                           arch.is_gpu ? "the GPU form, emulated lane by lane" : "the plain host form");
     codegen::EmittedKernel emitted;

@@ -80,6 +80,19 @@ check "no wgmma wait is named" 1 "$(grep -c -m1 'WGMMA_NOT_WAITED' report.txt)"
 cp "$out/hopper.orig" "$hcu"
 "$tirctl" verify "$hm" --arch host > report.txt 2>&1
 check "sm_90a kernel's plain host form exit" 0 $?
+# Candidates whose tensor maps differ from the default's: a 128-row tile
+# (one 64x128 box for A) and the TMA-store epilogue (an output map). verify
+# takes the fields the directory's launch.json declares.
+for cand in block_m=128 tma_store=1; do
+  cd_="$out/hopper-$cand"
+  "$tirctl" emit "$graphs/matmul_bf16_pipelined.mlir" --arch sm_90a --candidate "$cand" -o "$cd_" > emit.txt 2>&1
+  check "sm_90a $cand emit exit" 0 $?
+  "$tirctl" verify "$cd_" > report.txt 2>&1
+  check "sm_90a $cand verify exit" 0 $?
+  check "sm_90a $cand verify reports the output ok" 1 "$(grep -c ' ok$' report.txt)"
+done
+check "the tma_store kernel declares an output map" 1 "$(grep -c -m1 'tmapout0_' "$out/hopper-tma_store=1/mm_k0.launch.json")"
+check "the block_m=128 kernel's A box has 128 rows" 1 "$(grep -c -m1 'tmap0_64x128' "$out/hopper-block_m=128/mm_k0.launch.json")"
 
 # A reduction with several warps per row; the tile library's barrier between
 # the warps' partials removed in the directory's tir_tiles.h.
