@@ -113,6 +113,10 @@ absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
     eo.worker_token_file = p.worker_token;
     record.set_token_file(p.client_token);
   }
+  // A SIGTERM from here on stops it cleanly (socket and record removed):
+  // `tirctl service stop` may come the moment the record appears.
+  absl::Notification signalled;
+  SignalWatcher signals([&] { signalled.Notify(); });
   const absl::Time start = absl::Now();
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddedService> service, EmbeddedService::Start(eo));
   if (eo.listen != "127.0.0.1:0" && ::chmod(p.sock.c_str(), 0600) != 0) {
@@ -138,9 +142,7 @@ absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
                                                          : "; no idle timeout"));
   ready.Say("ready");
 
-  absl::Notification signalled;
   {
-    SignalWatcher signals([&] { signalled.Notify(); });
     const api::ClientActivity &activity = service->server().client_activity();
     coordinator::Coordinator &coordinator = service->server().coordinator();
     auto busy = [&] {

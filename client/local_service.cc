@@ -434,6 +434,7 @@ absl::StatusOr<bool> StopLocalService(const std::string &cache_dir, absl::Time d
   // Gone once its lock is free.
   for (;;) {
     if (TryLock(fd)) {
+      RemoveLeftovers(p);  // what a service killed before its cleanup left
       ::close(fd);
       return true;
     }
