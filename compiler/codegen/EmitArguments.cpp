@@ -70,7 +70,8 @@ absl::Status KernelEmitter::DeclareArgs() {
           absl::StrCat("out", i, "_stride"));
   }
   // The Hopper matmul form loads A and B by TMA: a tensor map each (64 x 64
-  // boxes, whatever the tile), encoded by the launcher.
+  // boxes, whatever the tile; with a cluster also 64 x 32 boxes of the
+  // shared operand), encoded by the launcher.
   if (kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue() == "matmul" && Param("wgmma", 0)) {
     MatmulOp mm;
     for (mlir::Operation &op : block.without_terminator()) {
@@ -78,8 +79,12 @@ absl::Status KernelEmitter::DeclareArgs() {
     }
     const HopperOperands h = mm ? HopperPlan(mm) : HopperOperands{};
     if (h.tma) {
-      for (int arg : {h.arg_a, h.arg_b}) {
-        const std::string name = TensorMapFieldName(arg, 64, 64);
+      std::vector<std::string> names = {TensorMapFieldName(h.arg_a, 64, 64), TensorMapFieldName(h.arg_b, 64, 64)};
+      // A cluster's CTAs each multicast half of every box of the operand
+      // they share (2x1: B, 1x2: A): 64 x 32 boxes.
+      if (Param("cluster_m", 1) > 1) names.push_back(TensorMapFieldName(h.arg_b, 64, 32));
+      if (Param("cluster_n", 1) > 1) names.push_back(TensorMapFieldName(h.arg_a, 64, 32));
+      for (const std::string &name : names) {
         if (std::find(field_names_.begin(), field_names_.end(), name) == field_names_.end()) {
           Field("tir_tensor_map " + name, name);
         }

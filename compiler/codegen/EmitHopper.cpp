@@ -102,6 +102,14 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   const int64_t bm = Param("block_m", 128), bn = Param("block_n", 128), stages = Param("stages", 4);
   const int64_t consumers = Param("consumers", 2), persistent = Param("persistent", 1), group = Param("group_m", 8);
   const int64_t split = std::max<int64_t>(1, Param("split_k", 1));
+  // A cluster of two CTAs (2x1: two M tiles sharing B; 1x2: two N tiles
+  // sharing A) or none.
+  const int64_t cm = Param("cluster_m", 1), cn = Param("cluster_n", 1), csize = cm * cn;
+  if (cm < 1 || cn < 1 || csize > 2 || (csize > 1 && split > 1)) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     absl::StrCat("a ", cm, "x", cn, " cluster with split-K ", split,
+                                  " (clusters of 2x1 or 1x2 CTAs, without split-K)"));
+  }
   const int64_t rowsPerConsumer = bm / std::max<int64_t>(1, consumers), msub = rowsPerConsumer / 64;
   if (consumers < 1 || bm % (64 * consumers) != 0 || bn % 64 != 0 || bn > 256 || stages < 2 || msub * bn / 2 > 128 ||
       split > 64) {
@@ -128,7 +136,12 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= ", DimExpr(d), ";\n");
   absl::StrAppend(
       &code, "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
-      "  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n",
+      // With a cluster the work is walked in cluster tiles (cm x cn tiles,
+      // the last row or column padded with tiles past the problem).
+      csize > 1 ? absl::StrCat("  const tir_i64 ctiles_m = (tiles_m + ", cm - 1, ") / ", cm, ", ctiles_n = (tiles_n + ",
+                               cn - 1, ") / ", cn, ";\n",
+                               "  const tir_i64 tiles = ctiles_m * ctiles_n * batches, KT = (K + 63) / 64;\n")
+                : std::string("  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n"),
       // Work units: a tile, or with split-K one of `split` K ranges of it.
       "  const tir_i64 units = tiles * ", split, ";\n",
       "  TIR_DYNAMIC_SHARED(tir_smem, ", smem, ");\n",
@@ -148,23 +161,48 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   } else {
     absl::StrAppend(&code, "  const bool tma = false;\n");
   }
+  // With a cluster and TMA, a stage of every CTA of the cluster takes the
+  // multicast halves of each CTA's producer: each `empty` counts the
+  // consumer warps of all of them. barrier.cluster orders the inits before
+  // any peer's use.
+  const std::string emptyCount =
+      csize > 1 ? absl::StrCat("tma ? ", csize * consumers * 4, "u : ", consumers * 4, "u") : absl::StrCat(consumers * 4, "u");
   absl::StrAppend(&code, "  if (threadIdx.x == 0) {\n", "    for (int s = 0; s < ", stages, "; ++s) {\n",
-                  "      tir_mbar_init(full + s, tma ? 1u : 128u);\n", "      tir_mbar_init(empty + s, ", consumers * 4, "u);\n",
-                  "    }\n    tir_mbar_init_fence();\n  }\n  TIR_SYNC();\n",
-                  "  const tir_i64 first_tile = ((tir_i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n",
-                  "  const tir_i64 tile_step = (tir_i64)gridDim.x * gridDim.y * gridDim.z;\n");
+                  "      tir_mbar_init(full + s, tma ? 1u : 128u);\n", "      tir_mbar_init(empty + s, ", emptyCount, ");\n",
+                  "    }\n    tir_mbar_init_fence();\n  }\n", csize > 1 ? "  tir_cluster_sync();\n" : "  TIR_SYNC();\n");
+  if (csize > 1) {
+    // The cluster's CTAs are consecutive along x (rank = blockIdx.x % csize)
+    // and walk the cluster tiles together.
+    // The grid is one-dimensional (x).
+    absl::StrAppend(&code, "  const unsigned crank = blockIdx.x % ", csize, "u;\n",
+                    "  const tir_i64 first_tile = (tir_i64)(blockIdx.x / ", csize, "u);\n",
+                    "  const tir_i64 tile_step = (tir_i64)(gridDim.x / ", csize, "u);\n");
+  } else {
+    absl::StrAppend(&code,
+                    "  const tir_i64 first_tile = ((tir_i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n",
+                    "  const tir_i64 tile_step = (tir_i64)gridDim.x * gridDim.y * gridDim.z;\n");
+  }
   // Tile `tile` -> (batch, tm, tn), group_m tile rows at a time.
   std::string coords =
       split > 1 ? absl::StrCat("      const tir_i64 tile = unit / ", split, ", part_k = unit % ", split, ";\n",
                                "      const tir_i64 kt0 = part_k * KT / ", split, ", kt1 = (part_k + 1) * KT / ", split, ";\n")
                 : std::string("      const tir_i64 tile = unit, kt0 = 0, kt1 = KT;\n");
-  absl::StrAppend(&coords, "      const tir_i64 batch = tile / (tiles_m * tiles_n), pid = tile % (tiles_m * tiles_n);\n");
-  if (group <= 1) {
-    absl::StrAppend(&coords, "      const tir_i64 tm = pid / tiles_n, tn = pid % tiles_n;\n");
-  } else {
-    absl::StrAppend(&coords, "      const tir_i64 width = ", group, " * tiles_n, first_m = (pid / width) * ", group, ";\n",
-                    "      const tir_i64 rows = tiles_m - first_m < ", group, " ? tiles_m - first_m : ", group, ";\n",
-                    "      const tir_i64 tm = first_m + (pid % width) % rows, tn = (pid % width) / rows;\n");
+  {
+    // In cluster tiles with a cluster: (ctm, ctn), then the CTA's own tile.
+    const std::string gm = csize > 1 ? "ctiles_m" : "tiles_m", gn = csize > 1 ? "ctiles_n" : "tiles_n";
+    const std::string tm = csize > 1 ? "ctm" : "tm", tn = csize > 1 ? "ctn" : "tn";
+    absl::StrAppend(&coords, "      const tir_i64 batch = tile / (", gm, " * ", gn, "), pid = tile % (", gm, " * ", gn, ");\n");
+    if (group <= 1) {
+      absl::StrAppend(&coords, "      const tir_i64 ", tm, " = pid / ", gn, ", ", tn, " = pid % ", gn, ";\n");
+    } else {
+      absl::StrAppend(&coords, "      const tir_i64 width = ", group, " * ", gn, ", first_m = (pid / width) * ", group, ";\n",
+                      "      const tir_i64 rows = ", gm, " - first_m < ", group, " ? ", gm, " - first_m : ", group, ";\n",
+                      "      const tir_i64 ", tm, " = first_m + (pid % width) % rows, ", tn, " = (pid % width) / rows;\n");
+    }
+    if (csize > 1) {
+      absl::StrAppend(&coords, "      const tir_i64 tm = ctm", cm > 1 ? " * 2 + crank" : "", ", tn = ctn",
+                      cn > 1 ? " * 2 + crank" : "", ";\n");
+    }
   }
   std::vector<int> batchDims;
   for (int d = 0; d < b; ++d) batchDims.push_back(d);
@@ -210,7 +248,45 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     (step == 1 ? hostB : stageB) = sb;
   }
   std::string tmaLoads;
-  if (h.tma) {
+  if (h.tma && csize > 1) {
+    // Each CTA loads its own tile of the operand it does not share, and
+    // half of every 64 x 64 box of the shared one (32 outer rows: k rows
+    // of an N-major B, n rows of a K-major B, m rows of A) into the same
+    // offset of every CTA of the cluster (multicast), completing each
+    // one's `full` at the same offset: every CTA still receives the whole
+    // stage.
+    const bool shareB = cm > 1;
+    const int sharedArg = shareB ? h.arg_b : h.arg_a;
+    const std::string ma = TensorMapFieldName(h.arg_a, 64, 64), mb = TensorMapFieldName(h.arg_b, 64, 64),
+                      half = TensorMapFieldName(sharedArg, 64, 32);
+    const std::string mask = absl::StrCat((1 << csize) - 1, "u");
+    absl::StrAppend(&tmaLoads, "          if (p == 0) {\n", "            tir_mbar_arrive_tx(full + s, ", stageBytes, "u);\n",
+                    "            for (int j = 0; j < ", bm / 64, "; ++j)\n");
+    if (shareB) {
+      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(As + j * 4096, &a.", ma, ", (int)(kt * 64), (int)(tm * ", bm,
+                      " + j * 64), full + s);\n");
+    } else {
+      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d_multicast(As + j * 4096 + crank * 2048, &a.", half,
+                      ", (int)(kt * 64), (int)(ctm * ", bm, " + j * 64 + crank * 32), full + s, ", mask, ");\n");
+    }
+    absl::StrAppend(&tmaLoads, "            for (int j = 0; j < ", bn / 64, "; ++j)\n");
+    if (!shareB) {
+      if (h.b_k_major) {
+        absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(kt * 64), (int)(tn * ",
+                        bn, " + j * 64), full + s);\n");
+      } else {
+        absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(tn * ", bn,
+                        " + j * 64), (int)(kt * 64), full + s);\n");
+      }
+    } else if (h.b_k_major) {
+      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d_multicast(Bs + j * 4096 + crank * 2048, &a.", half,
+                      ", (int)(kt * 64), (int)(ctn * ", bn, " + j * 64 + crank * 32), full + s, ", mask, ");\n");
+    } else {
+      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d_multicast(Bs + j * 4096 + crank * 2048, &a.", half,
+                      ", (int)(ctn * ", bn, " + j * 64), (int)(kt * 64 + crank * 32), full + s, ", mask, ");\n");
+    }
+    absl::StrAppend(&tmaLoads, "          }\n");
+  } else if (h.tma) {
     const std::string ma = TensorMapFieldName(h.arg_a, 64, 64), mb = TensorMapFieldName(h.arg_b, 64, 64);
     absl::StrAppend(&tmaLoads, "          if (p == 0) {\n", "            tir_mbar_arrive_tx(full + s, ", stageBytes, "u);\n",
                     "            for (int j = 0; j < ", bm / 64, "; ++j)\n",
@@ -275,7 +351,11 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   // entry; 40 for the producer, 232 for the consumers); one consumer has
   // the file's share (255) without it.
   const bool moveRegisters = consumers == 2;
-  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", moveRegisters ? "    tir_setmaxnreg_dec<40>();\n" : "",
+  // With a cluster ptxas keeps more of the producer's loop live (the
+  // cluster rank, the multicast, barrier.cluster): 96 for it leaves 208 for
+  // the consumers (still 65536 in all) and spills nothing where 40 spilled.
+  const std::string producerRegisters = csize > 1 ? "96" : "40", consumerRegisters = csize > 1 ? "208" : "232";
+  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", moveRegisters ? absl::StrCat("    tir_setmaxnreg_dec<", producerRegisters, ">();\n") : "",
                   "    const int p = threadIdx.x;\n", "    tir_i64 it = 0;\n",
                   // With TMA one thread issues everything; the rest of the warpgroup idles.
                   "    for (tir_i64 unit = first_tile; unit < units && (!tma || p == 0); unit += tile_step) {\n", coords,
@@ -287,7 +367,13 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                   "        if (tma) {\n", tmaLoads, "        } else {\n", "          const tir_i64 k0 = kt * 64;\n", stageA,
                   stageB, "          tir_fence_proxy_async();\n", "          tir_mbar_arrive(full + s);\n", "        }\n",
                   "      }\n    }\n  } else {\n");
-  // The consumers.
+  // The consumers. A stage is released to the producer of every CTA whose
+  // multicast writes it (with a cluster and TMA: all of the cluster's).
+  const std::string release =
+      csize > 1 ? absl::StrCat("{\n          const int es = (int)((it - 1) % ", stages, ");\n          if (tma) {\n",
+                               "            for (unsigned r = 0; r < ", csize, "u; ++r) tir_mbar_arrive_cluster(empty + es, r);\n",
+                               "          } else {\n            tir_mbar_arrive(empty + es);\n          }\n        }")
+                : absl::StrCat("tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));");
   const std::string bDesc = h.b_k_major ? "tir_wgmma_desc(sb + ks * 32, 16, 1024, 1)"
                                         : "tir_wgmma_desc(sb + ks * 2048, 8192, 1024, 1)";
   // The device epilogue walks each thread's accumulators in pairs: in the
@@ -346,7 +432,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                          "      (void)i", b + 2, ";\n",
                          "      if (i", b, " < M && i", b + 1, " < N) {\n", pairStores, "      }\n    }\n      }\n");
   absl::StrAppend(
-      &code, moveRegisters ? "    tir_setmaxnreg_inc<232>();\n" : "",
+      &code, moveRegisters ? absl::StrCat("    tir_setmaxnreg_inc<", consumerRegisters, ">();\n") : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
       "    tir_i64 it = 0;\n", "    for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
       "      tir_wg_acc<", bn, "> acc[", msub, "];\n",
@@ -368,13 +454,14 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       // One group in flight: the previous K step's is done, its stage free.
       "        tir_wgmma_wait<1>();\n",
-      "        if (kt > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n", "      }\n",
+      "        if (kt > kt0 && t % 32 == 0) ", release, "\n", "      }\n",
       "      tir_wgmma_wait<0>();\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
-      "      if (kt1 > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
+      "      if (kt1 > kt0 && t % 32 == 0) ", release, "\n",
       splitDevice,
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", deviceEpilogue, "      }\n    }\n  }\n",
-      "#else\n");
+      // No CTA leaves while a peer may still multicast into it or arrive on its barriers.
+      csize > 1 ? "  tir_cluster_sync();\n" : "", "#else\n");
   // The plain host form: the block's one thread stages each K step's tiles
   // as the producer's threads do (the same swizzled stages) and multiplies
   // them in loops.
@@ -411,10 +498,30 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       e->add_dim_divisors(d == b ? bm : d == b + 1 ? bn : 1);
     }
   };
+  // With a cluster: csize blocks per cluster tile (the grid x a multiple
+  // of the cluster, kPersistentBlocks being even), launched in clusters of
+  // csize along x.
+  auto clusterDims = [&](tir::v1::LaunchExtent *e) {
+    for (int d = 0; d <= b + 1; ++d) {
+      auto *td = e->add_dims();
+      td->mutable_tensor()->set_kind(tir::v1::TensorRef::ITERATION_DOMAIN);
+      td->set_dim(d);
+      e->add_dim_divisors(d == b ? bm * cm : d == b + 1 ? bn * cn : 1);
+    }
+  };
+  static_assert(kPersistentBlocks % 2 == 0, "a persistent grid holds whole clusters of two");
   auto *gx = launch_.add_grid();
-  gx->set_constant(split);
+  gx->set_constant(split * csize);
   if (persistent) gx->set_max(kPersistentBlocks);
-  tileDims(gx);
+  if (csize > 1) {
+    clusterDims(gx);
+    launch_.add_cluster(static_cast<uint32_t>(csize));
+    launch_.add_cluster(1);
+    launch_.add_cluster(1);
+    cluster_ = {static_cast<unsigned>(csize), 1, 1};
+  } else {
+    tileDims(gx);
+  }
   launch_.add_grid()->set_constant(1);
   launch_.add_grid()->set_constant(1);
   launch_.add_block(threads);

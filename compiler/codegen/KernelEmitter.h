@@ -15,6 +15,7 @@
 #define TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
 
 #include <functional>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -173,6 +174,9 @@ class KernelEmitter {
   // it); a minimum of blocks per SM for __launch_bounds__ (0: none).
   bool grid_constant_ = false;
   int min_blocks_ = 0;
+  // The thread-block cluster the kernel is launched in (x, y, z; all 1:
+  // none): the emulated form runs a cluster's CTAs together.
+  std::array<unsigned, 3> cluster_ = {1, 1, 1};
   GraphOp kernel_;
   std::map<std::string, int64_t> params_;
   planning::AccessMaps maps_;

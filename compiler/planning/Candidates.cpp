@@ -164,9 +164,11 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
   return out;
 }
 // The Hopper form (sm_90a, bf16/f16): a producer warpgroup and `consumers`
-// consumer warpgroups, 64-column K steps through `stages` TMA stages.
+// consumer warpgroups, 64-column K steps through `stages` TMA stages; in
+// clusters of clusterM x clusterN CTAs (2x1: two M tiles share their B
+// tile, 1x2: two N tiles their A tile, loaded once and multicast).
 Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int stages, int consumers,
-                  int persistent, int group, int splitK) {
+                  int persistent, int group, int splitK, int clusterM = 1, int clusterN = 1) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
   int64_t batch = 1;
   for (int64_t b : f.space.batch) batch *= b;
@@ -185,10 +187,18 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     reject = "grouped rasterization of a single tile row";
   } else if (splitK > 1 && kTiles / splitK < 2) {
     reject = "split-K leaves less than two K tiles per split";
+  } else if (clusterM * clusterN > 1 && (splitK > 1 || clusterM * clusterN > 2)) {
+    reject = "clusters of 2x1 or 1x2 CTAs, without split-K";
+  } else if ((clusterM > 1 && CeilDiv(m, bm) < 2) || (clusterN > 1 && CeilDiv(n, bn) < 2)) {
+    reject = "a cluster wider than the tiles along its dimension";
   }
   TileCandidate &c = out.c;
   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", 64}, {"stages", stages}, {"consumers", consumers},
               {"persistent", persistent}, {"group_m", group}, {"split_k", splitK}, {"wgmma", 1}};
+  if (clusterM * clusterN > 1) {
+    c.params["cluster_m"] = clusterM;
+    c.params["cluster_n"] = clusterN;
+  }
   c.threads = 128 * (consumers + 1);
   c.shared_bytes = 1024 + stages * (bm + bn) * 128 + stages * 16;
   // setmaxnreg moves registers from the producer (40) to the consumers
@@ -196,8 +206,12 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
   c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);
   // Work units: tiles x split; a persistent grid launches at most one
   // block per SM, each looping over units.
-  c.work_units = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
-  c.blocks = persistent ? std::min<int64_t>(c.work_units, arch.sm_count) : c.work_units;
+  // A cluster pads its dimension's tiles to a multiple of the cluster (a
+  // CTA whose tile lies past the problem still loads and releases its
+  // share), and a persistent grid holds whole clusters.
+  const int64_t csize = int64_t(clusterM) * clusterN;
+  c.work_units = CeilDiv(CeilDiv(m, bm), clusterM) * clusterM * CeilDiv(CeilDiv(n, bn), clusterN) * clusterN * batch * splitK;
+  c.blocks = persistent ? std::min<int64_t>(c.work_units, arch.sm_count / csize * csize) : c.work_units;
   return out;
 }
 
@@ -403,6 +417,18 @@ struct Builder {
                     continue;
                   }
                   Offer(std::move(made));
+                  // Clusters of two CTAs sharing an operand by TMA
+                  // multicast: persistent, four stages, no split-K.
+                  if (!persistent || sk != 1 || stages != 4) continue;
+                  for (auto [cm, cn] : {std::pair<int, int>{2, 1}, std::pair<int, int>{1, 2}}) {
+                    Made clustered = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk, cm, cn);
+                    if (!clustered.reject.empty()) {
+                      ++space.before_pruning;
+                      ++space.pruned[clustered.reject];
+                      continue;
+                    }
+                    Offer(std::move(clustered));
+                  }
                 }
               }
             }

@@ -82,10 +82,15 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       // part of it, more with grouped rasterization or when operands fit L2.
       double l2 = group > 1 ? 6.0 : 2.0;
       if (aBytes + bBytes < 0.5 * arch.l2_bytes) l2 *= 4;
-      const double reread = (aBytes * CeilDiv(n, bn) + bBytes * CeilDiv(m, bm)) / l2;
+      // A cluster of two CTAs along M (N) loads each B (A) tile once for
+      // both, multicast: half the L2-to-SM traffic of that operand.
+      const double clusterM = param("cluster_m", 1), clusterN = param("cluster_n", 1);
+      const double reread = (aBytes * CeilDiv(n, bn) / clusterN + bBytes * CeilDiv(m, bm) / clusterM) / l2;
       bytes = std::max(aBytes + bBytes, reread) + cBytes * (splitK > 1 ? 2 * splitK : 1) +
               (f.bytes_in - aBytes - bBytes > 0 ? f.bytes_in - aBytes - bBytes : 0);
-      edge = CeilDiv(m, bm) * bm * CeilDiv(n, bn) * bn * CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
+      // Tiles padded to whole clusters compute too.
+      edge = CeilDiv(CeilDiv(m, bm), clusterM) * clusterM * bm * CeilDiv(CeilDiv(n, bn), clusterN) * clusterN * bn *
+             CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
       if (!f.tensor_core) {
         // Shared tiles staged per block and K step; each thread's register
         // tile reuses every shared read tm * tn / (tm + tn) times.
