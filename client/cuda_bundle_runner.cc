@@ -219,10 +219,13 @@ absl::Status CudaBundleRunner::Launch(const std::vector<DeviceTensor> &inputs, c
     TIR_ASSIGN_OR_RETURN(const auto grid, codegen::LaunchGrid(k.launch(), domain));
     unsigned block[3] = {1, 1, 1};
     for (int i = 0; i < k.launch().block_size() && i < 3; ++i) block[i] = std::max(1u, k.launch().block(i));
+    // A kernel of thread-block clusters launches with its cluster dimensions.
+    unsigned cluster[3] = {1, 1, 1};
+    for (int i = 0; i < k.launch().cluster_size() && i < 3; ++i) cluster[i] = std::max(1u, k.launch().cluster(i));
     void *args[] = {params.data()};
-    TIR_RETURN_IF_ERROR(s.driver->Check(api.cuLaunchKernel(s.functions[ki], grid[0], grid[1], grid[2], block[0], block[1],
-                                                           block[2], k.launch().dynamic_shared_memory_bytes(),
-                                                           static_cast<CUstream>(stream), args, nullptr),
+    TIR_RETURN_IF_ERROR(s.driver->Check(s.driver->Launch(s.functions[ki], grid.data(), block, cluster,
+                                                         k.launch().dynamic_shared_memory_bytes(),
+                                                         static_cast<CUstream>(stream), args),
                                         absl::StrCat("cuLaunchKernel (kernel ", k.partition(), ")")));
   }
   return absl::OkStatus();

@@ -230,7 +230,10 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
         bool all = true;
         for (const auto &[key, v] : want) {
           auto it = space[i].params.find(key);
-          all = all && (it != space[i].params.end() ? it->second == v : v == 0);
+          // A parameter a candidate leaves out has its emitter's value: 1
+          // for the cluster's extents and split-K, 0 (off) for the rest.
+          const int64_t absent = key == "cluster_m" || key == "cluster_n" || key == "split_k" ? 1 : 0;
+          all = all && (it != space[i].params.end() ? it->second == v : v == absent);
         }
         if (all) pick = i;
       }

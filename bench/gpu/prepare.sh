@@ -48,6 +48,9 @@ variants=(
   "raster-serpentine=raster=2"
   "tma-store=tma_store=1"    # the output tile stored by TMA from shared memory
   "tma-store-raster-n=tma_store=1,raster=1"
+  "no-cluster=cluster_m=1,cluster_n=1,stages=4"  # the default's tile without a cluster
+  "cluster-1x2=cluster_n=2"  # two N tiles sharing A
+  "cluster-tma-store=cluster_m=2,tma_store=1"
 )
 variant_graphs=(gemm_m4096_n4096_k4096 gemm_bias_gelu_m4096_n4096_k4096 gemm_m8192_n8192_k8192
   gemm_bias_gelu_m8192_n8192_k8192 gemm_m512_n4096_k4096 gemm_wt_bias_gelu_m512_n14336_k4096)

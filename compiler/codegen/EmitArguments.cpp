@@ -70,7 +70,8 @@ absl::Status KernelEmitter::DeclareArgs() {
           absl::StrCat("out", i, "_stride"));
   }
   // The Hopper matmul form loads A and B by TMA: a tensor map each, encoded
-  // by the launcher, with the boxes HopperBoxes gives.
+  // by the launcher, with the boxes HopperBoxes gives; with a cluster the
+  // shared operand's map has the half box each CTA multicasts.
   if (kernel_->getAttrOfType<mlir::StringAttr>("tir.kernel_kind").getValue() == "matmul" && Param("wgmma", 0)) {
     MatmulOp mm;
     for (mlir::Operation &op : block.without_terminator()) {
@@ -79,8 +80,12 @@ absl::Status KernelEmitter::DeclareArgs() {
     const HopperOperands h = mm ? HopperPlan(mm) : HopperOperands{};
     if (h.tma) {
       const HopperBoxes boxes = HopperBoxesOf(h);
-      for (const std::string &name : {TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]),
-                                      TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1])}) {
+      std::vector<std::string> names;
+      const bool clustered = boxes.shared_arg >= 0, shareB = clustered && Param("cluster_m", 1) == 2;
+      if (!clustered || shareB) names.push_back(TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]));
+      if (!clustered || !shareB) names.push_back(TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1]));
+      if (boxes.shared_arg >= 0) names.push_back(TensorMapFieldName(boxes.shared_arg, boxes.half[0], boxes.half[1]));
+      for (const std::string &name : names) {
         if (std::find(field_names_.begin(), field_names_.end(), name) == field_names_.end()) {
           Field("tir_tensor_map " + name, name);
         }

@@ -68,6 +68,14 @@ KernelEmitter::HopperBoxes KernelEmitter::HopperBoxesOf(const HopperOperands &h)
   HopperBoxes boxes;
   boxes.a[1] = Param("block_m", 128);
   if (h.b_k_major) boxes.b[1] = Param("block_n", 128);
+  // 2x1 shares B (half its box's outer rows: k rows of an N-major B's
+  // 64-column chunk, n rows of a K-major B), 1x2 shares A (half the m rows).
+  if (Param("cluster_m", 1) * Param("cluster_n", 1) == 2) {
+    const bool shareB = Param("cluster_m", 1) == 2;
+    boxes.shared_arg = shareB ? h.arg_b : h.arg_a;
+    boxes.half[0] = 64;
+    boxes.half[1] = (shareB ? boxes.b[1] : boxes.a[1]) / 2;
+  }
   return boxes;
 }
 
@@ -130,6 +138,14 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   const int64_t bm = Param("block_m", 128), bn = Param("block_n", 128), stages = Param("stages", 4);
   const int64_t consumers = Param("consumers", 2), persistent = Param("persistent", 1), group = Param("group_m", 8);
   const int64_t split = std::max<int64_t>(1, Param("split_k", 1)), raster = Param("raster", 0);
+  // A cluster of two CTAs (2x1: two M tiles sharing B; 1x2: two N tiles
+  // sharing A) or none.
+  const int64_t cm = Param("cluster_m", 1), cn = Param("cluster_n", 1), csize = cm * cn;
+  if (cm < 1 || cn < 1 || csize > 2 || (csize > 1 && split > 1)) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
+                     absl::StrCat("a ", cm, "x", cn, " cluster with split-K ", split,
+                                  " (clusters of 2x1 or 1x2 CTAs, without split-K)"));
+  }
   const int64_t rowsPerConsumer = bm / std::max<int64_t>(1, consumers), msub = rowsPerConsumer / 64;
   if (consumers < 1 || bm % (64 * consumers) != 0 || bn % 64 != 0 || bn > 256 || stages < 2 || msub * bn / 2 > 128 ||
       split > 64) {
@@ -178,7 +194,12 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   for (int d = 0; d < b; ++d) absl::StrAppend(&code, "  batches *= ", DimExpr(d), ";\n");
   absl::StrAppend(
       &code, "  const tir_i64 tiles_m = (M + ", bm - 1, ") / ", bm, ", tiles_n = (N + ", bn - 1, ") / ", bn, ";\n",
-      "  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n",
+      // With a cluster the work is walked in cluster tiles (cm x cn tiles,
+      // the last row or column padded with tiles past the problem).
+      csize > 1 ? absl::StrCat("  const tir_i64 ctiles_m = (tiles_m + ", cm - 1, ") / ", cm, ", ctiles_n = (tiles_n + ",
+                               cn - 1, ") / ", cn, ";\n",
+                               "  const tir_i64 tiles = ctiles_m * ctiles_n * batches, KT = (K + 63) / 64;\n")
+                : std::string("  const tir_i64 tiles = tiles_m * tiles_n * batches, KT = (K + 63) / 64;\n"),
       // Work units: a tile, or with split-K one of `split` K ranges of it.
       "  const tir_i64 units = tiles * ", split, ";\n",
       "  TIR_DYNAMIC_SHARED(tir_smem, ", smem, ");\n",
@@ -206,38 +227,63 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                     eb, ") % 16 == 0 && ", out, "_stride[0] * ", eb, " < (1ll << 40) && (tir_u64)", out,
                     " % 16 == 0 && M < (1ll << 31) && N < (1ll << 31);\n");
   }
+  // With a cluster and TMA, a stage of every CTA of the cluster takes the
+  // multicast halves of each CTA's producer: each `empty` counts the
+  // consumer warps of all of them. barrier.cluster orders the inits before
+  // any peer's use.
+  const std::string emptyCount =
+      csize > 1 ? absl::StrCat("tma ? ", csize * consumers * 4, "u : ", consumers * 4, "u") : absl::StrCat(consumers * 4, "u");
   absl::StrAppend(&code, "  if (threadIdx.x == 0) {\n", "    for (int s = 0; s < ", stages, "; ++s) {\n",
-                  "      tir_mbar_init(full + s, tma ? 1u : 128u);\n", "      tir_mbar_init(empty + s, ", consumers * 4, "u);\n",
-                  "    }\n    tir_mbar_init_fence();\n  }\n  TIR_SYNC();\n",
-                  "  const tir_i64 first_tile = ((tir_i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n",
-                  "  const tir_i64 tile_step = (tir_i64)gridDim.x * gridDim.y * gridDim.z;\n");
+                  "      tir_mbar_init(full + s, tma ? 1u : 128u);\n", "      tir_mbar_init(empty + s, ", emptyCount, ");\n",
+                  "    }\n    tir_mbar_init_fence();\n  }\n", csize > 1 ? "  tir_cluster_sync();\n" : "  TIR_SYNC();\n");
+  if (csize > 1) {
+    // The cluster's CTAs are consecutive along x (rank = blockIdx.x % csize)
+    // and walk the cluster tiles together.
+    // The grid is one-dimensional (x).
+    absl::StrAppend(&code, "  const unsigned crank = blockIdx.x % ", csize, "u;\n",
+                    "  const tir_i64 first_tile = (tir_i64)(blockIdx.x / ", csize, "u);\n",
+                    "  const tir_i64 tile_step = (tir_i64)(gridDim.x / ", csize, "u);\n");
+  } else {
+    absl::StrAppend(&code,
+                    "  const tir_i64 first_tile = ((tir_i64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;\n",
+                    "  const tir_i64 tile_step = (tir_i64)gridDim.x * gridDim.y * gridDim.z;\n");
+  }
   // Tile `tile` -> (batch, tm, tn), group_m tile rows at a time.
   std::string coords =
       split > 1 ? absl::StrCat("      const tir_i64 tile = unit / ", split, ", part_k = unit % ", split, ";\n",
                                "      const tir_i64 kt0 = part_k * KT / ", split, ", kt1 = (part_k + 1) * KT / ", split, ";\n")
                 : std::string("      const tir_i64 tile = unit, kt0 = 0, kt1 = KT;\n");
-  absl::StrAppend(&coords, "      const tir_i64 batch = tile / (tiles_m * tiles_n), pid = tile % (tiles_m * tiles_n);\n");
-  if (raster != 0) {
-    // Raster 0 (below): bands of `group` tile rows, each walked column by
-    // column. Raster 1: bands of `group` tile columns, walked row by row;
-    // raster 2 and 3 as 0 and 1 with every other band walked backwards
-    // (serpentine), so a band starts on the tiles the last one ended on.
-    const bool alongN = raster == 1 || raster == 3, serpentine = raster >= 2;
-    const std::string across = alongN ? "tiles_m" : "tiles_n", banded = alongN ? "tiles_n" : "tiles_m";
-    absl::StrAppend(&coords, "      const tir_i64 width = ", std::max<int64_t>(1, group), " * ", across,
-                    ", band = pid / width, first = band * ", std::max<int64_t>(1, group), ";\n",
-                    "      const tir_i64 lines = ", banded, " - first < ", std::max<int64_t>(1, group), " ? ", banded,
-                    " - first : ", std::max<int64_t>(1, group), ";\n",
-                    "      const tir_i64 in_band = first + (pid % width) % lines, step_across = (pid % width) / lines;\n",
-                    "      const tir_i64 across = ", serpentine ? absl::StrCat("(band & 1) ? ", across, " - 1 - step_across : ") : "",
-                    "step_across;\n",
-                    "      const tir_i64 tm = ", alongN ? "across" : "in_band", ", tn = ", alongN ? "in_band" : "across", ";\n");
-  } else if (group <= 1) {
-    absl::StrAppend(&coords, "      const tir_i64 tm = pid / tiles_n, tn = pid % tiles_n;\n");
-  } else {
-    absl::StrAppend(&coords, "      const tir_i64 width = ", group, " * tiles_n, first_m = (pid / width) * ", group, ";\n",
-                    "      const tir_i64 rows = tiles_m - first_m < ", group, " ? tiles_m - first_m : ", group, ";\n",
-                    "      const tir_i64 tm = first_m + (pid % width) % rows, tn = (pid % width) / rows;\n");
+  {
+    // In cluster tiles with a cluster: (ctm, ctn), then the CTA's own tile.
+    const std::string gm = csize > 1 ? "ctiles_m" : "tiles_m", gn = csize > 1 ? "ctiles_n" : "tiles_n";
+    const std::string tm = csize > 1 ? "ctm" : "tm", tn = csize > 1 ? "ctn" : "tn";
+    absl::StrAppend(&coords, "      const tir_i64 batch = tile / (", gm, " * ", gn, "), pid = tile % (", gm, " * ", gn, ");\n");
+    if (raster != 0) {
+      // Raster 0 (below): bands of `group` tile rows, each walked column by
+      // column. Raster 1: bands of `group` tile columns, walked row by row;
+      // raster 2 and 3 as 0 and 1 with every other band walked backwards
+      // (serpentine), so a band starts on the tiles the last one ended on.
+      const bool alongN = raster == 1 || raster == 3, serpentine = raster >= 2;
+      const std::string across = alongN ? gm : gn, banded = alongN ? gn : gm;
+      absl::StrAppend(&coords, "      const tir_i64 width = ", std::max<int64_t>(1, group), " * ", across,
+                      ", band = pid / width, first = band * ", std::max<int64_t>(1, group), ";\n",
+                      "      const tir_i64 lines = ", banded, " - first < ", std::max<int64_t>(1, group), " ? ", banded,
+                      " - first : ", std::max<int64_t>(1, group), ";\n",
+                      "      const tir_i64 in_band = first + (pid % width) % lines, step_across = (pid % width) / lines;\n",
+                      "      const tir_i64 across = ", serpentine ? absl::StrCat("(band & 1) ? ", across, " - 1 - step_across : ") : "",
+                      "step_across;\n",
+                      "      const tir_i64 ", tm, " = ", alongN ? "across" : "in_band", ", ", tn, " = ", alongN ? "in_band" : "across", ";\n");
+    } else if (group <= 1) {
+      absl::StrAppend(&coords, "      const tir_i64 ", tm, " = pid / ", gn, ", ", tn, " = pid % ", gn, ";\n");
+    } else {
+      absl::StrAppend(&coords, "      const tir_i64 width = ", group, " * ", gn, ", first_m = (pid / width) * ", group, ";\n",
+                      "      const tir_i64 rows = ", gm, " - first_m < ", group, " ? ", gm, " - first_m : ", group, ";\n",
+                      "      const tir_i64 ", tm, " = first_m + (pid % width) % rows, ", tn, " = (pid % width) / rows;\n");
+    }
+    if (csize > 1) {
+      absl::StrAppend(&coords, "      const tir_i64 tm = ctm", cm > 1 ? " * 2 + crank" : "", ", tn = ctn",
+                      cn > 1 ? " * 2 + crank" : "", ";\n");
+    }
   }
   std::vector<int> batchDims;
   for (int d = 0; d < b; ++d) batchDims.push_back(d);
@@ -287,21 +333,43 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     const HopperBoxes boxes = HopperBoxesOf(h);
     const std::string ma = TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]),
                       mb = TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1]);
-    // The producer's thread brings both descriptors on chip before its
+    const bool shareA = csize > 1 && cn > 1, shareB = csize > 1 && cm > 1;
+    const std::string half = csize > 1 ? TensorMapFieldName(boxes.shared_arg, boxes.half[0], boxes.half[1]) : "";
+    // The producer's thread brings its descriptors on chip before its
     // first load (prefetch.tensormap).
-    prefetch = absl::StrCat("    if (tma && p == 0) {\n      tir_prefetch_tensormap(&a.", ma, ");\n",
-                            "      tir_prefetch_tensormap(&a.", mb, ");\n    }\n");
+    prefetch = absl::StrCat("    if (tma && p == 0) {\n", shareA ? "" : absl::StrCat("      tir_prefetch_tensormap(&a.", ma, ");\n"),
+                            shareB ? "" : absl::StrCat("      tir_prefetch_tensormap(&a.", mb, ");\n"),
+                            csize > 1 ? absl::StrCat("      tir_prefetch_tensormap(&a.", half, ");\n") : "", "    }\n");
     // A (and a K-major B) in one box of 128-byte rows; an N-major B's
-    // 64-column chunks 8 KiB apart, a box each.
-    absl::StrAppend(&tmaLoads, "          if (p == 0) {\n", "            tir_mbar_arrive_tx(full + s, ", stageBytes, "u);\n",
-                    "            tir_tma_load_2d(As, &a.", ma, ", (int)(kt * 64), (int)(tm * ", bm, "), full + s);\n");
+    // 64-column chunks 8 KiB apart, a box each. With a cluster each CTA
+    // loads half of every box of the shared operand into the same offset
+    // of both CTAs (multicast), completing each one's `full` at the same
+    // offset: every CTA still receives the whole stage, stageBytes in all.
+    const std::string mask = absl::StrCat((1 << csize) - 1, "u");
+    absl::StrAppend(&tmaLoads, "          if (p == 0) {\n", "            tir_mbar_arrive_tx(full + s, ", stageBytes, "u);\n");
+    if (shareA) {
+      absl::StrAppend(&tmaLoads, "            tir_tma_load_2d_multicast(As + crank * ", bm / 2 * 64, ", &a.", half,
+                      ", (int)(kt * 64), (int)(tm * ", bm, " + crank * ", bm / 2, "), full + s, ", mask, ");\n");
+    } else {
+      absl::StrAppend(&tmaLoads, "            tir_tma_load_2d(As, &a.", ma, ", (int)(kt * 64), (int)(tm * ", bm, "), full + s);\n");
+    }
     if (h.b_k_major) {
-      absl::StrAppend(&tmaLoads, "            tir_tma_load_2d(Bs, &a.", mb, ", (int)(kt * 64), (int)(tn * ", bn,
-                      "), full + s);\n");
+      if (shareB) {
+        absl::StrAppend(&tmaLoads, "            tir_tma_load_2d_multicast(Bs + crank * ", bn / 2 * 64, ", &a.", half,
+                        ", (int)(kt * 64), (int)(tn * ", bn, " + crank * ", bn / 2, "), full + s, ", mask, ");\n");
+      } else {
+        absl::StrAppend(&tmaLoads, "            tir_tma_load_2d(Bs, &a.", mb, ", (int)(kt * 64), (int)(tn * ", bn,
+                        "), full + s);\n");
+      }
     } else {
       absl::StrAppend(&tmaLoads, "            for (int j = 0; j < ", bn / 64, "; ++j)\n");
-      absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(tn * ", bn,
-                      " + j * 64), (int)(kt * 64), full + s);\n");
+      if (shareB) {
+        absl::StrAppend(&tmaLoads, "              tir_tma_load_2d_multicast(Bs + j * 4096 + crank * 2048, &a.", half,
+                        ", (int)(tn * ", bn, " + j * 64), (int)(kt * 64 + crank * 32), full + s, ", mask, ");\n");
+      } else {
+        absl::StrAppend(&tmaLoads, "              tir_tma_load_2d(Bs + j * 4096, &a.", mb, ", (int)(tn * ", bn,
+                        " + j * 64), (int)(kt * 64), full + s);\n");
+      }
     }
     absl::StrAppend(&tmaLoads, "          }\n");
   }
@@ -354,7 +422,12 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   // entry; 40 for the producer, 232 for the consumers); one consumer has
   // the file's share (255) without it.
   const bool moveRegisters = consumers == 2;
-  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n", moveRegisters ? "    tir_setmaxnreg_dec<40>();\n" : "",
+  // With a cluster ptxas keeps more of the producer's loop live (the
+  // cluster rank, the multicast, barrier.cluster): 96 for it leaves 208 for
+  // the consumers (still 65536 in all) and spills nothing where 40 spilled.
+  const std::string producerRegisters = csize > 1 ? "96" : "40", consumerRegisters = csize > 1 ? "208" : "232";
+  absl::StrAppend(&code, "#if TIR_LANES\n", "  if (threadIdx.x < 128) {\n",
+                  moveRegisters ? absl::StrCat("    tir_setmaxnreg_dec<", producerRegisters, ">();\n") : "",
                   "    const int p = threadIdx.x;\n", prefetch, "    tir_i64 it = 0;\n",
                   // With TMA one thread issues everything; the rest of the warpgroup idles.
                   "    for (tir_i64 unit = first_tile; unit < units && (!tma || p == 0); unit += tile_step) {\n", coords,
@@ -366,7 +439,13 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                   "        if (tma) {\n", tmaLoads, "        } else {\n", "          const tir_i64 k0 = kt * 64;\n", stageA,
                   stageB, "          tir_fence_proxy_async();\n", "          tir_mbar_arrive(full + s);\n", "        }\n",
                   "      }\n    }\n  } else {\n");
-  // The consumers.
+  // The consumers. A stage is released to the producer of every CTA whose
+  // multicast writes it (with a cluster and TMA: all of the cluster's).
+  const std::string release =
+      csize > 1 ? absl::StrCat("{\n          const int es = (int)((it - 1) % ", stages, ");\n          if (tma) {\n",
+                               "            for (unsigned r = 0; r < ", csize, "u; ++r) tir_mbar_arrive_cluster(empty + es, r);\n",
+                               "          } else {\n            tir_mbar_arrive(empty + es);\n          }\n        }")
+                : absl::StrCat("tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));");
   const std::string bDesc = h.b_k_major ? "tir_wgmma_desc(sb + ks * 32, 16, 1024, 1)"
                                         : "tir_wgmma_desc(sb + ks * 2048, 8192, 1024, 1)";
   // The device epilogue walks each thread's accumulators in pairs: in the
@@ -468,7 +547,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                          "      (void)i", b + 2, ";\n",
                          "      if (i", b, " < M && i", b + 1, " < N) {\n", pairStores, "      }\n    }\n      }\n");
   absl::StrAppend(
-      &code, moveRegisters ? "    tir_setmaxnreg_inc<232>();\n" : "",
+      &code, moveRegisters ? absl::StrCat("    tir_setmaxnreg_inc<", consumerRegisters, ">();\n") : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
       "    tir_i64 it = 0;\n", "    for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
       // The unit's first wgmma scales D by 0 (its accumulators start
@@ -494,15 +573,17 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       // One group in flight: the previous K step's is done, its stage free.
       "        tir_wgmma_wait<1>();\n",
-      "        if (kt > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n", "      }\n",
+      "        if (kt > kt0 && t % 32 == 0) ", release, "\n", "      }\n",
       "      tir_wgmma_wait<0>();\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
-      "      if (kt1 > kt0 && t % 32 == 0) tir_mbar_arrive(empty + (int)((it - 1) % ", stages, "));\n",
+      "      if (kt1 > kt0 && t % 32 == 0) ", release, "\n",
       splitDevice, tmaStore ? "      if (tma_out) {\n" + epiStage + "      } else {\n" : "",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", deviceEpilogue, "      }\n",
       tmaStore ? "      }\n" : "", "    }\n",
       // No store may still read shared memory when the block exits.
-      tmaStore ? "    if (tma_out && t == 0) tir_bulk_wait_read<0>();\n" : "", "  }\n", "#else\n");
+      tmaStore ? "    if (tma_out && t == 0) tir_bulk_wait_read<0>();\n" : "", "  }\n",
+      // No CTA leaves while a peer may still multicast into it or arrive on its barriers.
+      csize > 1 ? "  tir_cluster_sync();\n" : "", "#else\n");
   // The plain host form: the block's one thread stages each K step's tiles
   // as the producer's threads do (the same swizzled stages) and multiplies
   // them in loops.
@@ -540,10 +621,30 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       e->add_dim_divisors(d == b ? bm : d == b + 1 ? bn : 1);
     }
   };
+  // With a cluster: csize blocks per cluster tile (the grid x a multiple
+  // of the cluster, kPersistentBlocks being even), launched in clusters of
+  // csize along x.
+  auto clusterDims = [&](tir::v1::LaunchExtent *e) {
+    for (int d = 0; d <= b + 1; ++d) {
+      auto *td = e->add_dims();
+      td->mutable_tensor()->set_kind(tir::v1::TensorRef::ITERATION_DOMAIN);
+      td->set_dim(d);
+      e->add_dim_divisors(d == b ? bm * cm : d == b + 1 ? bn * cn : 1);
+    }
+  };
+  static_assert(kPersistentBlocks % 2 == 0, "a persistent grid holds whole clusters of two");
   auto *gx = launch_.add_grid();
-  gx->set_constant(split);
+  gx->set_constant(split * csize);
   if (persistent) gx->set_max(kPersistentBlocks);
-  tileDims(gx);
+  if (csize > 1) {
+    clusterDims(gx);
+    launch_.add_cluster(static_cast<uint32_t>(csize));
+    launch_.add_cluster(1);
+    launch_.add_cluster(1);
+    cluster_ = {static_cast<unsigned>(csize), 1, 1};
+  } else {
+    tileDims(gx);
+  }
   launch_.add_grid()->set_constant(1);
   launch_.add_grid()->set_constant(1);
   launch_.add_block(threads);

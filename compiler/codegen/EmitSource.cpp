@@ -72,9 +72,13 @@ absl::StatusOr<EmittedKernel> KernelEmitter::Run() {
                   "  options.explore_blocks = (long)schedule[2];\n"
                   "  for (int i = 0; i < writable_count; ++i) options.writable.emplace_back(writable[i], writable_bytes[i]);\n"
                   "  gridDim.x = grid[0]; gridDim.y = grid[1]; gridDim.z = grid[2];\n"
-                  "  blockDim.x = block[0]; blockDim.y = block[1]; blockDim.z = block[2];\n"
-                  "  const tir_lanes::Result r = tir_lanes::Launch(\n"
-                  "      \"tir_kernel\", {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, dynamic_smem,\n"
+                  "  blockDim.x = block[0]; blockDim.y = block[1]; blockDim.z = block[2];\n",
+                  cluster_[0] * cluster_[1] * cluster_[2] > 1
+                      ? absl::StrCat("  const tir_lanes::Result r = tir_lanes::LaunchClusters(\n"
+                                     "      \"tir_kernel\", {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, {",
+                                     cluster_[0], ", ", cluster_[1], ", ", cluster_[2], "}, dynamic_smem,\n")
+                      : std::string("  const tir_lanes::Result r = tir_lanes::Launch(\n"
+                                    "      \"tir_kernel\", {grid[0], grid[1], grid[2]}, {block[0], block[1], block[2]}, dynamic_smem,\n"),
                   "      [](tir_lanes::Dim3 b) { blockIdx.x = b.x; blockIdx.y = b.y; blockIdx.z = b.z; },\n"
                   "      [&a] { tir_kernel(a); }, options);\n"
                   "  std::snprintf(error, error_bytes, \"%s\", r.first_error.c_str());\n"

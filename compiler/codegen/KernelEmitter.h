@@ -15,6 +15,7 @@
 #define TIR_COMPILER_CODEGEN_KERNELEMITTER_H_
 
 #include <functional>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -170,8 +171,12 @@ class KernelEmitter {
   // swizzle a box row is 64 elements of K (or N): A is one block_m x 64
   // box, a K-major B one block_n x 64 box (an outer extent up to 256); an
   // N-major B takes block_n / 64 boxes of 64 x 64, one per 64 columns.
+  // With a 2-CTA cluster each CTA also loads half the shared operand's box
+  // (`half`, of input `shared_arg`) and multicasts it to both.
   struct HopperBoxes {
     int64_t a[2] = {64, 64}, b[2] = {64, 64};
+    int shared_arg = -1;
+    int64_t half[2] = {0, 0};
   };
   HopperBoxes HopperBoxesOf(const HopperOperands &h);
   // The one output a Hopper kernel may store by TMA (a rank-2 row-major
@@ -188,6 +193,9 @@ class KernelEmitter {
   // it); a minimum of blocks per SM for __launch_bounds__ (0: none).
   bool grid_constant_ = false;
   int min_blocks_ = 0;
+  // The thread-block cluster the kernel is launched in (x, y, z; all 1:
+  // none): the emulated form runs a cluster's CTAs together.
+  std::array<unsigned, 3> cluster_ = {1, 1, 1};
   GraphOp kernel_;
   std::map<std::string, int64_t> params_;
   planning::AccessMaps maps_;

@@ -166,9 +166,12 @@ Made Matmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, 
 // The Hopper form (sm_90a, bf16/f16): a producer warpgroup and `consumers`
 // consumer warpgroups, 64-column K steps through `stages` TMA stages.
 // `raster` orders the tiles (EmitHopper): 0 bands of `group` tile rows, 1
-// bands of tile columns, 2 and 3 the same walked serpentine.
+// bands of tile columns, 2 and 3 the same walked serpentine. In clusters
+// of clusterM x clusterN CTAs (2x1: two M tiles share their B tile, 1x2:
+// two N tiles their A tile, each loading half and multicasting it).
 Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, int bn, int stages, int consumers,
-                  int persistent, int group, int splitK, int raster = 0, int tmaStore = 0) {
+                  int persistent, int group, int splitK, int raster = 0, int tmaStore = 0, int clusterM = 1,
+                  int clusterN = 1) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
   int64_t batch = 1;
   for (int64_t b : f.space.batch) batch *= b;
@@ -191,12 +194,20 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     reject = "split-K leaves less than two K tiles per split";
   } else if (tmaStore && (f.tma_store_bytes == 0 || splitK > 1)) {
     reject = "tma_store needs one rank-2 (M, N) output and no split-K";
+  } else if (clusterM * clusterN > 1 && (splitK > 1 || clusterM * clusterN > 2)) {
+    reject = "clusters of 2x1 or 1x2 CTAs, without split-K";
+  } else if ((clusterM > 1 && CeilDiv(m, bm) < 2) || (clusterN > 1 && CeilDiv(n, bn) < 2)) {
+    reject = "a cluster wider than the tiles along its dimension";
   }
   TileCandidate &c = out.c;
   c.params = {{"block_m", bm}, {"block_n", bn}, {"block_k", 64}, {"stages", stages}, {"consumers", consumers},
               {"persistent", persistent}, {"group_m", group}, {"split_k", splitK}, {"wgmma", 1}};
   if (raster != 0) c.params["raster"] = raster;
   if (tmaStore) c.params["tma_store"] = 1;
+  if (clusterM * clusterN > 1) {
+    c.params["cluster_m"] = clusterM;
+    c.params["cluster_n"] = clusterN;
+  }
   c.threads = 128 * (consumers + 1);
   // With tma_store the output tile is staged after the mbarriers' KiB.
   c.shared_bytes = 1024 + stages * (bm + bn) * 128 +
@@ -206,8 +217,12 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
   c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);
   // Work units: tiles x split; a persistent grid launches at most one
   // block per SM, each looping over units.
-  c.work_units = CeilDiv(m, bm) * CeilDiv(n, bn) * batch * splitK;
-  c.blocks = persistent ? std::min<int64_t>(c.work_units, arch.sm_count) : c.work_units;
+  // A cluster pads its dimension's tiles to a multiple of the cluster (a
+  // CTA whose tile lies past the problem still loads and releases its
+  // share), and a persistent grid holds whole clusters.
+  const int64_t csize = int64_t(clusterM) * clusterN;
+  c.work_units = CeilDiv(CeilDiv(m, bm), clusterM) * clusterM * CeilDiv(CeilDiv(n, bn), clusterN) * clusterN * batch * splitK;
+  c.blocks = persistent ? std::min<int64_t>(c.work_units, arch.sm_count / csize * csize) : c.work_units;
   return out;
 }
 
@@ -216,9 +231,13 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
 // that does (each split keeping two K tiles or more). A decode GEMM (M = 1,
 // N = 4096: 64 tiles of 64 x 64) gets split-K 2; a prefill GEMM (M = 512,
 // N = 4096) 128 x 128 tiles, 128 of them.
+// Without split-K the default pairs M tiles in 2x1 clusters, B multicast
+// to both (half the L2-to-SM feed of B), where the tile rows pair up with
+// at most one padded tile row in eight.
 struct HopperDefault {
   int bm = 64, bn = 64, consumers = 1, split = 1;
   int64_t tiles = 1;
+  int cluster_m = 1;
 };
 HopperDefault DefaultHopperTile(const KernelFacts &f, const target::ArchInfo &arch) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
@@ -234,14 +253,18 @@ HopperDefault DefaultHopperTile(const KernelFacts &f, const target::ArchInfo &ar
     if (s.bm > std::max<int64_t>(64, NextPow2(m)) || s.bn > std::max<int64_t>(64, NextPow2(n))) continue;
     best = HopperDefault{s.bm, s.bn, s.consumers, 1, CeilDiv(m, s.bm) * CeilDiv(n, s.bn) * batch};
     found = true;
-    if (best.tiles >= fill) return best;
+    if (best.tiles >= fill) break;
   }
   if (!found) best.tiles = CeilDiv(m, 64) * CeilDiv(n, 64) * batch;
-  for (int sk : {2, 4, 8, 16}) {
-    if (kTiles / sk < 2) break;
-    best.split = sk;
-    if (best.tiles * sk >= fill) break;
+  if (best.tiles < fill) {
+    for (int sk : {2, 4, 8, 16}) {
+      if (kTiles / sk < 2) break;
+      best.split = sk;
+      if (best.tiles * sk >= fill) break;
+    }
   }
+  const int64_t tilesM = CeilDiv(m, best.bm);
+  if (best.split == 1 && tilesM >= 2 && (tilesM % 2 == 0 || tilesM >= 8)) best.cluster_m = 2;
   return best;
 }
 
@@ -414,17 +437,29 @@ struct Builder {
                     // split-K.
                     for (int store : {0, 1}) {
                       if (store && (f.tma_store_bytes == 0 || !persistent || sk > 1)) continue;
-                      Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk,
-                                                         raster, store);
-                      made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
-                                          persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) &&
-                                          sk == d.split && raster == 0 && store == 0;
-                      if (!made.reject.empty()) {
-                        ++space.before_pruning;
-                        ++space.pruned[made.reject];
-                        continue;
+                      // Clusters of two CTAs sharing an operand by TMA
+                      // multicast: persistent, no split-K, in the default
+                      // walk (bands of 8 tile rows, or rows where there is
+                      // one): the walk is priced by DRAM traffic, which a
+                      // cluster does not change, and each variant costs
+                      // the tuner a compile.
+                      for (auto [cm, cn] : {std::pair<int, int>{1, 1}, std::pair<int, int>{2, 1}, std::pair<int, int>{1, 2}}) {
+                        if (cm * cn > 1 && (!persistent || sk != 1 || raster != 0 ||
+                                            group != (CeilDiv(m, bm) > 1 ? 8 : 1))) {
+                          continue;
+                        }
+                        Made made = planning::HopperMatmul(f, arch, bm, bn, stages, consumers, persistent, group, sk,
+                                                           raster, store, cm, cn);
+                        made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
+                                            persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) &&
+                                            sk == d.split && raster == 0 && store == 0 && cm == d.cluster_m && cn == 1;
+                        if (!made.reject.empty()) {
+                          ++space.before_pruning;
+                          ++space.pruned[made.reject];
+                          continue;
+                        }
+                        Offer(std::move(made));
                       }
-                      Offer(std::move(made));
                     }
                   }
                 }

@@ -63,6 +63,7 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
     return it == c.params.end() ? fallback : static_cast<double>(it->second);
   };
   double bytes = f.bytes_in + f.bytes_out;
+  double l2FeedRatio = 0;  // wgmma: L2-to-SM operand demand at the math rate over the feed rate
   double flops = 0, rate = arch.fp32_tflops * 1e12, edge = 1.0;
   switch (f.space.kind) {
     case KernelKind::kPointwise: {
@@ -118,12 +119,18 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
       // part of it, more with grouped rasterization or when operands fit L2.
       double l2 = group > 1 ? 6.0 : 2.0;
       if (aBytes + bBytes < 0.5 * arch.l2_bytes) l2 *= 4;
-      const double reread = (aBytes * CeilDiv(n, bn) + bBytes * CeilDiv(m, bm)) / l2;
+      // A cluster of two CTAs along M (N) loads each B (A) tile once for
+      // both, multicast: half the L2-to-SM traffic of that operand (DRAM
+      // traffic is the wave footprint's either way).
+      const double clusterM = param("cluster_m", 1), clusterN = param("cluster_n", 1);
+      const double reread = (aBytes * CeilDiv(n, bn) / clusterN + bBytes * CeilDiv(m, bm) / clusterM) / l2;
       double operandBytes = std::max(aBytes + bBytes, reread);
       if (arch.is_gpu && param("wgmma", 0) > 0) operandBytes = HopperOperandTraffic(f, c, arch);
       bytes = operandBytes + cBytes * (splitK > 1 ? 2 * splitK : 1) +
               (f.bytes_in - aBytes - bBytes > 0 ? f.bytes_in - aBytes - bBytes : 0);
-      edge = CeilDiv(m, bm) * bm * CeilDiv(n, bn) * bn * CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
+      // Tiles padded to whole clusters compute too.
+      edge = CeilDiv(CeilDiv(m, bm), clusterM) * clusterM * bm * CeilDiv(CeilDiv(n, bn), clusterN) * clusterN * bn *
+             CeilDiv(k, bk * splitK) * bk * splitK / (m * n * k);
       if (!f.tensor_core) {
         // Shared tiles staged per block and K step; each thread's register
         // tile reuses every shared read tm * tn / (tm + tn) times.
@@ -175,6 +182,18 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
           eff = std::min(1.0, eff / (1.0 - 0.9 * share));
         }
         rate *= std::max(0.05, eff);
+        // The operands each SM pulls from L2 per flop: a K step of the tile
+        // loads (block_m + block_n) x 64 elements for 2 x block_m x block_n
+        // x 64 flops, the shared operand's half with a cluster. Near the L2
+        // feed rate the loads' latency grows and stalls the pipeline: the
+        // time is a smooth maximum (4-norm) of the math at `rate` and the
+        // feed, the plain maximum far from it.
+        if (arch.l2_feed_gbps > 0) {
+          const double perFlop = (bm / clusterN + bn / clusterM) * 64.0 * f.operand_bytes / (2.0 * bm * bn * 64.0);
+          const double ratio = rate * perFlop / (arch.l2_feed_gbps * 1e9);
+          rate /= std::pow(1.0 + std::pow(ratio, 4.0), 0.25);
+          l2FeedRatio = ratio;
+        }
       } else if (arch.is_gpu && f.tensor_core) {
         rate = (f.tf32 ? arch.mma_tf32_tflops : arch.mma_bf16_tflops) * 1e12;
         const double warpTile = bm * bn / warps;  // elements of C per warp
@@ -235,6 +254,7 @@ Prediction AnalyticCostModel::Predict(const KernelFacts &f, const TileCandidate 
               {"scheduling_seconds", scheduling}, {"memory_seconds", memory}, {"work_units", units},
               {"bytes_in_flight_per_block", inFlight}, {"achieved_bytes_per_second", bw},
               {"compute_seconds", compute}, {"launch_seconds", arch.launch_overhead_us * 1e-6}};
+  if (l2FeedRatio > 0) p.inputs["l2_feed_demand_ratio"] = l2FeedRatio;
   return p;
 }
 

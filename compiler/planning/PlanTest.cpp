@@ -627,16 +627,20 @@ tir.graph @lin(%x: tensor<?x1024xbf16>, %w: tensor<1024x1024xbf16>) -> tensor<?x
   EXPECT_EQ(ComputeFacts(assumed->partition.kernels[0]).space.m, kAssumedDynamicExtent);
   EXPECT_DOUBLE_EQ(facts.bytes_out, 4.0 * 1024 * 4);
   // Four rows are predicted as four rows, not as the assumed 1024: the
-  // same tile gets another time.
-  const TileCandidate &top = assumed->spaces[0].kept[0];
+  // same tile gets another time. (The assumed plan's best may be a 2x1
+  // cluster or grouped rows, which four rows do not have: the best-ranked
+  // tile both spaces hold is compared.)
   bool compared = false;
-  for (size_t i = 0; i < sized->spaces[0].kept.size(); ++i) {
-    if (sized->spaces[0].kept[i].params != top.params) continue;
-    EXPECT_NE(sized->predictions[0][i].seconds, assumed->predictions[0][0].seconds);
-    EXPECT_LT(sized->spaces[0].kept[i].blocks, top.blocks) << "fewer blocks over 4 rows";
-    compared = true;
+  for (size_t t = 0; t < assumed->spaces[0].kept.size() && !compared; ++t) {
+    const TileCandidate &top = assumed->spaces[0].kept[t];
+    for (size_t i = 0; i < sized->spaces[0].kept.size(); ++i) {
+      if (sized->spaces[0].kept[i].params != top.params) continue;
+      EXPECT_NE(sized->predictions[0][i].seconds, assumed->predictions[0][t].seconds);
+      EXPECT_LT(sized->spaces[0].kept[i].blocks, top.blocks) << "fewer blocks over 4 rows";
+      compared = true;
+    }
   }
-  EXPECT_TRUE(compared) << "the assumed plan's best tile is in the sized space";
+  EXPECT_TRUE(compared) << "a tile of the assumed plan is in the sized space";
   modules_.push_back(std::move(loaded->module));
 }
 

@@ -94,6 +94,10 @@ std::vector<ArchInfo> MakeTable() {
   h100.max_shared_bytes_per_block = 232448;   // 227 KB opt-in
   h100.l2_bytes = 50 << 20;
   h100.dram_gbps = 3350;
+  // A lead, not a measurement: the operand feed a 128 x 256 wgmma tile
+  // needs at the dense peak is 11.6 TB/s, and published Hopper GEMMs gain
+  // from halving it with cluster multicast, so the feed sits near that.
+  h100.l2_feed_gbps = 12000;
   h100.fp32_tflops = 67;
   h100.mma_bf16_tflops = 660;                 // ~2/3 of 989 with mma.sync
   h100.mma_tf32_tflops = 330;
@@ -107,6 +111,7 @@ std::vector<ArchInfo> MakeTable() {
   t.push_back(h100a);
 
   ArchInfo b200 = h100;  // NVIDIA B200 (HGX B200 datasheet): 148 SMs, 8000 GB/s, 2250 TF bf16 dense, 80 TF fp32.
+  b200.l2_feed_gbps = 0;  // not modeled off Hopper
   b200.name = "sm_100";
   b200.part = "B200";
   b200.device = "b200";

@@ -46,6 +46,7 @@ struct ArchInfo {
   int max_shared_bytes_per_block = 0;  // with the opt-in attribute
   int l2_bytes = 0;
   double dram_gbps = 0;             // DRAM bandwidth, GB/s
+  double l2_feed_gbps = 0;          // L2-to-SM bandwidth, all SMs together, GB/s (0: not modeled)
   double fp32_tflops = 0;           // CUDA-core FP32 (FMA = 2 flops)
   double mma_bf16_tflops = 0;       // dense bf16/f16 tensor-core rate reachable with mma.sync
   double mma_tf32_tflops = 0;       // dense tf32 with mma.sync

@@ -1,5 +1,7 @@
 #include "worker/cuda/cuda_driver.h"
 
+#include <cstring>
+
 #include <dlfcn.h>
 
 #include "absl/strings/str_cat.h"
@@ -73,6 +75,7 @@ absl::StatusOr<std::unique_ptr<CudaDriver>> CudaDriver::Load(absl::string_view l
   TIR_RESOLVE(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId");
 #undef TIR_RESOLVE
   if (!Resolve(handle, "cuTensorMapEncodeTiled", api.cuTensorMapEncodeTiled)) api.cuTensorMapEncodeTiled = nullptr;
+  if (!Resolve(handle, "cuLaunchKernelEx", api.cuLaunchKernelEx)) api.cuLaunchKernelEx = nullptr;
   if (missing != nullptr) {
     dlclose(handle);
     return Unavailable(absl::StrCat(path, " lacks entry point ", missing,
@@ -146,6 +149,34 @@ absl::StatusOr<DeviceInfo> CudaDriver::Device(int index) const {
   char bus[32] = {0};
   if (api_.cuDeviceGetPCIBusId(bus, sizeof(bus) - 1, dev) == CUDA_SUCCESS) info.pci_bus_id = bus;
   return info;
+}
+
+CUresult CudaDriver::Launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                           unsigned shared_bytes, CUstream stream, void** params) const {
+  if (cluster[0] * cluster[1] * cluster[2] <= 1) {
+    return api_.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes, stream, params,
+                               nullptr);
+  }
+  if (api_.cuLaunchKernelEx == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUlaunchAttribute attribute;
+  std::memset(&attribute, 0, sizeof(attribute));
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = cluster[0];
+  attribute.value.clusterDim.y = cluster[1];
+  attribute.value.clusterDim.z = cluster[2];
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof(config));
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = block[0];
+  config.blockDimY = block[1];
+  config.blockDimZ = block[2];
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return api_.cuLaunchKernelEx(&config, fn, params, nullptr);
 }
 
 }  // namespace tir::cuda

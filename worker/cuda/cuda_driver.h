@@ -78,6 +78,9 @@ class CudaDriver {
     CUresult (*cuTensorMapEncodeTiled)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                        const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                                        CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    // cuLaunchKernelEx (CUDA 12): a launch with attributes (cluster
+    // dimensions); null when the driver has none.
+    CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);
   };
 
   // Loads the driver library (default "libcuda.so.1", found by the system
@@ -103,6 +106,14 @@ class CudaDriver {
 
   // The one adapter from CUresult to absl::Status: "`what`: CUDA_ERROR_X (text)".
   absl::Status Check(CUresult result, absl::string_view what) const;
+
+  // Launches `fn` on `stream`; in thread-block clusters of `cluster` blocks
+  // (x, y, z) when that is more than one (cuLaunchKernelEx with
+  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; each grid dimension a multiple
+  // of the cluster's), else with cuLaunchKernel. CUDA_ERROR_NOT_SUPPORTED
+  // for a cluster when the driver has no cuLaunchKernelEx.
+  CUresult Launch(CUfunction fn, const unsigned grid[3], const unsigned block[3], const unsigned cluster[3],
+                  unsigned shared_bytes, CUstream stream, void** params) const;
 
  private:
   CudaDriver(void* handle, const Api& api) : handle_(handle), api_(api) {}

@@ -158,9 +158,29 @@ absl::StatusOr<tir::v1::CandidateResult> CudaRunner::Measure(uint32_t candidate,
                          codegen::PackParams(fields, layout, [&](int b) { return static_cast<uint64_t>(buffers_[s][b]); }, encode));
     args.push_back(std::move(packed));
   }
+  // A kernel launched in thread-block clusters (sm_90): cuLaunchKernelEx
+  // with the cluster dimension attribute; each grid dimension must be a
+  // multiple of the cluster's.
+  unsigned cluster[3] = {1, 1, 1};
+  for (int i = 0; i < work.launch().cluster_size() && i < 3; ++i) cluster[i] = std::max(1u, work.launch().cluster(i));
+  const bool clustered = cluster[0] * cluster[1] * cluster[2] > 1;
+  if (clustered) {
+    if (api.cuLaunchKernelEx == nullptr) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "CUDA_DRIVER_UNAVAILABLE",
+                       "the kernel is launched in thread-block clusters and the driver has no cuLaunchKernelEx "
+                       "(CUDA 12 or newer)");
+    }
+    for (int d = 0; d < 3; ++d) {
+      if (grid[d] % cluster[d] != 0) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_WORK",
+                         absl::StrCat("grid dimension ", d, " of ", grid[d], " blocks is not a multiple of the cluster's ",
+                                      cluster[d]));
+      }
+    }
+  }
   auto launch = [&](size_t s) {
     void *params[] = {args[s].data()};
-    return api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, nullptr, params, nullptr);
+    return driver_->Launch(fn, grid, block, cluster, smem, nullptr, params);
   };
   tir::v1::CandidateResult result;
   result.set_candidate_index(index);

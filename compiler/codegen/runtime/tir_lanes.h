@@ -139,7 +139,7 @@ struct Dim3 {
   unsigned x, y, z;
 };
 
-enum class Park { kRunnable, kBarrier, kWarp, kSpin, kDone, kAborted, kNamedBarrier };
+enum class Park { kRunnable, kBarrier, kWarp, kSpin, kDone, kAborted, kNamedBarrier, kCluster };
 
 enum Collective { kShflXor = 1, kShflDown, kShflIdx, kLdmatrix, kMmaBf16, kMmaF16, kMmaTf32 };
 
@@ -220,6 +220,9 @@ struct MBarrier {
   int init_thread = -1;
   uint32_t init_epoch = 0, init_arrivals = 0;
   bool race_reported = false;
+  // The cluster barriers its block had passed at the init (a peer CTA's use
+  // must come after one more; see the cluster section).
+  uint32_t init_cluster_epoch = 0;
   // Per thread: its latest arrival (1-based) in the open phase, and in the
   // phases completed so far.
   std::vector<uint32_t> open, completed;
@@ -292,6 +295,16 @@ struct Block {
   size_t wgmma_reads_dirty = 0;
   // Bulk tensor stores whose shared-memory reads may not be over (BulkStore).
   std::vector<BulkStore> bulk_stores;
+  // Thread-block clusters (see the cluster section): the CTAs of this
+  // block's cluster by rank (empty when it runs alone), its rank, the
+  // cluster barriers passed, whether all its threads exited, and per peer
+  // rank the cluster barriers passed (+1) at that peer's latest use of this
+  // CTA's shared memory or mbarriers (0: none).
+  std::vector<Block *> cluster;
+  int cluster_rank = 0;
+  uint32_t cluster_epoch = 0;
+  bool exited = false;
+  std::vector<uint32_t> peer_use;
 };
 
 // Thrown (on the scheduler's stack only) to stop a launch.
@@ -668,6 +681,7 @@ inline void MbarrierInit(void *p, int count) {
   m.init_thread = Current().id;
   m.init_epoch = b.epoch;
   m.init_arrivals = Current().arrivals;
+  m.init_cluster_epoch = b.cluster_epoch;
   m.open.assign(b.threads, 0);
   m.completed.assign(b.threads, 0);
   for (MBarrier &o : b.mbarriers) {
@@ -1378,14 +1392,16 @@ inline const char *ParkName(Park p) {
     case Park::kDone: return "exited";
     case Park::kAborted: return "stopped";
     case Park::kNamedBarrier: return "at a named barrier";
+    case Park::kCluster: return "at a cluster barrier";
   }
   return "?";
 }
 
 // One scheduling step after every runnable lane ran: runs the warp
 // collectives whose members all arrived, else releases a barrier every live
-// lane reached; false (with an error) when the block cannot go on.
-inline bool Advance() {
+// lane reached; false (with an error when `report`) when the block cannot
+// go on.
+inline bool AdvanceBlock(bool report) {
   Block &b = B();
   bool progressed = false;
   for (int w = 0; w * 32 < b.threads; ++w) {
@@ -1449,6 +1465,7 @@ inline bool Advance() {
     }
     return true;
   }
+  if (!report) return false;
   // Stuck: a warp collective some lanes of its mask never reach.
   for (int i = 0; i < b.threads; ++i) {
     Lane &l = b.lanes[i];
@@ -1490,6 +1507,7 @@ inline bool Advance() {
   b.fatal = true;
   return false;
 }
+inline bool Advance() { return AdvanceBlock(true); }
 
 // A pool of fiber stacks for this host thread, each with a guard page below.
 inline void *StackFor(Lane &l) {
@@ -1544,7 +1562,7 @@ inline void NextRound(Block &b) {
 // Runs the current block (b.block) once from poisoned shared memory under
 // schedule `order` (seed `seed` for a shuffle); false when the emulator had
 // no memory for the threads' stacks.
-inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
+inline bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
   b.order = order;
   b.seed = b.rng = seed;
   // Poison what the last block used; the dynamic part comes first.
@@ -1557,6 +1575,9 @@ inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &res
   b.epoch = 1;
   b.mbarriers.clear();
   b.mbarrier_changes = b.woken_at = 0;
+  b.cluster_epoch = 0;
+  b.exited = false;
+  b.peer_use.assign(b.cluster.size(), 0);
   if (b.wgmma_reads.empty()) b.wgmma_reads.assign(kArenaBytes / 16, std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
   std::fill(b.wgmma_reads.begin(), b.wgmma_reads.begin() + b.wgmma_reads_dirty,
             std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1});
@@ -1586,6 +1607,11 @@ inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &res
     l.park = Park::kRunnable;
   }
   result.lanes += b.threads;
+  return true;
+}
+
+inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
+  if (!PrepareBlock(b, block, order, seed, result)) return false;
   for (;;) {
     bool ran = false;
     NextRound(b);
@@ -1728,6 +1754,466 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
   result.events = b.events;
   b.body = nullptr;
   b.order = kNaturalOrder;
+  g_block = nullptr;
+  return result;
+}
+
+// ==== thread-block clusters (sm_90) ===========================================
+//
+// A cluster's CTAs run together: all their threads are fibers of one
+// scheduling domain, round by round (the CTAs in the schedule's order, each
+// CTA's threads in its own), each CTA with its own shared arena, barriers
+// (__syncthreads per CTA), mbarriers and blockIdx. Across the CTAs (PTX ISA,
+// "Cluster of Cooperative Thread Arrays" and "Distributed Shared Memory"):
+//  - %cluster_ctarank is the CTA's rank in its cluster, x fastest;
+//  - barrier.cluster (arrive.release then wait.acquire) releases when every
+//    live thread of every CTA of the cluster reached it, and orders all
+//    that came before it in the cluster before all that comes after;
+//  - mbarrier.arrive.release.cluster on a peer's mbarrier (an address from
+//    mapa.shared::cluster) is an arrival at that peer's mbarrier at the
+//    same offset;
+//  - a TMA load with .multicast::cluster writes its box into the shared
+//    memory of every CTA its 16-bit ctaMask names, at the same offset, and
+//    completes its bytes on each one's mbarrier at the same offset.
+// What the emulator catches, besides what it catches in one CTA:
+//  - a ctaMask naming a CTA outside the cluster (or none):
+//    INVALID_MULTICAST_MASK; a rank outside it: INVALID_CLUSTER_RANK;
+//  - bytes landing on an mbarrier whose phase had all its arrivals and
+//    expected fewer bytes, or more bytes landed on an mbarrier than its
+//    phases expected by the time its CTA exits: MBARRIER_TX_OVERFLOW;
+//    bytes that never land (a
+//    CTA left out of a mask): the waiting thread's MBARRIER_DEADLOCK;
+//  - a peer's use of an mbarrier (multicast completion, remote arrival)
+//    that no barrier.cluster orders after its mbarrier.init:
+//    SHARED_MEMORY_RACE;
+//  - a CTA whose threads all exited while a peer's use of its shared
+//    memory or mbarriers is not ordered before the exit by a
+//    barrier.cluster, or any use of a CTA that exited: CLUSTER_PEER_EXITED.
+// Not modelled: ordinary loads and stores to a peer's shared memory, and
+// the check that a multicast into a peer's stage comes after that peer's
+// wgmmas finished reading it (it is made for the issuing CTA's own stage).
+// A launch without cluster dimensions does not come here; a kernel that
+// calls barrier.cluster alone in its (implicit, one-CTA) cluster gets a
+// barrier of its threads.
+
+constexpr int kMaxCluster = 8;
+
+inline int ClusterRank() { return B().cluster_rank; }
+inline int ClusterSize() { return B().cluster.empty() ? 1 : static_cast<int>(B().cluster.size()); }
+
+// barrier.cluster.arrive.release + barrier.cluster.wait.acquire.
+inline void ClusterSync() {
+  ++B().events;
+  Yield(B().cluster.empty() ? Park::kBarrier : Park::kCluster);
+}
+
+// The CTA of rank `rank` in the current thread's cluster, which the thread
+// uses (`what` it does to it); a peer's use is recorded for the exit check.
+inline Block &Peer(int rank, const char *what) {
+  Block &b = B();
+  const int size = ClusterSize();
+  if (rank < 0 || rank >= size) {
+    Fault("INVALID_CLUSTER_RANK", LaneName(Current().id) + " " + what + " CTA " + std::to_string(rank) +
+                                      " of a cluster of " + std::to_string(size));
+  }
+  if (b.cluster.empty()) return b;
+  Block &p = *b.cluster[rank];
+  if (&p != &b) {
+    if (p.exited) {
+      Fault("CLUSTER_PEER_EXITED", LaneName(Current().id) + " " + what + " CTA " + std::to_string(rank) +
+                                       " of its cluster, which exited (a barrier.cluster before the exit keeps a "
+                                       "CTA until its peers are done with its shared memory)");
+    }
+    p.peer_use[b.cluster_rank] = b.cluster_epoch + 1;
+  }
+  return p;
+}
+
+// The mbarrier at arena offset `off` of peer CTA `p`, used by the current
+// thread of another CTA (`what` it does): its init must be ordered before
+// the use by a barrier.cluster (PTX ISA, "mbarrier.init" and
+// "barrier.cluster").
+inline int PeerMbarrier(Block &p, size_t off, const char *what) {
+  char buf[400];
+  for (size_t i = 0; i < p.mbarriers.size(); ++i) {
+    MBarrier &m = p.mbarriers[i];
+    if (m.offset != off) continue;
+    if (m.init_cluster_epoch == p.cluster_epoch && !m.race_reported) {
+      m.race_reported = true;
+      std::snprintf(buf, sizeof(buf),
+                    "%s %s the mbarrier at shared byte %zu of CTA %d of its cluster, whose init no barrier.cluster "
+                    "orders before this use (barrier.cluster after mbarrier.init and fence.mbarrier_init)",
+                    LaneName(Current().id).c_str(), what, off, p.cluster_rank);
+      Report("SHARED_MEMORY_RACE", buf);
+    }
+    return static_cast<int>(i);
+  }
+  std::snprintf(buf, sizeof(buf),
+                "%s %s shared byte %zu of CTA %d of its cluster, where no mbarrier.init set up an mbarrier before "
+                "this use (barrier.cluster after mbarrier.init orders it)",
+                LaneName(Current().id).c_str(), what, off, p.cluster_rank);
+  Fault("SHARED_MEMORY_RACE", buf);
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster on the mbarrier of CTA
+// `rank` at the offset of `p` (mapa.shared::cluster of `p` to that CTA).
+inline void MbarrierArriveCluster(void *p, int rank) {
+  Block &b = B();
+  const size_t off = OffsetOf(p, 8);
+  Block &t = Peer(rank, "arrives at an mbarrier of");
+  if (&t == &b) {
+    MbarrierArrive(p, 0);
+    return;
+  }
+  ++b.events;
+  MBarrier &m = t.mbarriers[PeerMbarrier(t, off, "arrives at")];
+  if (--m.pending < 0) {
+    char buf[240];
+    std::snprintf(buf, sizeof(buf),
+                  "%s arrives at the mbarrier at byte %zu of CTA %d once more than its count of %d in one phase",
+                  LaneName(Current().id).c_str(), m.offset, rank, m.count);
+    Report("MBARRIER_OVERFLOW", buf);
+    m.pending = 0;
+  }
+  MbarrierSettle(m);
+  ++t.mbarrier_changes;
+}
+
+// cp.async.bulk.tensor.2d...multicast::cluster: the box at (c0, c1) of
+// `map` lands at the offset of `dst` in every CTA of `mask` and completes
+// its bytes on each one's mbarrier at the offset of `bar`.
+inline void TmaLoad2dMulticast(void *dst, const void *map, int c0, int c1, void *bar, unsigned mask) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  const int size = ClusterSize();
+  if (mask == 0 || (mask >> size) != 0) {
+    char buf[240];
+    std::snprintf(buf, sizeof(buf), "%s multicasts a TMA load with ctaMask 0x%x, which %s a cluster of %d CTAs",
+                  LaneName(l.id).c_str(), mask, mask == 0 ? "names no CTA of" : "names a CTA outside", size);
+    Fault("INVALID_MULTICAST_MASK", buf);
+  }
+  TensorMapFields f;
+  std::memcpy(&f, map, sizeof(f));
+  if (f.magic != kTensorMapMagic) {
+    Fault("INVALID_TENSOR_MAP", LaneName(l.id) + " issues a TMA load through a tensor map the launcher did not encode "
+                                                 "(the operand's layout does not allow one)");
+  }
+  const size_t row = f.box0 * f.elem_bytes, bytes = row * f.box1;
+  const int span = SwizzleSpan(static_cast<int>(f.swizzle));
+  if (span != 0 && row != size_t(span)) {
+    Fault("INVALID_TENSOR_MAP", "a box row of " + std::to_string(row) + " bytes under the " + std::to_string(span) +
+                                    "-byte swizzle (tir's tensor maps keep them equal)");
+  }
+  const size_t off = OffsetOf(dst, bytes), bar_off = OffsetOf(bar, 8);
+  const size_t align = span ? span * 8 : 128;
+  if (off % align != 0) {
+    Fault("MISALIGNED_ADDRESS", LaneName(l.id) + " issues a TMA load to a shared address not " + std::to_string(align) +
+                                    "-byte aligned (its swizzle repeats every " + std::to_string(align) + " bytes)");
+  }
+  const unsigned char *base = reinterpret_cast<const unsigned char *>(f.base);
+  for (int r = 0; r < size; ++r) {
+    if (!((mask >> r) & 1u)) continue;
+    Block &t = Peer(r, "multicasts a TMA load into");
+    int bi;
+    if (&t == &b) {
+      bi = MbarrierIndex(bar);
+      MbarrierUse(bi, "completes a TMA load on");
+      std::map<std::pair<int, int>, bool> memo;
+      for (size_t c = off / 16; c < (off + bytes + 15) / 16; ++c) {
+        if (!WgmmaReadsDone(c, l.id, &memo)) Abort();
+      }
+    } else {
+      bi = PeerMbarrier(t, bar_off, "completes a multicast TMA load on");
+      for (size_t c = off / 16; c < (off + bytes + 15) / 16 && c < t.wgmma_reads.size(); ++c) {
+        t.wgmma_reads[c] = std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1};
+      }
+    }
+    const uint32_t phase = t.mbarriers[bi].phase;
+    for (uint64_t rr = 0; rr < f.box1; ++rr) {
+      const int64_t gr = int64_t(c1) + int64_t(rr);
+      for (uint64_t c = 0; c < f.box0; ++c) {
+        const int64_t gc = int64_t(c0) + int64_t(c);
+        const bool inside = gr >= 0 && gr < int64_t(f.dim1) && gc >= 0 && gc < int64_t(f.dim0);
+        const size_t at = Swizzled(off + rr * row + c * f.elem_bytes, static_cast<int>(f.swizzle));
+        for (uint64_t k = 0; k < f.elem_bytes; ++k) {
+          t.arena[at + k] = inside ? base[gr * int64_t(f.stride1_bytes) + gc * int64_t(f.elem_bytes) + int64_t(k)] : 0;
+          Shadow &s = t.shadow[at + k];
+          s.async_bar = static_cast<int16_t>(bi);
+          s.async_phase = phase;
+          s.swizzle = static_cast<int8_t>(f.swizzle);
+          s.writer = -1;
+          s.write_epoch = 0;
+          s.pending = -1;
+        }
+      }
+    }
+    MBarrier &m = t.mbarriers[bi];
+    m.tx -= static_cast<long long>(bytes);
+    if (m.pending == 0 && m.tx < 0) {
+      char buf[300];
+      std::snprintf(buf, sizeof(buf),
+                    "%s multicasts %zu bytes onto the mbarrier at byte %zu of CTA %d, whose phase had all its "
+                    "arrivals and expected %lld bytes fewer (a ctaMask naming a CTA that does not expect them)",
+                    LaneName(l.id).c_str(), bytes, bar_off, r, -m.tx);
+      Report("MBARRIER_TX_OVERFLOW", buf);
+    }
+    MbarrierSettle(m);
+    ++t.mbarrier_changes;
+  }
+}
+
+// After CTA `t`'s threads all exited: a peer's use of it not ordered
+// before the exit by a barrier.cluster is reported.
+inline void ClusterExitCheck(Block &t) {
+  t.exited = true;
+  for (const MBarrier &m : t.mbarriers) {
+    if (m.tx >= 0) continue;
+    Block *saved = g_block;
+    g_block = &t;
+    char buf[300];
+    std::snprintf(buf, sizeof(buf),
+                  "the CTA (rank %d) exits with %lld bytes more landed on its mbarrier at shared byte %zu than its "
+                  "phases expected (a multicast ctaMask naming a CTA that does not expect them)",
+                  t.cluster_rank, -m.tx, m.offset);
+    Report("MBARRIER_TX_OVERFLOW", buf);
+    t.fatal = true;
+    g_block = saved;
+    return;
+  }
+  for (size_t p = 0; p < t.peer_use.size(); ++p) {
+    if (t.peer_use[p] == 0 || t.peer_use[p] <= t.cluster_epoch) continue;
+    Block *saved = g_block;
+    g_block = &t;
+    char buf[300];
+    std::snprintf(buf, sizeof(buf),
+                  "the CTA (rank %d) exits while CTA %zu of its cluster used its shared memory or mbarriers "
+                  "(multicast, remote arrival) with no barrier.cluster between that use and the exit",
+                  t.cluster_rank, p);
+    Report("CLUSTER_PEER_EXITED", buf);
+    t.fatal = true;
+    g_block = saved;
+    return;
+  }
+}
+
+// Runs the CTAs of one cluster (`cl`, by rank; their `block` index set)
+// together once from poisoned shared memory under schedule `order`.
+inline bool RunCluster(std::vector<Block *> &cl, Dim3 block, int order, uint64_t seed, Result &result,
+                       const std::function<void(Dim3)> &set_block) {
+  const int n = static_cast<int>(cl.size());
+  for (int r = 0; r < n; ++r) {
+    g_block = cl[r];
+    if (!PrepareBlock(*cl[r], block, order, seed + 0x9e3779b97f4a7c15ull * uint64_t(r), result)) return false;
+  }
+  uint64_t rng = seed ^ 0x2545f4914f6cdd1dull;
+  std::vector<int> ctas(n);
+  auto fatal = [&] {
+    for (Block *b : cl) {
+      if (b->fatal) return true;
+    }
+    return false;
+  };
+  for (;;) {
+    bool ran = false;
+    for (int i = 0; i < n; ++i) ctas[i] = order == kHighIdsFirst ? n - 1 - i : i;
+    if (order == kShuffled) {
+      for (int i = n - 1; i > 0; --i) std::swap(ctas[i], ctas[SplitMix(rng) % uint64_t(i + 1)]);
+    }
+    for (int c : ctas) {
+      Block &b = *cl[c];
+      if (b.exited) continue;
+      g_block = &b;
+      set_block(b.block);
+      NextRound(b);
+      for (int k = 0; k < b.threads && !b.fatal; ++k) {
+        Lane &l = b.lanes[b.round[k]];
+        if (l.park != Park::kRunnable) continue;
+        b.cur = &l;
+        SwitchTo(b.sched, l.ctx);
+        ran = true;
+      }
+      if (b.fatal) break;
+      bool live = false;
+      for (int i = 0; i < b.threads && !live; ++i) live = b.lanes[i].park != Park::kDone;
+      if (!live) ClusterExitCheck(b);
+    }
+    if (fatal()) break;
+    if (ran) continue;
+    bool more = false;
+    for (Block *b : cl) {
+      g_block = b;
+      b->in_scheduler = true;
+      try {
+        more = AdvanceBlock(false) || more;
+      } catch (const Stop &) {
+      }
+      b->in_scheduler = false;
+      if (b->fatal) break;
+    }
+    if (fatal()) break;
+    if (more) continue;
+    // Every live thread of the cluster at barrier.cluster: release it.
+    int live = 0;
+    Block *stuck = nullptr;
+    for (Block *b : cl) {
+      for (int i = 0; i < b->threads; ++i) {
+        const Park p = b->lanes[i].park;
+        if (p == Park::kDone) continue;
+        ++live;
+        if (p != Park::kCluster && stuck == nullptr) stuck = b;
+      }
+    }
+    if (live == 0) break;
+    if (stuck == nullptr) {
+      for (Block *b : cl) {
+        ++b->cluster_epoch;
+        ++b->epoch;
+        for (int i = 0; i < b->threads; ++i) {
+          if (b->lanes[i].park == Park::kCluster) b->lanes[i].park = Park::kRunnable;
+        }
+      }
+      continue;
+    }
+    // Stuck: the first CTA with a thread elsewhere than barrier.cluster says why.
+    g_block = stuck;
+    stuck->in_scheduler = true;
+    try {
+      AdvanceBlock(true);
+    } catch (const Stop &) {
+    }
+    stuck->in_scheduler = false;
+    stuck->fatal = true;
+    break;
+  }
+  return true;
+}
+
+// Launch for a grid of thread-block clusters of `cluster` CTAs (each
+// dimension dividing the grid's): the CTAs of a cluster run together
+// (RunCluster), clusters one after another under the schedules of
+// `options`, exploring clusters as Launch explores blocks. A cluster of
+// one CTA is Launch.
+inline Result LaunchClusters(const char *kernel, Dim3 grid, Dim3 block, Dim3 cluster, size_t dynamic_bytes,
+                             const std::function<void(Dim3)> &set_block, std::function<void()> body,
+                             const LaunchOptions &options = {}) {
+  const long size = long(cluster.x) * cluster.y * cluster.z;
+  if (size == 1) return Launch(kernel, grid, block, dynamic_bytes, set_block, std::move(body), options);
+  Result result;
+  const long threads = long(block.x) * block.y * block.z;
+  if (size < 1 || size > kMaxCluster || grid.x % cluster.x || grid.y % cluster.y || grid.z % cluster.z) {
+    result.errors = 1;
+    result.first_error = "INVALID_LAUNCH: kernel " + std::string(kernel) + ": a cluster of " +
+                         std::to_string(cluster.x) + "x" + std::to_string(cluster.y) + "x" + std::to_string(cluster.z) +
+                         " CTAs for a grid of " + std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
+                         std::to_string(grid.z) + " (at most 8 CTAs, each dimension dividing the grid's)";
+    return result;
+  }
+  if (threads < 1 || threads > kMaxThreads || dynamic_bytes + 64 * 1024 > kArenaBytes) {
+    result.errors = 1;
+    result.first_error = "INVALID_LAUNCH: kernel " + std::string(kernel) + ": " + std::to_string(threads) +
+                         " threads per block and " + std::to_string(dynamic_bytes) +
+                         " bytes of dynamic shared memory";
+    return result;
+  }
+  static thread_local Block storage[kMaxCluster];
+  std::vector<Block *> cl;
+  for (long r = 0; r < size; ++r) {
+    Block &b = storage[r];
+    cl.push_back(&b);
+    b.kernel = kernel;
+    b.errors = 0;
+    b.first_error.clear();
+    b.fatal = false;
+    b.events = 0;
+    b.order = kNaturalOrder;
+    b.threads = static_cast<int>(threads);
+    if (b.lanes.size() < size_t(threads)) b.lanes.resize(threads);
+    if (b.arena.empty()) {
+      b.arena.assign(kArenaBytes, 0xff);
+      b.shadow.assign(kArenaBytes, kFresh);
+    }
+    b.body = body;
+    b.dynamic_bytes = dynamic_bytes;
+    b.cluster_rank = static_cast<int>(r);
+  }
+  for (Block *b : cl) b->cluster = cl;
+  auto anyError = [&] {
+    for (Block *b : cl) {
+      if (b->fatal || b->errors) return true;
+    }
+    return false;
+  };
+  const int schedules = options.schedules < 1 ? 1 : options.schedules;
+  auto seedOf = [&](int k) { return k < 2 ? uint64_t(0) : options.seed + uint64_t(k - 2); };
+  const uint64_t count = uint64_t(grid.x / cluster.x) * (grid.y / cluster.y) * (grid.z / cluster.z);
+  std::vector<std::vector<unsigned char>> before, after;
+  uint64_t index = 0;
+  bool stacks = true;
+  for (unsigned z = 0; z < grid.z && stacks && !anyError(); z += cluster.z) {
+    for (unsigned y = 0; y < grid.y && stacks && !anyError(); y += cluster.y) {
+      for (unsigned x = 0; x < grid.x && stacks && !anyError(); x += cluster.x, ++index) {
+        for (long r = 0; r < size; ++r) {
+          cl[r]->block = {x + unsigned(r % cluster.x), y + unsigned((r / cluster.x) % cluster.y),
+                          z + unsigned(r / (long(cluster.x) * cluster.y))};
+        }
+        if (schedules == 1 || !Explores(index, count, options.explore_blocks)) {
+          const int k = int(index % uint64_t(schedules));
+          stacks = RunCluster(cl, block, k < 2 ? k : kShuffled, seedOf(k), result, set_block);
+          continue;
+        }
+        before.resize(options.writable.size());
+        for (size_t w = 0; w < options.writable.size(); ++w) {
+          const unsigned char *p = static_cast<const unsigned char *>(options.writable[w].first);
+          before[w].assign(p, p + options.writable[w].second);
+        }
+        stacks = RunCluster(cl, block, kNaturalOrder, 0, result, set_block);
+        if (!stacks || anyError()) continue;
+        after.resize(options.writable.size());
+        for (size_t w = 0; w < options.writable.size(); ++w) {
+          const unsigned char *p = static_cast<const unsigned char *>(options.writable[w].first);
+          after[w].assign(p, p + options.writable[w].second);
+        }
+        for (int k = 1; k < schedules && stacks && !anyError(); ++k) {
+          for (size_t w = 0; w < options.writable.size(); ++w) {
+            std::memcpy(options.writable[w].first, before[w].data(), before[w].size());
+          }
+          stacks = RunCluster(cl, block, k < 2 ? k : kShuffled, seedOf(k), result, set_block);
+          if (!stacks || anyError()) break;
+          for (size_t w = 0; w < options.writable.size(); ++w) {
+            const unsigned char *p = static_cast<const unsigned char *>(options.writable[w].first);
+            if (std::memcmp(p, after[w].data(), after[w].size()) == 0) continue;
+            size_t at = 0;
+            while (p[at] == after[w][at]) ++at;
+            g_block = cl[0];
+            char buf[400];
+            std::snprintf(buf, sizeof(buf),
+                          "the cluster leaves byte %zu of writable global buffer %zu as 0x%02x under the natural "
+                          "order and as 0x%02x: its result depends on the order its threads run in",
+                          at, w, after[w][at], p[at]);
+            Report("SCHEDULE_DEPENDENT_RESULT", buf);
+            break;
+          }
+        }
+      }
+    }
+  }
+  if (!stacks) {
+    result.errors = 1;
+    result.first_error = "INVALID_LAUNCH: no memory for the emulator's thread stacks";
+  } else {
+    for (Block *b : cl) {
+      if (b->errors && result.first_error.empty()) result.first_error = b->first_error;
+      result.errors += b->errors;
+    }
+  }
+  for (Block *b : cl) {
+    result.events += b->events;
+    b->body = nullptr;
+    b->order = kNaturalOrder;
+    b->cluster.clear();
+    b->cluster_rank = 0;
+  }
   g_block = nullptr;
   return result;
 }

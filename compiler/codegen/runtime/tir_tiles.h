@@ -15,6 +15,8 @@
 //   tir_mbar_init / _arrive / _arrive_tx / _try_wait     mbarriers with phases (sm_90)
 //   tir_tensor_map, tir_tma_load_2d                     TMA tile loads (sm_90)
 //   tir_prefetch_tensormap                              tensor-map prefetch (sm_90)
+//   tir_cluster_ctarank, tir_cluster_sync,              thread-block clusters: rank, barrier,
+//   tir_mbar_arrive_cluster, tir_tma_load_2d_multicast  remote arrival, TMA multicast (sm_90)
 //   tir_fence_proxy_async, tir_swz_bytes<S>             ordinary stores for the async proxy
 //   tir_tma_store_2d, tir_bulk_commit / _wait_read<N>   TMA tile stores from shared memory (sm_90)
 //   tir_named_barrier(id, n)                            bar.sync over n threads
@@ -542,6 +544,70 @@ TIR_FN void tir_prefetch_tensormap(const tir_tensor_map *map) {
   ::tir_lanes::PrefetchTensorMap(map);
 #else
   (void)map;
+#endif
+}
+
+// ---- thread-block clusters (sm_90) -------------------------------------------
+// The launch gives the cluster dimensions (no __cluster_dims__); the
+// emulator runs a cluster's CTAs together (tir_lanes.h, the cluster section).
+
+// The CTA's rank in its cluster (%cluster_ctarank, x fastest).
+TIR_FN unsigned tir_cluster_ctarank() {
+#if TIR_DEVICE
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+#elif TIR_EMULATE
+  return (unsigned)::tir_lanes::ClusterRank();
+#else
+  return 0u;
+#endif
+}
+// A barrier of every thread of every CTA of the cluster, with release and
+// acquire semantics at cluster scope (PTX ISA, "barrier.cluster"): after
+// mbarrier.init before peers use the barriers, and before exit while peers
+// may still write into the CTA's shared memory or arrive on its barriers.
+TIR_FN void tir_cluster_sync() {
+#if TIR_DEVICE
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::ClusterSync();
+#endif
+}
+// Arrives at the mbarrier at `bar`'s offset in the shared memory of CTA
+// `cta` of the cluster (mapa.shared::cluster, then
+// mbarrier.arrive.release.cluster.shared::cluster; PTX ISA, "mapa" and
+// "mbarrier.arrive").
+TIR_FN void tir_mbar_arrive_cluster(tir_sptr<tir_u64> bar, unsigned cta) {
+#if TIR_DEVICE
+  asm volatile(
+      "{\n  .reg .b32 remote;\n  mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(tir_smem_u32(bar)),
+      "r"(cta)
+      : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::MbarrierArriveCluster(tir_sraw(bar), (int)cta);
+#else
+  (void)bar; (void)cta;
+#endif
+}
+// tir_tma_load_2d into every CTA of the cluster that `cta_mask` names (bit
+// r: rank r): the box lands at `dst`'s offset in each one's shared memory
+// and completes its bytes on each one's mbarrier at `bar`'s offset (PTX ISA,
+// "cp.async.bulk.tensor", .multicast::cluster).
+template <typename T>
+TIR_FN void tir_tma_load_2d_multicast(tir_sptr<T> dst, const tir_tensor_map *map, int c0, int c1, tir_sptr<tir_u64> bar,
+                                      unsigned cta_mask) {
+#if TIR_DEVICE
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(tir_smem_u32(dst)),
+      "l"(map), "r"(c0), "r"(c1), "r"(tir_smem_u32(bar)), "h"((unsigned short)cta_mask)
+      : "memory");
+#elif TIR_EMULATE
+  ::tir_lanes::TmaLoad2dMulticast(tir_sraw(dst), map, c0, c1, tir_sraw(bar), cta_mask);
+#else
+  (void)dst; (void)map; (void)c0; (void)c1; (void)bar; (void)cta_mask;
 #endif
 }
 
