@@ -84,6 +84,20 @@ KernelReport BuildReport(const planning::KernelFacts &f, const planning::TileCan
   if (f.space.kind == planning::KernelKind::kMatmul && f.tensor_core && d.is_gpu) {
     const double rate = c.params.count("wgmma") ? d.wgmma_bf16_tflops : f.tf32 ? d.mma_tf32_tflops : d.mma_bf16_tflops;
     r.tensor_seconds = r.flops / (rate * 1e12);
+    if (c.params.count("wgmma")) {
+      // What the SMs pull from L2 at that rate: a K step loads (block_m +
+      // block_n) x 64 operand elements for 2 x block_m x block_n x 64
+      // flops, the shared operand's half in a cluster of two.
+      auto param = [&](const char *n, double fallback) {
+        auto it = c.params.find(n);
+        return it == c.params.end() ? fallback : double(it->second);
+      };
+      const double bm = param("block_m", 128), bn = param("block_n", 128);
+      const double perFlop = (bm / param("cluster_n", 1) + bn / param("cluster_m", 1)) * 64.0 * f.operand_bytes /
+                             (2.0 * bm * bn * 64.0);
+      r.l2_feed_bytes_per_second = rate * 1e12 * perFlop;
+      r.l2_feed_limit = d.l2_feed_gbps * 1e9;
+    }
   } else {
     r.fp_seconds = r.flops / (d.fp32_tflops * 1e12);
   }
@@ -184,7 +198,17 @@ std::string ReportText(const KernelReport &r) {
                           r.bytes_in_flight_per_sm / 1024, r.bytes_in_flight_needed_per_sm / 1024);
   }
   s += "\n";
-  if (r.tensor_seconds > 0) absl::StrAppendFormat(&s, "    tensor cores: %.3g GFLOP, %s at the peak\n", r.flops / 1e9, Seconds(r.tensor_seconds));
+  if (r.tensor_seconds > 0) {
+    absl::StrAppendFormat(&s, "    tensor cores: %.3g GFLOP, %s at the peak", r.flops / 1e9, Seconds(r.tensor_seconds));
+    if (r.l2_feed_bytes_per_second > 0) {
+      absl::StrAppendFormat(&s, "; operands from L2 at that rate %.1f TB/s", r.l2_feed_bytes_per_second / 1e12);
+      if (r.l2_feed_limit > 0) {
+        absl::StrAppendFormat(&s, ", %.0f%% of the %.0f TB/s feed (a lead)", 100 * r.l2_feed_bytes_per_second / r.l2_feed_limit,
+                              r.l2_feed_limit / 1e12);
+      }
+    }
+    s += "\n";
+  }
   if (r.fp_seconds > 0) absl::StrAppendFormat(&s, "    fp32: %.3g GFLOP, %s at the peak\n", r.flops / 1e9, Seconds(r.fp_seconds));
   if (r.mix) {
     const InstructionMix &m = r.mix->region;
@@ -238,6 +262,7 @@ llvm::json::Value ReportJson(const KernelReport &r) {
                        {"memory_seconds", r.memory_seconds},
                        {"memory_roofline_seconds", r.memory_roofline_seconds},
                        {"tensor_seconds", r.tensor_seconds},
+                       {"l2_feed_bytes_per_second", r.l2_feed_bytes_per_second},
                        {"fp_seconds", r.fp_seconds},
                        {"issue_seconds", r.issue_seconds},
                        {"predicted_seconds", r.predicted_seconds},

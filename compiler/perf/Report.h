@@ -57,6 +57,10 @@ struct KernelReport {
   double bytes_in_flight_needed_per_sm = 0;  // bandwidth x latency / SMs
   // Math.
   double flops = 0;
+  // wgmma: the operand bytes a second the SMs pull from L2 at the tensor
+  // peak (the shared operand's half in a cluster), and the device's feed
+  // (0: not modelled).
+  double l2_feed_bytes_per_second = 0, l2_feed_limit = 0;
   // The hot path's instruction mix (with an artifact).
   std::optional<PtxAnalysis> mix;
   double elements = 0;                  // elements the region's instructions are divided by, per execution

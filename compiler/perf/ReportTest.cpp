@@ -101,6 +101,37 @@ TEST(ReportTest, LargeGemmIsTensorBoundAndDevicesDiffer) {
   EXPECT_GT(b.bytes_in_flight_needed_per_sm, a.bytes_in_flight_needed_per_sm);
 }
 
+// Tests that the 4096^3 default is a 2x1 cluster of 128 x 256 CTAs, that its
+// L2-to-SM operand feed at the tensor peak is two thirds of the same tile's
+// alone (B multicast: 128 + 256/2 rows a K step, not 128 + 256), and that the
+// cost model ranks it ahead of that tile.
+TEST(ReportTest, LargeGemmDefaultIsAClusterThatHalvesTheSharedOperandsFeed) {
+  Planned p = PlanText(Gemm(4096, 4096, 4096));
+  const planning::CandidateSpace &space = p.plan.spaces[0];
+  const size_t d = DefaultOf(space);
+  const planning::TileCandidate &c = space.kept[d];
+  ASSERT_EQ(c.params.at("block_m"), 128);
+  ASSERT_EQ(c.params.at("block_n"), 256);
+  ASSERT_EQ(c.params.count("cluster_m"), 1u);
+  EXPECT_EQ(c.params.at("cluster_m"), 2);
+  std::map<std::string, int64_t> alone = c.params;
+  alone.erase("cluster_m");
+  alone.erase("cluster_n");
+  size_t solo = space.kept.size();
+  for (size_t i = 0; i < space.kept.size(); ++i) {
+    if (space.kept[i].params == alone) solo = i;
+  }
+  ASSERT_LT(solo, space.kept.size()) << "the default's tile without a cluster is in the space";
+  const KernelReport clustered = ReportOf(p, d), single = ReportOf(p, solo);
+  // 128 x 256 x 64 x 2 flops a K step at 989 TFLOP/s: (128 + 256) x 64 x 2
+  // bytes is 11.6 TB/s, (128 + 128) x 64 x 2 bytes 7.7 TB/s.
+  EXPECT_NEAR(single.l2_feed_bytes_per_second / 1e12, 11.59, 0.01);
+  EXPECT_NEAR(clustered.l2_feed_bytes_per_second / single.l2_feed_bytes_per_second, 2.0 / 3.0, 1e-9);
+  EXPECT_GT(clustered.l2_feed_limit, 0);
+  EXPECT_LT(p.plan.predictions[0][d].seconds, p.plan.predictions[0][solo].seconds);
+  EXPECT_THAT(ReportText(clustered), HasSubstr("operands from L2 at that rate 7.7 TB/s"));
+}
+
 // Tests that an unknown device key is refused with its reason and a driver
 // name the table does not know falls back to the arch's part.
 TEST(ReportTest, DeviceLookup) {
