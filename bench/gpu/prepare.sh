@@ -48,7 +48,7 @@ variants=(
   "raster-serpentine=raster=2"
   "tma-store=tma_store=1"    # the output tile stored by TMA from shared memory
   "tma-store-raster-n=tma_store=1,raster=1"
-  "no-cluster=cluster_m=1,cluster_n=1,stages=4"  # the default's tile without a cluster
+  "no-cluster=cluster_m=1,cluster_n=1,stages=4,group_m=8,raster=0,tma_store=0"  # the default without its cluster
   "cluster-1x2=cluster_n=2"  # two N tiles sharing A
   "cluster-tma-store=cluster_m=2,tma_store=1"
 )
