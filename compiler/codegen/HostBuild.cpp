@@ -32,6 +32,94 @@ absl::Status Invalid(const std::string &m) { return MakeError(absl::StatusCode::
 // The first 12 bytes of the source's SHA-256, in hex: a file name.
 std::string Hex(llvm::StringRef data) { return Sha256Hex(absl::string_view(data.data(), data.size())).substr(0, 24); }
 
+// A name no other thread or process of this machine writes to.
+std::string Private(const std::filesystem::path &p) {
+  return absl::StrCat(p.string(), ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+}
+
+// Writes `text` to `path` whole or not at all (a private name, then a rename).
+bool WriteWhole(const std::filesystem::path &path, const std::string &text) {
+  const std::string tmp = Private(path);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << text;
+    if (!out) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
+}
+
+// Runs `args`, its output to `log`: true when it exits 0.
+bool Run(const std::string &program, const std::vector<std::string> &args, const std::string &log, std::string *error) {
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  const std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(log), llvm::StringRef(log)};
+  return llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0, 0, error) == 0;
+}
+
+// The runtime headers of one form and compiler, in a directory every kernel
+// built with them shares, with what each kernel would otherwise compile
+// again:
+//  - for the emulated form, the emulator's machinery (tir_lanes.h's
+//    TIR_LANES_OUTLINE functions) compiled once into `tir_lanes_runtime.o`,
+//    which each kernel, compiled with TIR_LANES_SPLIT, links: a kernel's own
+//    code is a small part of what the header holds;
+//  - for the emulated form, the first header precompiled
+//    (`tir_runtime.h.gch`: GCC uses it for the kernel's first #include when
+//    the flags match, and ignores it otherwise).
+// Either may be missing (another compiler, or headers that do not compile:
+// a kernel then compiles them whole, and its compile reports the error).
+// A directory is complete once `ready` exists; until then each caller
+// completes it (every file is written whole, so callers that race agree).
+struct Includes {
+  std::filesystem::path dir;
+  std::vector<std::string> flags;  // the kernel's flags (the first: the compiler)
+  std::string runtime_object;      // empty: none
+};
+
+Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std::pair<std::string, std::string>> &headers,
+                   const std::string &program, const std::vector<std::string> &flags, bool lanes) {
+  std::string key = absl::StrCat(program, "\n");
+  for (const std::string &f : flags) absl::StrAppend(&key, f, "\n");
+  for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
+  Includes out{work_dir / ("headers-" + Hex(key)), flags, ""};
+  const std::filesystem::path object = out.dir / "tir_lanes_runtime.o";
+  // The kernel's flags and objects, from what the directory holds.
+  const auto finish = [&] {
+    out.flags = flags;
+    out.runtime_object.clear();
+    if (lanes && std::filesystem::exists(object)) {
+      out.flags.push_back("-DTIR_LANES_SPLIT");
+      out.runtime_object = object.string();
+    }
+    return out;
+  };
+  std::error_code ec;
+  if (std::filesystem::exists(out.dir / "ready", ec)) return finish();
+  std::filesystem::create_directories(out.dir, ec);
+  for (const auto &[name, text] : headers) WriteWhole(out.dir / name, text);
+  // The plain form's objects are served (host kernels) and must be the same
+  // bytes from every builder: they are built from the headers alone.
+  if (lanes && !headers.empty()) {
+    const std::string first = (out.dir / headers.front().first).string();
+    // Builds `what` into `target`, or leaves it missing.
+    const auto build = [&](std::vector<std::string> args, std::initializer_list<const char *> what,
+                           const std::string &target) {
+      const std::string tmp = Private(target);
+      for (const char *a : what) args.push_back(a);
+      for (const std::string &a : {std::string("-o"), tmp, first}) args.push_back(a);
+      std::string error;
+      if (Run(program, args, Private(target + ".log"), &error)) std::filesystem::rename(tmp, target, ec);
+      std::filesystem::remove(tmp, ec);
+    };
+    build(flags, {"-DTIR_LANES_SPLIT", "-DTIR_LANES_RUNTIME", "-c", "-x", "c++"}, object.string());
+    build(finish().flags, {"-x", "c++-header"}, first + ".gch");
+  }
+  WriteWhole(out.dir / "ready", "");
+  return finish();
+}
+
 }  // namespace
 
 HostKernel::~HostKernel() {
@@ -83,30 +171,31 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   const std::string src = (dir / "kernel.cc").string(), so = (dir / "kernel.so").string(),
                     log = (dir / "compile.log").string();
   if (std::filesystem::exists(so)) return so;
-  for (const auto &[name, text] : headers) std::ofstream(dir / name) << text;
-  std::ofstream(src) << source;
   // The compiler: TIR_HOST_CXX (a program and its own flags) or c++, run
   // directly (no shell: paths are arguments, never parsed).
   const char *cxx = std::getenv("TIR_HOST_CXX");
-  std::vector<std::string> args = absl::StrSplit(cxx && *cxx ? cxx : "c++", ' ', absl::SkipEmpty());
-  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(args[0]);
+  std::vector<std::string> flags = absl::StrSplit(cxx && *cxx ? cxx : "c++", ' ', absl::SkipEmpty());
+  llvm::ErrorOr<std::string> program = llvm::sys::findProgramByName(flags[0]);
   if (!program) {
     return MakeError(absl::StatusCode::kFailedPrecondition, "HOST_COMPILER_MISSING",
-                     absl::StrCat("no host compiler ", args[0], " on PATH (TIR_HOST_CXX names another)"));
+                     absl::StrCat("no host compiler ", flags[0], " on PATH (TIR_HOST_CXX names another)"));
   }
+  for (const char *flag : {"-std=c++17", "-O1", "-fPIC", "-w"}) flags.push_back(flag);
+  if (lanes) flags.push_back("-DTIR_EMULATE=1");
+  // The kernel's directory holds no headers: its #include finds them (and
+  // their precompiled form) in the shared directory.
+  const Includes includes = HeaderDir(work_dir, headers, *program, flags, lanes);
+  WriteWhole(src, source);
   // A private temporary name per call, so concurrent compiles of one source
   // never hand out a half-written object.
-  const std::string tmp = absl::StrCat(so, ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  const std::string callLog = absl::StrCat(log, ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-  for (const char *flag : {"-std=c++17", "-O1", "-fPIC", "-shared", "-w"}) args.push_back(flag);
-  if (lanes) args.push_back("-DTIR_EMULATE=1");
-  args.push_back("-I" + dir.string());
-  for (const std::string &a : {std::string("-o"), tmp, src}) args.push_back(a);
-  std::vector<llvm::StringRef> argv(args.begin(), args.end());
-  const std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(callLog), llvm::StringRef(callLog)};
+  const std::string tmp = Private(so), callLog = Private(log);
+  std::vector<std::string> args = includes.flags;
+  for (const std::string &a : {std::string("-shared"), "-I" + includes.dir.string(), std::string("-o"), tmp, src}) {
+    args.push_back(a);
+  }
+  if (!includes.runtime_object.empty()) args.push_back(includes.runtime_object);
   std::string error;
-  const int rc = llvm::sys::ExecuteAndWait(*program, argv, std::nullopt, redirects, 0, 0, &error);
-  if (rc != 0 || !std::filesystem::exists(tmp)) {
+  if (!Run(*program, args, callLog, &error) || !std::filesystem::exists(tmp)) {
     std::ifstream in(callLog);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!error.empty()) text = error + "\n" + text;

@@ -4,8 +4,12 @@
 // builds and serves.
 
 #include "compiler/codegen/KernelBuild.h"
+#include "compiler/codegen/HostBuild.h"
+
+#include <dlfcn.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "compiler/support/digest.h"
@@ -66,6 +70,39 @@ TEST(KernelBuild, HostObjectsAreTheSameBytesFromTwoWorkDirectories) {
   EXPECT_EQ(first->binary.substr(0, 4), "\x7f" "ELF");
   EXPECT_EQ(first->sha256, second->sha256) << "the host compiler embeds where it ran";
   EXPECT_FALSE(ToolchainOf("host").empty());
+}
+
+// Emulated kernels of one header set share the emulator's machinery,
+// compiled once (tir_lanes_runtime.o, linked into each) and the headers
+// precompiled: a kernel built that way resolves the machinery's functions
+// and runs them.
+TEST(HostBuild, EmulatedKernelsLinkTheEmulatorCompiledOnce) {
+  const std::string work = Tmp("shared_emulator");
+  HostBuildOptions lanes;
+  lanes.form = HostForm::kLanes;
+  for (const char *scale : {"1", "2"}) {
+    const std::string source = std::string("#include \"tir_runtime.h\"\n"
+                                           "extern \"C\" unsigned long tir_probe() {\n"
+                                           "  return ") + scale + " * ::tir_lanes::ScheduleName(1, 0).size();\n}\n";
+    absl::StatusOr<std::string> so = CompileHostObject(source, work, lanes);
+    if (!so.ok() && ReasonOf(so.status()) == "HOST_COMPILER_MISSING") GTEST_SKIP() << so.status();
+    ASSERT_TRUE(so.ok()) << so.status();
+    void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << dlerror();
+    auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
+    ASSERT_NE(probe, nullptr);
+    // "high thread ids first" (ScheduleName is one of the outlined functions).
+    EXPECT_EQ(probe(), std::stoul(scale) * std::string("high thread ids first").size());
+    dlclose(handle);
+  }
+  int shared = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(work)) {
+    if (entry.path().filename().string().rfind("headers-", 0) != 0) continue;
+    ++shared;
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "tir_lanes_runtime.o"));
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "tir_runtime.h.gch"));
+  }
+  EXPECT_EQ(shared, 1);
 }
 
 TEST(KernelBuild, UnknownArchAndHostOptionsAreRefused) {

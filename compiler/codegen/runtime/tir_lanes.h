@@ -87,6 +87,19 @@
 #include <string>
 #include <vector>
 
+// The emulator's machinery (the scheduler, launches, the race check, the
+// TMA and wgmma models) is the same for every kernel. By default it is
+// inline in each kernel's object; a kernel compiled with TIR_LANES_SPLIT
+// leaves it out (only declared, in place; defined at the end of this
+// header) and links the one object compiled from this header with
+// TIR_LANES_RUNTIME as well (HostBuild does: a kernel then compiles only its
+// own code).
+#if defined(TIR_LANES_SPLIT)
+#define TIR_LANES_OUTLINE
+#else
+#define TIR_LANES_OUTLINE inline
+#endif
+
 namespace tir_lanes {
 
 // ---- fibers -----------------------------------------------------------------
@@ -315,34 +328,15 @@ inline thread_local Block *g_block = nullptr;
 inline Block &B() { return *g_block; }
 inline Lane &Current() { return *g_block->cur; }
 
-inline std::string Tid(const Lane &l) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "(%u,%u,%u)", l.tid.x, l.tid.y, l.tid.z);
-  return buf;
-}
+TIR_LANES_OUTLINE std::string Tid(const Lane &l);
 // The orders a block's runnable threads run in, round by round.
 enum Order { kNaturalOrder = 0, kHighIdsFirst = 1, kShuffled = 2 };
 
-inline std::string ScheduleName(int order, uint64_t seed) {
-  if (order == kNaturalOrder) return "the natural order";
-  if (order == kHighIdsFirst) return "high thread ids first";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "the order of seed %llu", static_cast<unsigned long long>(seed));
-  return buf;
-}
+TIR_LANES_OUTLINE std::string ScheduleName(int order, uint64_t seed);
 
-inline std::string Where() {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "kernel %s block (%u,%u,%u)%s%s: ", B().kernel, B().block.x, B().block.y, B().block.z,
-                B().order == kNaturalOrder ? "" : " under ",
-                B().order == kNaturalOrder ? "" : ScheduleName(B().order, B().seed).c_str());
-  return buf;
-}
+TIR_LANES_OUTLINE std::string Where();
 
-inline void Report(const std::string &reason, const std::string &message) {
-  Block &b = B();
-  if (b.errors++ == 0) b.first_error = reason + ": " + Where() + message;
-}
+TIR_LANES_OUTLINE void Report(const std::string &reason, const std::string &message);
 
 // Parks the current lane; the scheduler resumes it.
 inline void Yield(Park p) {
@@ -359,15 +353,529 @@ inline void Yield(Park p) {
   for (;;) Yield(Park::kAborted);
 }
 
-[[noreturn]] inline void Fault(const std::string &reason, const std::string &message) {
+[[noreturn]] TIR_LANES_OUTLINE void Fault(const std::string &reason, const std::string &message);
+
+// The arena offset of `p`, `n` bytes inside the allocated shared memory.
+TIR_LANES_OUTLINE size_t OffsetOf(const void *p, size_t n);
+
+TIR_LANES_OUTLINE std::string LaneName(int id);
+
+TIR_LANES_OUTLINE void Race(size_t offset, const char *what, int other, const char *other_did);
+
+// Checks and records an access of `n` bytes at arena offset `off` by lane
+// `id` (a write when `write`).
+inline bool SawPhase(const Lane &l, int bar, uint32_t phase) {
+  return bar < static_cast<int>(l.observed.size()) && l.observed[bar] > phase;
+}
+TIR_LANES_OUTLINE void UnseenTma(size_t off, int id, const Shadow &s);
+
+// Whether a write by lane `w` to chunk `chunk` is ordered after every wgmma
+// that reads it (see Block::wgmma_reads); reports the first that is not.
+// `memo` caches verdicts per (warpgroup, group) within one copy.
+TIR_LANES_OUTLINE bool WgmmaReadsDone(size_t chunk, int w, std::map<std::pair<int, int>, bool> *memo = nullptr);
+
+// Defined with the named barriers and bulk tensor stores below.
+TIR_LANES_OUTLINE bool NamedOrdered(int reader, int writer, uint32_t writer_named);
+TIR_LANES_OUTLINE bool BulkStoreWriteCheck(size_t off, size_t n, int id);
+
+TIR_LANES_OUTLINE void Record(size_t off, size_t n, bool write, int id);
+
+inline void Touch(const void *p, size_t n, bool write) {
+  ++B().events;
+  Record(OffsetOf(p, n), n, write, Current().id);
+}
+
+// A block-level static shared array: the first thread to reach the
+// declaration allocates it (poisoned), the others get the same storage.
+inline void *Shared(const char *name, size_t bytes) {
+  Block &b = B();
+  auto it = b.named.find(name);
+  if (it == b.named.end()) {
+    const size_t at = (b.used + 15) & ~size_t(15);
+    if (at + bytes > b.arena.size()) {
+      Fault("SHARED_OUT_OF_BOUNDS", std::string("shared array ") + name + " does not fit in the block's shared memory");
+    }
+    b.used = at + bytes;
+    if (b.used > b.high_water) b.high_water = b.used;
+    it = b.named.emplace(name, at).first;
+  }
+  return b.arena.data() + it->second;
+}
+
+// The dynamic shared memory (extern __shared__), `bytes` of which the kernel uses.
+inline void *DynamicShared(size_t bytes) {
+  Block &b = B();
+  if (bytes > b.dynamic_bytes) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "the kernel uses %zu bytes of dynamic shared memory, the launch gives %zu", bytes,
+                  b.dynamic_bytes);
+    Fault("SHARED_OUT_OF_BOUNDS", buf);
+  }
+  return b.arena.data();
+}
+
+inline void Barrier() {
+  ++B().events;
+  Yield(Park::kBarrier);
+}
+
+// Waits at a warp collective with the lanes of `mask`; returns when it ran.
+TIR_LANES_OUTLINE void Collective(int op, int arg, unsigned mask);
+
+// ---- cp.async ----------------------------------------------------------------
+
+TIR_LANES_OUTLINE void CpAsync16(void *dst, const void *src, int bytes);
+
+inline void CpAsyncCommit() { ++Current().committed; }
+
+// cp.async.wait_group n: the copies of every committed group but the newest
+// n land now.
+TIR_LANES_OUTLINE void CpAsyncWait(int n);
+
+// ---- collectives -----------------------------------------------------------
+
+inline uint32_t Pack(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
+
+inline float F32(uint64_t bits) {
+  float f;
+  const uint32_t u = static_cast<uint32_t>(bits);
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint64_t Bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float HalfToFloat(uint16_t h, bool bf16) {
+  if (bf16) return F32(uint64_t(h) << 16);
+  const uint32_t sign = (uint32_t(h) & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+  if (exp == 0) {
+    const float mag = float(man) * 5.9604644775390625e-8f;
+    return sign ? -mag : mag;
+  }
+  if (exp == 31) return F32(sign | 0x7f800000u | (man << 13));
+  return F32(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+// ---- mbarriers (sm_90) -------------------------------------------------------
+
+TIR_LANES_OUTLINE int MbarrierIndex(const void *p);
+
+// A use of mbarrier `i` by the current thread (`what` it does): the init,
+// a store to the barrier's bytes, must be ordered before it by a barrier,
+// or by an mbarrier phase the initializer arrived at after the init and
+// this thread saw complete (PTX ISA, "mbarrier.init": the init is not
+// visible to other threads until then; fence.mbarrier_init alone does not
+// order it).
+TIR_LANES_OUTLINE void MbarrierUse(int i, const char *what);
+
+TIR_LANES_OUTLINE void MbarrierInit(void *p, int count);
+
+// Completes the current phase when its arrivals and bytes are all in.
+inline void MbarrierSettle(MBarrier &m) {
+  if (m.pending == 0 && m.tx == 0) {
+    ++m.phase;
+    m.pending = m.count;
+    for (size_t i = 0; i < m.open.size(); ++i) m.completed[i] = std::max(m.completed[i], m.open[i]);
+  }
+  ++B().mbarrier_changes;
+}
+
+// mbarrier.arrive (with expect_tx: `tx` more bytes this phase).
+TIR_LANES_OUTLINE void MbarrierArrive(void *p, long long tx);
+
+// mbarrier.try_wait.parity: true when the current phase's parity differs
+// from `parity` (the phase of that parity completed); the thread then has
+// seen every completed phase. False parks the thread until a barrier moves.
+TIR_LANES_OUTLINE bool MbarrierTryWait(void *p, int parity);
+
+// ---- TMA (cp.async.bulk.tensor) ----------------------------------------------
+
+// What the launcher writes into a tensor-map argument for the emulator: the
+// fields cuTensorMapEncodeTiled takes, for a 2D tile map.
+constexpr uint64_t kTensorMapMagic = 0x50414d534e455454ull;  // "TTENSMAP"
+struct TensorMapFields {
+  uint64_t magic, base, dim0, dim1, stride1_bytes, box0, box1, elem_bytes, swizzle;
+};
+
+// The CU_TENSOR_MAP_SWIZZLE mode's span in bytes (0 none, 1 32B, 2 64B, 3 128B).
+inline int SwizzleSpan(int mode) { return mode == 3 ? 128 : mode == 2 ? 64 : mode == 1 ? 32 : 0; }
+// A shared byte address under swizzle `mode`: the 16-byte chunk index
+// (bits 4..) XORed with the 128-byte line index (bits 7..) within the span.
+inline size_t Swizzled(size_t addr, int mode) {
+  const size_t mask = mode == 3 ? 7 : mode == 2 ? 3 : mode == 1 ? 1 : 0;
+  return addr ^ (((addr >> 7) & mask) << 4);
+}
+inline const char *SwizzleName(int mode) {
+  return mode == 3 ? "128B" : mode == 2 ? "64B" : mode == 1 ? "32B" : mode == 0 ? "none" : "?";
+}
+
+// A 2D tile load of the box at (c0 inner, c1 outer) into `dst`, completing
+// its bytes on the mbarrier `bar`.
+TIR_LANES_OUTLINE void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar);
+
+// prefetch.tensormap: only a map the launcher encoded may be prefetched
+// (a GPU faults on anything else).
+inline void PrefetchTensorMap(const void *map) {
+  ++B().events;
+  uint64_t magic;
+  std::memcpy(&magic, map, sizeof(magic));
+  if (magic != kTensorMapMagic) {
+    Fault("INVALID_TENSOR_MAP", LaneName(Current().id) + " prefetches a tensor map the launcher did not encode");
+  }
+}
+
+// fence.proxy.async: this thread's ordinary shared stores so far are visible
+// to the async proxy (wgmma, TMA).
+inline void ProxyFence() {
+  ++B().events;
+  ++Current().proxy_fences;
+}
+
+// ---- named barriers and bulk tensor stores (sm_90) ---------------------------
+//
+// bar.sync id, n (PTX ISA, "Parallel Synchronization and Communication
+// Instructions: bar, barrier"): releases once n threads reached barrier id;
+// it orders the accesses of those threads only. Each thread counts the named
+// barriers it passed (Lane::named_passed) and keeps, per other thread, that
+// thread's count at the latest named barrier ordering it before this one
+// (Lane::named_seen, merged over the participants, so the order is
+// transitive); a shared byte keeps its writer's count at the store
+// (Shadow::writer_named), and the race check takes a later count as order.
+//
+// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group (PTX ISA, "Data
+// Movement and Conversion Instructions: cp.async.bulk.tensor"): the box at
+// (c0 inner, c1 outer) of the map's tensor is written from shared memory in
+// the map's swizzle, elements outside the tensor skipped. The emulator
+// writes global memory when the store issues and checks its reads then: a
+// byte an ordinary store of another thread wrote with no barrier (block or
+// named) between is a SHARED_MEMORY_RACE, a byte whose writer made no
+// fence.proxy.async after the store a MISSING_PROXY_FENCE. The reads stay
+// pending until the issuer's cp.async.bulk.wait_group.read covers the
+// store's bulk group (cp.async.bulk.commit_group closes one); a write to
+// those bytes before that wait, or by another thread no barrier orders
+// after it, and a thread that exits with a store pending, are each a
+// BULK_STORE_NOT_READ.
+
+TIR_LANES_OUTLINE bool NamedOrdered(int reader, int writer, uint32_t writer_named);
+
+TIR_LANES_OUTLINE void NamedBarrier(int id, int threads);
+
+// Releases the named barriers whose thread counts arrived (Advance).
+TIR_LANES_OUTLINE bool ReleaseNamedBarriers();
+
+// The store of the box at (c0, c1) of `map` from shared `src`.
+TIR_LANES_OUTLINE void TmaStore2d(const void *map, const void *src, int c0, int c1);
+
+inline void BulkCommit() { ++Current().bulk_committed; }
+
+// cp.async.bulk.wait_group.read n: the stores of every committed bulk group
+// but the newest n are done reading shared memory.
+TIR_LANES_OUTLINE void BulkWaitRead(int n);
+
+// Whether lane `id` may write shared bytes [off, off + n): no bulk store
+// may still read them; reports the first that may.
+TIR_LANES_OUTLINE bool BulkStoreWriteCheck(size_t off, size_t n, int id);
+
+TIR_LANES_OUTLINE void BulkStoresAtExit();
+
+// ---- wgmma (sm_90a) -----------------------------------------------------------
+
+// The descriptor's swizzle (layout type, bits 62-63: 0 none, 1 128B, 2 64B,
+// 3 32B) as a CU_TENSOR_MAP_SWIZZLE mode.
+inline int DescriptorSwizzle(uint64_t desc) {
+  const int layout = static_cast<int>((desc >> 62) & 3);
+  return layout == 1 ? 3 : layout == 2 ? 2 : layout == 3 ? 1 : 0;
+}
+
+// The shared byte of element (mn, k) (16-bit elements) of the matrix a
+// descriptor describes, K-major or MN-major, in the canonical layouts of the
+// PTX ISA ("Shared Memory Matrix Layout"; T = 8 elements = 16 bytes):
+//   K-major  none ((8,m),(T,2k)):((1T,SBO),(1,LBO)); 32/64/128B ((8,m),(T,2k)):((2T|4T|8T,SBO),(1,T))
+//   MN-major none ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)); 32/64/128B ((T,s,m),(8,k)):((1,T,LBO),(sT,SBO))
+// then swizzled on the address bits.
+TIR_LANES_OUTLINE size_t DescriptorByte(uint64_t desc, int mn, int k, bool mn_major);
+
+// Reads the 16-bit element at shared byte `off` for a wgmma of lane `l`,
+// with the async-proxy checks; false after the first error.
+TIR_LANES_OUTLINE bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v);
+
+// The accumulators of one wgmma: what the thread's registers hold, the
+// result of the wgmma still in flight, its commit group (-1 none), and
+// whether ordinary code wrote them since the thread's last wgmma.fence.
+struct WgmmaAccumulators {
+  float *d, *future;
+  int *group;
+  bool *touched;
+  uint32_t *touched_at;
+};
+
+// wgmma.mma_async.m64nNk16 (f32 accumulators, bf16 or f16 operands, both
+// from shared memory) for the calling thread's share: with w its warp in
+// the warpgroup, g = lane/4 and t = lane%4, accumulator i is D(16w + g +
+// 8((i/2)%2), 8(i/4) + 2t + i%2) (PTX ISA, "Register Fragments" of wgmma
+// .m64nNk16 D). A (64 x 16) is read K-major (or M-major with trans_a), B
+// (16 x N) K-major (or N-major with trans_b). The result lands at the
+// wgmma.wait_group covering the commit group it joins; until then the
+// registers hold NaN.
+TIR_LANES_OUTLINE void Wgmma(bool bf16, int n, WgmmaAccumulators acc, uint64_t desc_a, uint64_t desc_b, int scale_d, int trans_a,
+                  int trans_b);
+
+inline void WgmmaFence() {
+  ++B().events;
+  ++Current().wgmma_fences;
+}
+inline void WgmmaCommit() {
+  ++B().events;
+  ++Current().wgmma_committed;
+}
+// wgmma.wait_group n: the wgmmas of every committed group but the newest n
+// land in their registers.
+TIR_LANES_OUTLINE void WgmmaWait(int n);
+// A read of accumulator registers by ordinary code.
+inline void WgmmaUse(const int *group) {
+  if (*group >= 0) {
+    Fault("WGMMA_NOT_WAITED", LaneName(Current().id) +
+                                  " reads wgmma accumulators before a wgmma.wait_group covers the wgmma that writes them");
+  }
+}
+
+// Runs the collective the lanes `members` (all parked at it) wait at.
+TIR_LANES_OUTLINE void Execute(const std::vector<Lane *> &members);
+
+// A fiber's first frame: runs the kernel, then parks for good.
+inline void Entry() {
+  Block &b = B();
+  b.body();
+  BulkStoresAtExit();
+  b.cur->park = Park::kDone;
+  for (;;) SwitchTo(b.cur->ctx, b.sched);
+}
+
+inline const char *ParkName(Park p) {
+  switch (p) {
+    case Park::kRunnable: return "runnable";
+    case Park::kBarrier: return "at a barrier";
+    case Park::kWarp: return "at a warp collective";
+    case Park::kSpin: return "waiting on an mbarrier";
+    case Park::kDone: return "exited";
+    case Park::kAborted: return "stopped";
+    case Park::kNamedBarrier: return "at a named barrier";
+    case Park::kCluster: return "at a cluster barrier";
+  }
+  return "?";
+}
+
+// One scheduling step after every runnable lane ran: runs the warp
+// collectives whose members all arrived, else releases a barrier every live
+// lane reached; false (with an error when `report`) when the block cannot
+// go on.
+TIR_LANES_OUTLINE bool AdvanceBlock(bool report);
+inline bool Advance() { return AdvanceBlock(true); }
+
+// A pool of fiber stacks for this host thread, each with a guard page below.
+inline void *StackFor(Lane &l) {
+  if (l.stack == nullptr) {
+    const size_t page = 4096;
+    void *p = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    mprotect(p, page, PROT_NONE);
+    l.stack = static_cast<char *>(p) + page;
+  }
+  return l.stack;
+}
+
+struct Result {
+  long errors = 0;
+  std::string first_error;
+  uint64_t events = 0;
+  uint64_t lanes = 0;  // thread executions (blocks x threads, each schedule a block ran under)
+};
+
+// How a launch explores schedules.
+struct LaunchOptions {
+  // The schedules: 1 the natural order alone; 2 adds high thread ids
+  // first; each one more a shuffle of seed `seed` + k.
+  int schedules = 1;
+  uint64_t seed = 0;
+  // How many blocks run under every schedule, compared byte for byte
+  // (the first, the last, then spread over the grid; < 0 every block); the
+  // others take the schedules in turn.
+  long explore_blocks = -1;
+  // The global memory the kernel may write (outputs, workspace): saved
+  // before an exploring block and restored before each further schedule.
+  std::vector<std::pair<void *, size_t>> writable;
+};
+
+inline uint64_t SplitMix(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// The lane order of the next round under the block's schedule.
+inline void NextRound(Block &b) {
+  b.round.resize(b.threads);
+  for (int i = 0; i < b.threads; ++i) b.round[i] = b.order == kHighIdsFirst ? b.threads - 1 - i : i;
+  if (b.order == kShuffled) {
+    for (int i = b.threads - 1; i > 0; --i) std::swap(b.round[i], b.round[SplitMix(b.rng) % uint64_t(i + 1)]);
+  }
+}
+
+// Runs the current block (b.block) once from poisoned shared memory under
+// schedule `order` (seed `seed` for a shuffle); false when the emulator had
+// no memory for the threads' stacks.
+TIR_LANES_OUTLINE bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result);
+
+TIR_LANES_OUTLINE bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result);
+
+// Whether block `index` of `count` runs under every schedule: the first,
+// the last, then evenly spread, `budget` in all (< 0: every block).
+inline bool Explores(uint64_t index, uint64_t count, long budget) {
+  if (budget < 0 || uint64_t(budget) >= count) return true;
+  if (budget == 0) return false;
+  if (index == 0) return true;
+  if (budget == 1) return false;
+  if (index == count - 1) return true;
+  // budget - 2 more at index k * count / (budget - 1), k = 1 .. budget - 2.
+  const uint64_t slots = uint64_t(budget) - 1;
+  for (uint64_t k = 1; k < slots; ++k) {
+    if (index == k * count / slots) return true;
+  }
+  return false;
+}
+
+// Runs `body` (the kernel, reading threadIdx / blockIdx) for every block of
+// `grid` with `block` threads each and `dynamic_bytes` of dynamic shared
+// memory, under the schedules of `options`; `set_block` publishes the
+// block's index before its threads start.
+TIR_LANES_OUTLINE Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_bytes,
+                     const std::function<void(Dim3)> &set_block, std::function<void()> body,
+                     const LaunchOptions &options = {});
+
+// ==== thread-block clusters (sm_90) ===========================================
+//
+// A cluster's CTAs run together: all their threads are fibers of one
+// scheduling domain, round by round (the CTAs in the schedule's order, each
+// CTA's threads in its own), each CTA with its own shared arena, barriers
+// (__syncthreads per CTA), mbarriers and blockIdx. Across the CTAs (PTX ISA,
+// "Cluster of Cooperative Thread Arrays" and "Distributed Shared Memory"):
+//  - %cluster_ctarank is the CTA's rank in its cluster, x fastest;
+//  - barrier.cluster (arrive.release then wait.acquire) releases when every
+//    live thread of every CTA of the cluster reached it, and orders all
+//    that came before it in the cluster before all that comes after;
+//  - mbarrier.arrive.release.cluster on a peer's mbarrier (an address from
+//    mapa.shared::cluster) is an arrival at that peer's mbarrier at the
+//    same offset;
+//  - a TMA load with .multicast::cluster writes its box into the shared
+//    memory of every CTA its 16-bit ctaMask names, at the same offset, and
+//    completes its bytes on each one's mbarrier at the same offset.
+// What the emulator catches, besides what it catches in one CTA:
+//  - a ctaMask naming a CTA outside the cluster (or none):
+//    INVALID_MULTICAST_MASK; a rank outside it: INVALID_CLUSTER_RANK;
+//  - bytes landing on an mbarrier whose phase had all its arrivals and
+//    expected fewer bytes, or more bytes landed on an mbarrier than its
+//    phases expected by the time its CTA exits: MBARRIER_TX_OVERFLOW;
+//    bytes that never land (a
+//    CTA left out of a mask): the waiting thread's MBARRIER_DEADLOCK;
+//  - a peer's use of an mbarrier (multicast completion, remote arrival)
+//    that no barrier.cluster orders after its mbarrier.init:
+//    SHARED_MEMORY_RACE;
+//  - a CTA whose threads all exited while a peer's use of its shared
+//    memory or mbarriers is not ordered before the exit by a
+//    barrier.cluster, or any use of a CTA that exited: CLUSTER_PEER_EXITED.
+// Not modelled: ordinary loads and stores to a peer's shared memory, and
+// the check that a multicast into a peer's stage comes after that peer's
+// wgmmas finished reading it (it is made for the issuing CTA's own stage).
+// A launch without cluster dimensions does not come here; a kernel that
+// calls barrier.cluster alone in its (implicit, one-CTA) cluster gets a
+// barrier of its threads.
+
+constexpr int kMaxCluster = 8;
+
+inline int ClusterRank() { return B().cluster_rank; }
+inline int ClusterSize() { return B().cluster.empty() ? 1 : static_cast<int>(B().cluster.size()); }
+
+// barrier.cluster.arrive.release + barrier.cluster.wait.acquire.
+TIR_LANES_OUTLINE void ClusterSync();
+
+// The CTA of rank `rank` in the current thread's cluster, which the thread
+// uses (`what` it does to it); a peer's use is recorded for the exit check.
+TIR_LANES_OUTLINE Block &Peer(int rank, const char *what);
+
+// The mbarrier at arena offset `off` of peer CTA `p`, used by the current
+// thread of another CTA (`what` it does): its init must be ordered before
+// the use by a barrier.cluster (PTX ISA, "mbarrier.init" and
+// "barrier.cluster").
+TIR_LANES_OUTLINE int PeerMbarrier(Block &p, size_t off, const char *what);
+
+// mbarrier.arrive.release.cluster.shared::cluster on the mbarrier of CTA
+// `rank` at the offset of `p` (mapa.shared::cluster of `p` to that CTA).
+TIR_LANES_OUTLINE void MbarrierArriveCluster(void *p, int rank);
+
+// cp.async.bulk.tensor.2d...multicast::cluster: the box at (c0, c1) of
+// `map` lands at the offset of `dst` in every CTA of `mask` and completes
+// its bytes on each one's mbarrier at the offset of `bar`.
+TIR_LANES_OUTLINE void TmaLoad2dMulticast(void *dst, const void *map, int c0, int c1, void *bar, unsigned mask);
+
+// After CTA `t`'s threads all exited: a peer's use of it not ordered
+// before the exit by a barrier.cluster is reported.
+TIR_LANES_OUTLINE void ClusterExitCheck(Block &t);
+
+// Runs the CTAs of one cluster (`cl`, by rank; their `block` index set)
+// together once from poisoned shared memory under schedule `order`.
+TIR_LANES_OUTLINE bool RunCluster(std::vector<Block *> &cl, Dim3 block, int order, uint64_t seed, Result &result,
+                       const std::function<void(Dim3)> &set_block);
+
+// Launch for a grid of thread-block clusters of `cluster` CTAs (each
+// dimension dividing the grid's): the CTAs of a cluster run together
+// (RunCluster), clusters one after another under the schedules of
+// `options`, exploring clusters as Launch explores blocks. A cluster of
+// one CTA is Launch.
+TIR_LANES_OUTLINE Result LaunchClusters(const char *kernel, Dim3 grid, Dim3 block, Dim3 cluster, size_t dynamic_bytes,
+                             const std::function<void(Dim3)> &set_block, std::function<void()> body,
+                             const LaunchOptions &options = {});
+
+// ---- the machinery (see TIR_LANES_OUTLINE) ---------------------------------
+#if !defined(TIR_LANES_SPLIT) || defined(TIR_LANES_RUNTIME)
+
+TIR_LANES_OUTLINE std::string Tid(const Lane &l) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "(%u,%u,%u)", l.tid.x, l.tid.y, l.tid.z);
+  return buf;
+}
+
+TIR_LANES_OUTLINE std::string ScheduleName(int order, uint64_t seed) {
+  if (order == kNaturalOrder) return "the natural order";
+  if (order == kHighIdsFirst) return "high thread ids first";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "the order of seed %llu", static_cast<unsigned long long>(seed));
+  return buf;
+}
+
+TIR_LANES_OUTLINE std::string Where() {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "kernel %s block (%u,%u,%u)%s%s: ", B().kernel, B().block.x, B().block.y, B().block.z,
+                B().order == kNaturalOrder ? "" : " under ",
+                B().order == kNaturalOrder ? "" : ScheduleName(B().order, B().seed).c_str());
+  return buf;
+}
+
+TIR_LANES_OUTLINE void Report(const std::string &reason, const std::string &message) {
+  Block &b = B();
+  if (b.errors++ == 0) b.first_error = reason + ": " + Where() + message;
+}
+
+[[noreturn]] TIR_LANES_OUTLINE void Fault(const std::string &reason, const std::string &message) {
   Report(reason, message);
   B().fatal = true;
   if (B().in_scheduler) throw Stop();
   for (;;) Yield(Park::kAborted);
 }
 
-// The arena offset of `p`, `n` bytes inside the allocated shared memory.
-inline size_t OffsetOf(const void *p, size_t n) {
+TIR_LANES_OUTLINE size_t OffsetOf(const void *p, size_t n) {
   Block &b = B();
   const unsigned char *q = static_cast<const unsigned char *>(p);
   if (q < b.arena.data() || q + n > b.arena.data() + b.used) {
@@ -379,12 +887,12 @@ inline size_t OffsetOf(const void *p, size_t n) {
   return static_cast<size_t>(q - b.arena.data());
 }
 
-inline std::string LaneName(int id) {
+TIR_LANES_OUTLINE std::string LaneName(int id) {
   const Lane &l = B().lanes[id];
   return "thread " + Tid(l);
 }
 
-inline void Race(size_t offset, const char *what, int other, const char *other_did) {
+TIR_LANES_OUTLINE void Race(size_t offset, const char *what, int other, const char *other_did) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "%s %s shared byte %zu that %s %s with no barrier between",
                 LaneName(Current().id).c_str(), what, offset,
@@ -392,12 +900,7 @@ inline void Race(size_t offset, const char *what, int other, const char *other_d
   Report("SHARED_MEMORY_RACE", buf);
 }
 
-// Checks and records an access of `n` bytes at arena offset `off` by lane
-// `id` (a write when `write`).
-inline bool SawPhase(const Lane &l, int bar, uint32_t phase) {
-  return bar < static_cast<int>(l.observed.size()) && l.observed[bar] > phase;
-}
-inline void UnseenTma(size_t off, int id, const Shadow &s) {
+TIR_LANES_OUTLINE void UnseenTma(size_t off, int id, const Shadow &s) {
   char buf[240];
   std::snprintf(buf, sizeof(buf),
                 "%s reads shared byte %zu before it saw the mbarrier at byte %zu complete the phase of the TMA "
@@ -406,10 +909,7 @@ inline void UnseenTma(size_t off, int id, const Shadow &s) {
   Report("UNCOMPLETED_ASYNC_COPY", buf);
 }
 
-// Whether a write by lane `w` to chunk `chunk` is ordered after every wgmma
-// that reads it (see Block::wgmma_reads); reports the first that is not.
-// `memo` caches verdicts per (warpgroup, group) within one copy.
-inline bool WgmmaReadsDone(size_t chunk, int w, std::map<std::pair<int, int>, bool> *memo = nullptr) {
+TIR_LANES_OUTLINE bool WgmmaReadsDone(size_t chunk, int w, std::map<std::pair<int, int>, bool> *memo) {
   Block &b = B();
   if (chunk >= b.wgmma_reads.size()) return true;
   std::array<int32_t, 8> &r = b.wgmma_reads[chunk];
@@ -448,11 +948,7 @@ inline bool WgmmaReadsDone(size_t chunk, int w, std::map<std::pair<int, int>, bo
   return true;
 }
 
-// Defined with the named barriers and bulk tensor stores below.
-inline bool NamedOrdered(int reader, int writer, uint32_t writer_named);
-inline bool BulkStoreWriteCheck(size_t off, size_t n, int id);
-
-inline void Record(size_t off, size_t n, bool write, int id) {
+TIR_LANES_OUTLINE void Record(size_t off, size_t n, bool write, int id) {
   Block &b = B();
   bool reported = false;
   if (write && !b.bulk_stores.empty()) reported = !BulkStoreWriteCheck(off, n, id);
@@ -495,47 +991,7 @@ inline void Record(size_t off, size_t n, bool write, int id) {
   }
 }
 
-inline void Touch(const void *p, size_t n, bool write) {
-  ++B().events;
-  Record(OffsetOf(p, n), n, write, Current().id);
-}
-
-// A block-level static shared array: the first thread to reach the
-// declaration allocates it (poisoned), the others get the same storage.
-inline void *Shared(const char *name, size_t bytes) {
-  Block &b = B();
-  auto it = b.named.find(name);
-  if (it == b.named.end()) {
-    const size_t at = (b.used + 15) & ~size_t(15);
-    if (at + bytes > b.arena.size()) {
-      Fault("SHARED_OUT_OF_BOUNDS", std::string("shared array ") + name + " does not fit in the block's shared memory");
-    }
-    b.used = at + bytes;
-    if (b.used > b.high_water) b.high_water = b.used;
-    it = b.named.emplace(name, at).first;
-  }
-  return b.arena.data() + it->second;
-}
-
-// The dynamic shared memory (extern __shared__), `bytes` of which the kernel uses.
-inline void *DynamicShared(size_t bytes) {
-  Block &b = B();
-  if (bytes > b.dynamic_bytes) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "the kernel uses %zu bytes of dynamic shared memory, the launch gives %zu", bytes,
-                  b.dynamic_bytes);
-    Fault("SHARED_OUT_OF_BOUNDS", buf);
-  }
-  return b.arena.data();
-}
-
-inline void Barrier() {
-  ++B().events;
-  Yield(Park::kBarrier);
-}
-
-// Waits at a warp collective with the lanes of `mask`; returns when it ran.
-inline void Collective(int op, int arg, unsigned mask) {
+TIR_LANES_OUTLINE void Collective(int op, int arg, unsigned mask) {
   Lane &l = Current();
   ++B().events;
   if (!(mask & (1u << (l.id % 32)))) {
@@ -547,9 +1003,7 @@ inline void Collective(int op, int arg, unsigned mask) {
   Yield(Park::kWarp);
 }
 
-// ---- cp.async ----------------------------------------------------------------
-
-inline void CpAsync16(void *dst, const void *src, int bytes) {
+TIR_LANES_OUTLINE void CpAsync16(void *dst, const void *src, int bytes) {
   Lane &l = Current();
   ++B().events;
   if (reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
@@ -572,11 +1026,7 @@ inline void CpAsync16(void *dst, const void *src, int bytes) {
   l.copies.push_back(c);
 }
 
-inline void CpAsyncCommit() { ++Current().committed; }
-
-// cp.async.wait_group n: the copies of every committed group but the newest
-// n land now.
-inline void CpAsyncWait(int n) {
+TIR_LANES_OUTLINE void CpAsyncWait(int n) {
   Lane &l = Current();
   Block &b = B();
   ++b.events;
@@ -604,35 +1054,7 @@ inline void CpAsyncWait(int n) {
   l.copies.swap(rest);
 }
 
-// ---- collectives -----------------------------------------------------------
-
-inline uint32_t Pack(uint16_t lo, uint16_t hi) { return uint32_t(lo) | (uint32_t(hi) << 16); }
-
-inline float F32(uint64_t bits) {
-  float f;
-  const uint32_t u = static_cast<uint32_t>(bits);
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint64_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-inline float HalfToFloat(uint16_t h, bool bf16) {
-  if (bf16) return F32(uint64_t(h) << 16);
-  const uint32_t sign = (uint32_t(h) & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-  if (exp == 0) {
-    const float mag = float(man) * 5.9604644775390625e-8f;
-    return sign ? -mag : mag;
-  }
-  if (exp == 31) return F32(sign | 0x7f800000u | (man << 13));
-  return F32(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-// ---- mbarriers (sm_90) -------------------------------------------------------
-
-inline int MbarrierIndex(const void *p) {
+TIR_LANES_OUTLINE int MbarrierIndex(const void *p) {
   Block &b = B();
   const size_t off = OffsetOf(p, 8);
   for (size_t i = 0; i < b.mbarriers.size(); ++i) {
@@ -646,13 +1068,7 @@ inline int MbarrierIndex(const void *p) {
   Fault("MBARRIER_UNINITIALIZED", buf);
 }
 
-// A use of mbarrier `i` by the current thread (`what` it does): the init,
-// a store to the barrier's bytes, must be ordered before it by a barrier,
-// or by an mbarrier phase the initializer arrived at after the init and
-// this thread saw complete (PTX ISA, "mbarrier.init": the init is not
-// visible to other threads until then; fence.mbarrier_init alone does not
-// order it).
-inline void MbarrierUse(int i, const char *what) {
+TIR_LANES_OUTLINE void MbarrierUse(int i, const char *what) {
   Block &b = B();
   MBarrier &m = b.mbarriers[i];
   const Lane &l = Current();
@@ -668,7 +1084,7 @@ inline void MbarrierUse(int i, const char *what) {
   Report("SHARED_MEMORY_RACE", buf);
 }
 
-inline void MbarrierInit(void *p, int count) {
+TIR_LANES_OUTLINE void MbarrierInit(void *p, int count) {
   Block &b = B();
   ++b.events;
   const size_t off = OffsetOf(p, 8);
@@ -695,18 +1111,7 @@ inline void MbarrierInit(void *p, int count) {
   ++b.mbarrier_changes;
 }
 
-// Completes the current phase when its arrivals and bytes are all in.
-inline void MbarrierSettle(MBarrier &m) {
-  if (m.pending == 0 && m.tx == 0) {
-    ++m.phase;
-    m.pending = m.count;
-    for (size_t i = 0; i < m.open.size(); ++i) m.completed[i] = std::max(m.completed[i], m.open[i]);
-  }
-  ++B().mbarrier_changes;
-}
-
-// mbarrier.arrive (with expect_tx: `tx` more bytes this phase).
-inline void MbarrierArrive(void *p, long long tx) {
+TIR_LANES_OUTLINE void MbarrierArrive(void *p, long long tx) {
   Block &b = B();
   ++b.events;
   const int i = MbarrierIndex(p);
@@ -726,10 +1131,7 @@ inline void MbarrierArrive(void *p, long long tx) {
   MbarrierSettle(m);
 }
 
-// mbarrier.try_wait.parity: true when the current phase's parity differs
-// from `parity` (the phase of that parity completed); the thread then has
-// seen every completed phase. False parks the thread until a barrier moves.
-inline bool MbarrierTryWait(void *p, int parity) {
+TIR_LANES_OUTLINE bool MbarrierTryWait(void *p, int parity) {
   Block &b = B();
   Lane &l = Current();
   ++b.events;
@@ -749,30 +1151,7 @@ inline bool MbarrierTryWait(void *p, int parity) {
   return false;
 }
 
-// ---- TMA (cp.async.bulk.tensor) ----------------------------------------------
-
-// What the launcher writes into a tensor-map argument for the emulator: the
-// fields cuTensorMapEncodeTiled takes, for a 2D tile map.
-constexpr uint64_t kTensorMapMagic = 0x50414d534e455454ull;  // "TTENSMAP"
-struct TensorMapFields {
-  uint64_t magic, base, dim0, dim1, stride1_bytes, box0, box1, elem_bytes, swizzle;
-};
-
-// The CU_TENSOR_MAP_SWIZZLE mode's span in bytes (0 none, 1 32B, 2 64B, 3 128B).
-inline int SwizzleSpan(int mode) { return mode == 3 ? 128 : mode == 2 ? 64 : mode == 1 ? 32 : 0; }
-// A shared byte address under swizzle `mode`: the 16-byte chunk index
-// (bits 4..) XORed with the 128-byte line index (bits 7..) within the span.
-inline size_t Swizzled(size_t addr, int mode) {
-  const size_t mask = mode == 3 ? 7 : mode == 2 ? 3 : mode == 1 ? 1 : 0;
-  return addr ^ (((addr >> 7) & mask) << 4);
-}
-inline const char *SwizzleName(int mode) {
-  return mode == 3 ? "128B" : mode == 2 ? "64B" : mode == 1 ? "32B" : mode == 0 ? "none" : "?";
-}
-
-// A 2D tile load of the box at (c0 inner, c1 outer) into `dst`, completing
-// its bytes on the mbarrier `bar`.
-inline void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
+TIR_LANES_OUTLINE void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
   Block &b = B();
   Lane &l = Current();
   ++b.events;
@@ -827,55 +1206,12 @@ inline void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
   MbarrierSettle(m);
 }
 
-// prefetch.tensormap: only a map the launcher encoded may be prefetched
-// (a GPU faults on anything else).
-inline void PrefetchTensorMap(const void *map) {
-  ++B().events;
-  uint64_t magic;
-  std::memcpy(&magic, map, sizeof(magic));
-  if (magic != kTensorMapMagic) {
-    Fault("INVALID_TENSOR_MAP", LaneName(Current().id) + " prefetches a tensor map the launcher did not encode");
-  }
-}
-
-// fence.proxy.async: this thread's ordinary shared stores so far are visible
-// to the async proxy (wgmma, TMA).
-inline void ProxyFence() {
-  ++B().events;
-  ++Current().proxy_fences;
-}
-
-// ---- named barriers and bulk tensor stores (sm_90) ---------------------------
-//
-// bar.sync id, n (PTX ISA, "Parallel Synchronization and Communication
-// Instructions: bar, barrier"): releases once n threads reached barrier id;
-// it orders the accesses of those threads only. Each thread counts the named
-// barriers it passed (Lane::named_passed) and keeps, per other thread, that
-// thread's count at the latest named barrier ordering it before this one
-// (Lane::named_seen, merged over the participants, so the order is
-// transitive); a shared byte keeps its writer's count at the store
-// (Shadow::writer_named), and the race check takes a later count as order.
-//
-// cp.async.bulk.tensor.2d.global.shared::cta.bulk_group (PTX ISA, "Data
-// Movement and Conversion Instructions: cp.async.bulk.tensor"): the box at
-// (c0 inner, c1 outer) of the map's tensor is written from shared memory in
-// the map's swizzle, elements outside the tensor skipped. The emulator
-// writes global memory when the store issues and checks its reads then: a
-// byte an ordinary store of another thread wrote with no barrier (block or
-// named) between is a SHARED_MEMORY_RACE, a byte whose writer made no
-// fence.proxy.async after the store a MISSING_PROXY_FENCE. The reads stay
-// pending until the issuer's cp.async.bulk.wait_group.read covers the
-// store's bulk group (cp.async.bulk.commit_group closes one); a write to
-// those bytes before that wait, or by another thread no barrier orders
-// after it, and a thread that exits with a store pending, are each a
-// BULK_STORE_NOT_READ.
-
-inline bool NamedOrdered(int reader, int writer, uint32_t writer_named) {
+TIR_LANES_OUTLINE bool NamedOrdered(int reader, int writer, uint32_t writer_named) {
   const Lane &r = B().lanes[reader];
   return writer >= 0 && size_t(writer) < r.named_seen.size() && r.named_seen[writer] > writer_named;
 }
 
-inline void NamedBarrier(int id, int threads) {
+TIR_LANES_OUTLINE void NamedBarrier(int id, int threads) {
   Lane &l = Current();
   ++B().events;
   if (id < 0 || id > 15 || threads < 32 || threads % 32 != 0 || threads > B().threads) {
@@ -887,8 +1223,7 @@ inline void NamedBarrier(int id, int threads) {
   Yield(Park::kNamedBarrier);
 }
 
-// Releases the named barriers whose thread counts arrived (Advance).
-inline bool ReleaseNamedBarriers() {
+TIR_LANES_OUTLINE bool ReleaseNamedBarriers() {
   Block &b = B();
   bool released = false;
   for (int id = 0; id < 16; ++id) {
@@ -929,8 +1264,7 @@ inline bool ReleaseNamedBarriers() {
   return released;
 }
 
-// The store of the box at (c0, c1) of `map` from shared `src`.
-inline void TmaStore2d(const void *map, const void *src, int c0, int c1) {
+TIR_LANES_OUTLINE void TmaStore2d(const void *map, const void *src, int c0, int c1) {
   Block &b = B();
   Lane &l = Current();
   ++b.events;
@@ -1003,11 +1337,7 @@ inline void TmaStore2d(const void *map, const void *src, int c0, int c1) {
   b.bulk_stores.push_back(st);
 }
 
-inline void BulkCommit() { ++Current().bulk_committed; }
-
-// cp.async.bulk.wait_group.read n: the stores of every committed bulk group
-// but the newest n are done reading shared memory.
-inline void BulkWaitRead(int n) {
+TIR_LANES_OUTLINE void BulkWaitRead(int n) {
   Block &b = B();
   Lane &l = Current();
   ++b.events;
@@ -1019,9 +1349,7 @@ inline void BulkWaitRead(int n) {
   }
 }
 
-// Whether lane `id` may write shared bytes [off, off + n): no bulk store
-// may still read them; reports the first that may.
-inline bool BulkStoreWriteCheck(size_t off, size_t n, int id) {
+TIR_LANES_OUTLINE bool BulkStoreWriteCheck(size_t off, size_t n, int id) {
   Block &b = B();
   for (const BulkStore &st : b.bulk_stores) {
     if (st.offset >= off + n || off >= st.offset + st.bytes) continue;
@@ -1040,7 +1368,7 @@ inline bool BulkStoreWriteCheck(size_t off, size_t n, int id) {
   return true;
 }
 
-inline void BulkStoresAtExit() {
+TIR_LANES_OUTLINE void BulkStoresAtExit() {
   Block &b = B();
   for (const BulkStore &st : b.bulk_stores) {
     if (st.issuer != b.cur->id || st.retired) continue;
@@ -1051,22 +1379,7 @@ inline void BulkStoresAtExit() {
   }
 }
 
-// ---- wgmma (sm_90a) -----------------------------------------------------------
-
-// The descriptor's swizzle (layout type, bits 62-63: 0 none, 1 128B, 2 64B,
-// 3 32B) as a CU_TENSOR_MAP_SWIZZLE mode.
-inline int DescriptorSwizzle(uint64_t desc) {
-  const int layout = static_cast<int>((desc >> 62) & 3);
-  return layout == 1 ? 3 : layout == 2 ? 2 : layout == 3 ? 1 : 0;
-}
-
-// The shared byte of element (mn, k) (16-bit elements) of the matrix a
-// descriptor describes, K-major or MN-major, in the canonical layouts of the
-// PTX ISA ("Shared Memory Matrix Layout"; T = 8 elements = 16 bytes):
-//   K-major  none ((8,m),(T,2k)):((1T,SBO),(1,LBO)); 32/64/128B ((8,m),(T,2k)):((2T|4T|8T,SBO),(1,T))
-//   MN-major none ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)); 32/64/128B ((T,s,m),(8,k)):((1,T,LBO),(sT,SBO))
-// then swizzled on the address bits.
-inline size_t DescriptorByte(uint64_t desc, int mn, int k, bool mn_major) {
+TIR_LANES_OUTLINE size_t DescriptorByte(uint64_t desc, int mn, int k, bool mn_major) {
   const size_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4, sbo = ((desc >> 32) & 0x3fff) << 4;
   const int mode = DescriptorSwizzle(desc);
   const size_t span = static_cast<size_t>(SwizzleSpan(mode));
@@ -1088,9 +1401,7 @@ inline size_t DescriptorByte(uint64_t desc, int mn, int k, bool mn_major) {
   return Swizzled(a, mode);
 }
 
-// Reads the 16-bit element at shared byte `off` for a wgmma of lane `l`,
-// with the async-proxy checks; false after the first error.
-inline bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v) {
+TIR_LANES_OUTLINE bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v) {
   Block &b = B();
   if (off / 16 < b.wgmma_reads.size()) {
     int32_t &r = b.wgmma_reads[off / 16][(l.id / 128) & 7];
@@ -1157,25 +1468,7 @@ inline bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *v) {
   return true;
 }
 
-// The accumulators of one wgmma: what the thread's registers hold, the
-// result of the wgmma still in flight, its commit group (-1 none), and
-// whether ordinary code wrote them since the thread's last wgmma.fence.
-struct WgmmaAccumulators {
-  float *d, *future;
-  int *group;
-  bool *touched;
-  uint32_t *touched_at;
-};
-
-// wgmma.mma_async.m64nNk16 (f32 accumulators, bf16 or f16 operands, both
-// from shared memory) for the calling thread's share: with w its warp in
-// the warpgroup, g = lane/4 and t = lane%4, accumulator i is D(16w + g +
-// 8((i/2)%2), 8(i/4) + 2t + i%2) (PTX ISA, "Register Fragments" of wgmma
-// .m64nNk16 D). A (64 x 16) is read K-major (or M-major with trans_a), B
-// (16 x N) K-major (or N-major with trans_b). The result lands at the
-// wgmma.wait_group covering the commit group it joins; until then the
-// registers hold NaN.
-inline void Wgmma(bool bf16, int n, WgmmaAccumulators acc, uint64_t desc_a, uint64_t desc_b, int scale_d, int trans_a,
+TIR_LANES_OUTLINE void Wgmma(bool bf16, int n, WgmmaAccumulators acc, uint64_t desc_a, uint64_t desc_b, int scale_d, int trans_a,
                   int trans_b) {
   Block &b = B();
   Lane &l = Current();
@@ -1234,17 +1527,7 @@ inline void Wgmma(bool bf16, int n, WgmmaAccumulators acc, uint64_t desc_a, uint
   l.wgmma.push_back({acc.d, acc.future, acc.group, n / 2});
 }
 
-inline void WgmmaFence() {
-  ++B().events;
-  ++Current().wgmma_fences;
-}
-inline void WgmmaCommit() {
-  ++B().events;
-  ++Current().wgmma_committed;
-}
-// wgmma.wait_group n: the wgmmas of every committed group but the newest n
-// land in their registers.
-inline void WgmmaWait(int n) {
+TIR_LANES_OUTLINE void WgmmaWait(int n) {
   Lane &l = Current();
   ++B().events;
   if (l.wgmma_committed - n > l.wgmma_retired) {
@@ -1262,16 +1545,8 @@ inline void WgmmaWait(int n) {
   }
   l.wgmma.swap(rest);
 }
-// A read of accumulator registers by ordinary code.
-inline void WgmmaUse(const int *group) {
-  if (*group >= 0) {
-    Fault("WGMMA_NOT_WAITED", LaneName(Current().id) +
-                                  " reads wgmma accumulators before a wgmma.wait_group covers the wgmma that writes them");
-  }
-}
 
-// Runs the collective the lanes `members` (all parked at it) wait at.
-inline void Execute(const std::vector<Lane *> &members) {
+TIR_LANES_OUTLINE void Execute(const std::vector<Lane *> &members) {
   Lane &first = *members[0];
   const int op = first.op;
   Lane *by_lane[32] = {};
@@ -1374,34 +1649,7 @@ inline void Execute(const std::vector<Lane *> &members) {
   for (Lane *l : members) l->park = Park::kRunnable;
 }
 
-// A fiber's first frame: runs the kernel, then parks for good.
-inline void Entry() {
-  Block &b = B();
-  b.body();
-  BulkStoresAtExit();
-  b.cur->park = Park::kDone;
-  for (;;) SwitchTo(b.cur->ctx, b.sched);
-}
-
-inline const char *ParkName(Park p) {
-  switch (p) {
-    case Park::kRunnable: return "runnable";
-    case Park::kBarrier: return "at a barrier";
-    case Park::kWarp: return "at a warp collective";
-    case Park::kSpin: return "waiting on an mbarrier";
-    case Park::kDone: return "exited";
-    case Park::kAborted: return "stopped";
-    case Park::kNamedBarrier: return "at a named barrier";
-    case Park::kCluster: return "at a cluster barrier";
-  }
-  return "?";
-}
-
-// One scheduling step after every runnable lane ran: runs the warp
-// collectives whose members all arrived, else releases a barrier every live
-// lane reached; false (with an error when `report`) when the block cannot
-// go on.
-inline bool AdvanceBlock(bool report) {
+TIR_LANES_OUTLINE bool AdvanceBlock(bool report) {
   Block &b = B();
   bool progressed = false;
   for (int w = 0; w * 32 < b.threads; ++w) {
@@ -1507,62 +1755,8 @@ inline bool AdvanceBlock(bool report) {
   b.fatal = true;
   return false;
 }
-inline bool Advance() { return AdvanceBlock(true); }
 
-// A pool of fiber stacks for this host thread, each with a guard page below.
-inline void *StackFor(Lane &l) {
-  if (l.stack == nullptr) {
-    const size_t page = 4096;
-    void *p = mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    mprotect(p, page, PROT_NONE);
-    l.stack = static_cast<char *>(p) + page;
-  }
-  return l.stack;
-}
-
-struct Result {
-  long errors = 0;
-  std::string first_error;
-  uint64_t events = 0;
-  uint64_t lanes = 0;  // thread executions (blocks x threads, each schedule a block ran under)
-};
-
-// How a launch explores schedules.
-struct LaunchOptions {
-  // The schedules: 1 the natural order alone; 2 adds high thread ids
-  // first; each one more a shuffle of seed `seed` + k.
-  int schedules = 1;
-  uint64_t seed = 0;
-  // How many blocks run under every schedule, compared byte for byte
-  // (the first, the last, then spread over the grid; < 0 every block); the
-  // others take the schedules in turn.
-  long explore_blocks = -1;
-  // The global memory the kernel may write (outputs, workspace): saved
-  // before an exploring block and restored before each further schedule.
-  std::vector<std::pair<void *, size_t>> writable;
-};
-
-inline uint64_t SplitMix(uint64_t &state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-// The lane order of the next round under the block's schedule.
-inline void NextRound(Block &b) {
-  b.round.resize(b.threads);
-  for (int i = 0; i < b.threads; ++i) b.round[i] = b.order == kHighIdsFirst ? b.threads - 1 - i : i;
-  if (b.order == kShuffled) {
-    for (int i = b.threads - 1; i > 0; --i) std::swap(b.round[i], b.round[SplitMix(b.rng) % uint64_t(i + 1)]);
-  }
-}
-
-// Runs the current block (b.block) once from poisoned shared memory under
-// schedule `order` (seed `seed` for a shuffle); false when the emulator had
-// no memory for the threads' stacks.
-inline bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
+TIR_LANES_OUTLINE bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
   b.order = order;
   b.seed = b.rng = seed;
   // Poison what the last block used; the dynamic part comes first.
@@ -1610,7 +1804,7 @@ inline bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t seed, Result 
   return true;
 }
 
-inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
+TIR_LANES_OUTLINE bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &result) {
   if (!PrepareBlock(b, block, order, seed, result)) return false;
   for (;;) {
     bool ran = false;
@@ -1636,31 +1830,17 @@ inline bool RunBlock(Block &b, Dim3 block, int order, uint64_t seed, Result &res
   return true;
 }
 
-// Whether block `index` of `count` runs under every schedule: the first,
-// the last, then evenly spread, `budget` in all (< 0: every block).
-inline bool Explores(uint64_t index, uint64_t count, long budget) {
-  if (budget < 0 || uint64_t(budget) >= count) return true;
-  if (budget == 0) return false;
-  if (index == 0) return true;
-  if (budget == 1) return false;
-  if (index == count - 1) return true;
-  // budget - 2 more at index k * count / (budget - 1), k = 1 .. budget - 2.
-  const uint64_t slots = uint64_t(budget) - 1;
-  for (uint64_t k = 1; k < slots; ++k) {
-    if (index == k * count / slots) return true;
-  }
-  return false;
-}
+// The blocks a thread's launches run in: their fiber stacks and arenas
+// serve launch after launch. Inline variables, so one set per thread in
+// the process however many kernel objects are loaded (GCC makes them
+// unique symbols, which the dynamic linker binds once).
+inline thread_local Block g_launch_block;
+inline thread_local Block g_cluster_blocks[kMaxCluster];
 
-// Runs `body` (the kernel, reading threadIdx / blockIdx) for every block of
-// `grid` with `block` threads each and `dynamic_bytes` of dynamic shared
-// memory, under the schedules of `options`; `set_block` publishes the
-// block's index before its threads start.
-inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_bytes,
+TIR_LANES_OUTLINE Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_bytes,
                      const std::function<void(Dim3)> &set_block, std::function<void()> body,
-                     const LaunchOptions &options = {}) {
-  static thread_local Block storage;
-  Block &b = storage;
+                     const LaunchOptions &options) {
+  Block &b = g_launch_block;
   Result result;
   const long threads = long(block.x) * block.y * block.z;
   g_block = &b;
@@ -1758,58 +1938,12 @@ inline Result Launch(const char *kernel, Dim3 grid, Dim3 block, size_t dynamic_b
   return result;
 }
 
-// ==== thread-block clusters (sm_90) ===========================================
-//
-// A cluster's CTAs run together: all their threads are fibers of one
-// scheduling domain, round by round (the CTAs in the schedule's order, each
-// CTA's threads in its own), each CTA with its own shared arena, barriers
-// (__syncthreads per CTA), mbarriers and blockIdx. Across the CTAs (PTX ISA,
-// "Cluster of Cooperative Thread Arrays" and "Distributed Shared Memory"):
-//  - %cluster_ctarank is the CTA's rank in its cluster, x fastest;
-//  - barrier.cluster (arrive.release then wait.acquire) releases when every
-//    live thread of every CTA of the cluster reached it, and orders all
-//    that came before it in the cluster before all that comes after;
-//  - mbarrier.arrive.release.cluster on a peer's mbarrier (an address from
-//    mapa.shared::cluster) is an arrival at that peer's mbarrier at the
-//    same offset;
-//  - a TMA load with .multicast::cluster writes its box into the shared
-//    memory of every CTA its 16-bit ctaMask names, at the same offset, and
-//    completes its bytes on each one's mbarrier at the same offset.
-// What the emulator catches, besides what it catches in one CTA:
-//  - a ctaMask naming a CTA outside the cluster (or none):
-//    INVALID_MULTICAST_MASK; a rank outside it: INVALID_CLUSTER_RANK;
-//  - bytes landing on an mbarrier whose phase had all its arrivals and
-//    expected fewer bytes, or more bytes landed on an mbarrier than its
-//    phases expected by the time its CTA exits: MBARRIER_TX_OVERFLOW;
-//    bytes that never land (a
-//    CTA left out of a mask): the waiting thread's MBARRIER_DEADLOCK;
-//  - a peer's use of an mbarrier (multicast completion, remote arrival)
-//    that no barrier.cluster orders after its mbarrier.init:
-//    SHARED_MEMORY_RACE;
-//  - a CTA whose threads all exited while a peer's use of its shared
-//    memory or mbarriers is not ordered before the exit by a
-//    barrier.cluster, or any use of a CTA that exited: CLUSTER_PEER_EXITED.
-// Not modelled: ordinary loads and stores to a peer's shared memory, and
-// the check that a multicast into a peer's stage comes after that peer's
-// wgmmas finished reading it (it is made for the issuing CTA's own stage).
-// A launch without cluster dimensions does not come here; a kernel that
-// calls barrier.cluster alone in its (implicit, one-CTA) cluster gets a
-// barrier of its threads.
-
-constexpr int kMaxCluster = 8;
-
-inline int ClusterRank() { return B().cluster_rank; }
-inline int ClusterSize() { return B().cluster.empty() ? 1 : static_cast<int>(B().cluster.size()); }
-
-// barrier.cluster.arrive.release + barrier.cluster.wait.acquire.
-inline void ClusterSync() {
+TIR_LANES_OUTLINE void ClusterSync() {
   ++B().events;
   Yield(B().cluster.empty() ? Park::kBarrier : Park::kCluster);
 }
 
-// The CTA of rank `rank` in the current thread's cluster, which the thread
-// uses (`what` it does to it); a peer's use is recorded for the exit check.
-inline Block &Peer(int rank, const char *what) {
+TIR_LANES_OUTLINE Block &Peer(int rank, const char *what) {
   Block &b = B();
   const int size = ClusterSize();
   if (rank < 0 || rank >= size) {
@@ -1829,11 +1963,7 @@ inline Block &Peer(int rank, const char *what) {
   return p;
 }
 
-// The mbarrier at arena offset `off` of peer CTA `p`, used by the current
-// thread of another CTA (`what` it does): its init must be ordered before
-// the use by a barrier.cluster (PTX ISA, "mbarrier.init" and
-// "barrier.cluster").
-inline int PeerMbarrier(Block &p, size_t off, const char *what) {
+TIR_LANES_OUTLINE int PeerMbarrier(Block &p, size_t off, const char *what) {
   char buf[400];
   for (size_t i = 0; i < p.mbarriers.size(); ++i) {
     MBarrier &m = p.mbarriers[i];
@@ -1855,9 +1985,7 @@ inline int PeerMbarrier(Block &p, size_t off, const char *what) {
   Fault("SHARED_MEMORY_RACE", buf);
 }
 
-// mbarrier.arrive.release.cluster.shared::cluster on the mbarrier of CTA
-// `rank` at the offset of `p` (mapa.shared::cluster of `p` to that CTA).
-inline void MbarrierArriveCluster(void *p, int rank) {
+TIR_LANES_OUTLINE void MbarrierArriveCluster(void *p, int rank) {
   Block &b = B();
   const size_t off = OffsetOf(p, 8);
   Block &t = Peer(rank, "arrives at an mbarrier of");
@@ -1879,10 +2007,7 @@ inline void MbarrierArriveCluster(void *p, int rank) {
   ++t.mbarrier_changes;
 }
 
-// cp.async.bulk.tensor.2d...multicast::cluster: the box at (c0, c1) of
-// `map` lands at the offset of `dst` in every CTA of `mask` and completes
-// its bytes on each one's mbarrier at the offset of `bar`.
-inline void TmaLoad2dMulticast(void *dst, const void *map, int c0, int c1, void *bar, unsigned mask) {
+TIR_LANES_OUTLINE void TmaLoad2dMulticast(void *dst, const void *map, int c0, int c1, void *bar, unsigned mask) {
   Block &b = B();
   Lane &l = Current();
   ++b.events;
@@ -1963,9 +2088,7 @@ inline void TmaLoad2dMulticast(void *dst, const void *map, int c0, int c1, void 
   }
 }
 
-// After CTA `t`'s threads all exited: a peer's use of it not ordered
-// before the exit by a barrier.cluster is reported.
-inline void ClusterExitCheck(Block &t) {
+TIR_LANES_OUTLINE void ClusterExitCheck(Block &t) {
   t.exited = true;
   for (const MBarrier &m : t.mbarriers) {
     if (m.tx >= 0) continue;
@@ -1997,9 +2120,7 @@ inline void ClusterExitCheck(Block &t) {
   }
 }
 
-// Runs the CTAs of one cluster (`cl`, by rank; their `block` index set)
-// together once from poisoned shared memory under schedule `order`.
-inline bool RunCluster(std::vector<Block *> &cl, Dim3 block, int order, uint64_t seed, Result &result,
+TIR_LANES_OUTLINE bool RunCluster(std::vector<Block *> &cl, Dim3 block, int order, uint64_t seed, Result &result,
                        const std::function<void(Dim3)> &set_block) {
   const int n = static_cast<int>(cl.size());
   for (int r = 0; r < n; ++r) {
@@ -2089,14 +2210,9 @@ inline bool RunCluster(std::vector<Block *> &cl, Dim3 block, int order, uint64_t
   return true;
 }
 
-// Launch for a grid of thread-block clusters of `cluster` CTAs (each
-// dimension dividing the grid's): the CTAs of a cluster run together
-// (RunCluster), clusters one after another under the schedules of
-// `options`, exploring clusters as Launch explores blocks. A cluster of
-// one CTA is Launch.
-inline Result LaunchClusters(const char *kernel, Dim3 grid, Dim3 block, Dim3 cluster, size_t dynamic_bytes,
+TIR_LANES_OUTLINE Result LaunchClusters(const char *kernel, Dim3 grid, Dim3 block, Dim3 cluster, size_t dynamic_bytes,
                              const std::function<void(Dim3)> &set_block, std::function<void()> body,
-                             const LaunchOptions &options = {}) {
+                             const LaunchOptions &options) {
   const long size = long(cluster.x) * cluster.y * cluster.z;
   if (size == 1) return Launch(kernel, grid, block, dynamic_bytes, set_block, std::move(body), options);
   Result result;
@@ -2116,10 +2232,9 @@ inline Result LaunchClusters(const char *kernel, Dim3 grid, Dim3 block, Dim3 clu
                          " bytes of dynamic shared memory";
     return result;
   }
-  static thread_local Block storage[kMaxCluster];
   std::vector<Block *> cl;
   for (long r = 0; r < size; ++r) {
-    Block &b = storage[r];
+    Block &b = g_cluster_blocks[r];
     cl.push_back(&b);
     b.kernel = kernel;
     b.errors = 0;
@@ -2217,6 +2332,8 @@ inline Result LaunchClusters(const char *kernel, Dim3 grid, Dim3 block, Dim3 clu
   g_block = nullptr;
   return result;
 }
+
+#endif  // !TIR_LANES_SPLIT || TIR_LANES_RUNTIME
 
 }  // namespace tir_lanes
 
