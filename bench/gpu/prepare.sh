@@ -46,11 +46,12 @@ python=python3
 variants=(
   "raster-n=raster=1"        # bands of tile columns
   "raster-serpentine=raster=2"
-  "tma-store=tma_store=1"    # the output tile stored by TMA from shared memory
   "tma-store-raster-n=tma_store=1,raster=1"
-  "no-cluster=cluster_m=1,cluster_n=1,stages=4,group_m=8,raster=0,tma_store=0"  # the default without its cluster
+  # The default's exact tile and walk without its TMA store (the output by
+  # direct global stores), and without its cluster.
+  "no-tma-store=stages=4,group_m=8,raster=0,tma_store=0"
+  "no-cluster=cluster_m=1,cluster_n=1,stages=4,group_m=8,raster=0,tma_store=1"
   "cluster-1x2=cluster_n=2"  # two N tiles sharing A
-  "cluster-tma-store=cluster_m=2,tma_store=1"
 )
 variant_graphs=(gemm_m4096_n4096_k4096 gemm_bias_gelu_m4096_n4096_k4096 gemm_m8192_n8192_k8192
   gemm_bias_gelu_m8192_n8192_k8192 gemm_m512_n4096_k4096 gemm_wt_bias_gelu_m512_n14336_k4096)

@@ -157,9 +157,11 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   }
   const HopperOperands h = HopperPlan(mm);
   const int64_t aBytes = bm * 128, bBytes = bn * 128, stageBytes = aBytes + bBytes;
-  // tma_store: the consumers stage the output tile in shared memory (128-
-  // byte swizzled 64-row boxes, one region a consumer) after the mbarriers'
-  // KiB, and one thread of each stores it by TMA.
+  // tma_store: each consumer stages its output rows in shared memory box by
+  // box (64 rows x 128 bytes, 128-byte swizzled) through two 8 KiB slots
+  // after the mbarriers' KiB, and one thread of it stores each box by TMA
+  // while the warpgroup fills the other slot. 16 KiB a consumer, whatever
+  // the tile: the 4 stages of a 128 x 256 tile still fit.
   const bool tmaStore = Param("tma_store", 0) != 0;
   const HopperOutput ho = tmaStore ? HopperStorePlan() : HopperOutput{};
   if (tmaStore && split > 1) {
@@ -172,12 +174,13 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                      "tma_store needs one rank-2 row-major bf16, f16 or f32 output indexed by (M, N)");
   }
   const int64_t eb = ho.elem_bytes, boxCols = tmaStore ? 128 / eb : 0;
-  const int64_t stagingAt = stages * stageBytes + 1024, perConsumer = rowsPerConsumer * bn * eb;
-  const int64_t smem = 1024 + stages * stageBytes + (tmaStore ? 1024 + bm * bn * eb : stages * 16);
+  constexpr int64_t kBoxBytes = 64 * 128, kSlots = 2;
+  const int64_t stagingAt = stages * stageBytes + 1024, perConsumer = kSlots * kBoxBytes;
+  const int64_t smem = 1024 + stages * stageBytes + (tmaStore ? 1024 + consumers * perConsumer : stages * 16);
   if (tmaStore && smem > kHopperSharedBytes) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
                      absl::StrCat(smem, " bytes of shared memory (", stages, " stages of ", stageBytes, " bytes",
-                                  tmaStore ? absl::StrCat(" and a ", bm * bn * eb, "-byte output tile") : "",
+                                  tmaStore ? absl::StrCat(" and ", consumers * perConsumer, " bytes of output slots") : "",
                                   ") do not fit the 227 KiB a Hopper block may have"));
   }
   const int64_t threads = 128 * (consumers + 1);
@@ -486,13 +489,20 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     values_ = savedValues;
   }
   TIR_ASSIGN_OR_RETURN(const std::string epi, MatmulEpilogue(mm, prologue, "float", ""));
-  // The TMA-store epilogue: each thread computes its fragment's outputs in
-  // pairs (as above) into `stage_pair` and stores them at their place in
-  // the consumer's staging region: 64-row boxes per m64 tile, each of
-  // block_n * elem_bytes / 128 column chunks of 64 rows x 128 bytes
-  // (8 KiB), 128-byte swizzled as the output's tensor map says. Elements
-  // outside the problem are left as they are (the TMA store clips them).
+  // The TMA-store epilogue, box by box: each of a consumer's 64-row wgmma
+  // tiles (ms) is block_n * elem_bytes / 128 boxes of 64 rows x 128 bytes.
+  // For box k every thread computes its fragment's outputs in the box's
+  // columns in pairs (as above) into `stage_pair` and stores them at their
+  // place in slot k % 2 (the box's 8 KiB, 128-byte swizzled as the
+  // output's tensor map says; elements outside the problem are left as
+  // they are: the TMA store clips them), then fences them for the async
+  // proxy. Thread 0 waits for the store of box k - 1 to finish reading its
+  // slot (slot k + 1's), the named barrier publishes that and the box, and
+  // thread 0 stores the box. So box k + 1 is written while box k is stored,
+  // and the tile's last store overlaps the next tile's main loop. `sc`
+  // counts the boxes a consumer stored (the slot of the next one).
   std::string epiStage;
+  const int64_t boxesPerRow = tmaStore ? bn * eb / 128 : 0, pairsPerBox = boxCols / 2;
   if (tmaStore) {
     TIR_ASSIGN_OR_RETURN(TypeInfo ot, Info(llvm::cast<ResultsOp>(kernel_.getBodyBlock().getTerminator())
                                                ->getOperand(ho.output)
@@ -503,42 +513,62 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     run_writes_.clear();
     values_ = savedValues;
     const std::string col = "(8 * (i >> 2) + 2 * q + v)";
-    epiStage = absl::StrCat(
-        "#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; i += 2) {\n", "    ", ot.storage, " stage_pair[2];\n",
-        "#pragma unroll\n    for (int v = 0; v < 2; ++v) {\n",
-        "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
-        "    const tir_i64 i", b + 1, " = tn * ", bn, " + ", col, ";\n",
-        "    const float accv = acc[ms].get(i + v);\n", inner,
-        "    if (i", b, " < M && i", b + 1, " < N)\n",
-        "      staging[(ms * ", 64 * bn * eb, " + (", col, " / ", boxCols, ") * 8192 + tir_swz_bytes<128>((16 * w + g + 8 * ((i >> 1) & 1)) * 128 + (",
-        col, " % ", boxCols, ") * ", eb, ")) / ", eb, "] = stage_pair[v];\n",
-        "    }\n      }\n");
+    // One element of the pair, v written out (a loop over v left rolled
+    // would index the accumulators at run time: local memory, and ptxas
+    // serializes the wgmma).
+    const auto element = [&](const char *v) {
+      return absl::StrCat("    {\n    const int v = ", v, ";\n",
+                          "    const tir_i64 i", b, " = tm * ", bm, " + (cw * ", msub,
+                          " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1);\n",
+                          "    const tir_i64 i", b + 1, " = tn * ", bn, " + ", col, ";\n",
+                          "    const float accv = acc[ms].get(i + v);\n", inner, "    }\n");
+    };
     epiStage = absl::StrCat(
         "      tir_sptr<", ot.storage, "> staging = tir_sptr_cast<", ot.storage, ">(base + ", stagingAt, " + cw * ",
         perConsumer, ");\n",
-        // The last tile's store is done reading the region before anyone
-        // writes it again.
-        "      if (t == 0) tir_bulk_wait_read<0>();\n", "      tir_named_barrier(1 + cw, 128);\n",
-        "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", epiStage, "      }\n",
-        "      tir_fence_proxy_async();\n", "      tir_named_barrier(1 + cw, 128);\n",
+        "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms)\n",
+        "#pragma unroll\n      for (int c = 0; c < ", boxesPerRow, "; ++c) {\n",
+        "      tir_sptr<", ot.storage, "> slot = staging + ((sc + ms * ", boxesPerRow, " + c) & 1u) * ", kBoxBytes / eb, ";\n",
+        "#pragma unroll\n      for (int j = 0; j < ", pairsPerBox, "; j += 2) {\n",
+        "    const int i = c * ", pairsPerBox, " + j;\n",
+        "    ", ot.storage, " stage_pair[2] = {};\n", element("0"), element("1"),
+        // The pair's two columns are adjacent in one 16-byte chunk of the
+        // swizzled row: one shared store. Outputs past the problem's edge
+        // are stored too and clipped by the TMA store.
+        "    tir_sts_run<2>(slot + tir_swz_bytes<128>((16 * w + g + 8 * ((i >> 1) & 1)) * 128 + ((8 * (i >> 2) + 2 * q) % ",
+        boxCols, ") * ", eb, ") / ", eb, ", stage_pair);\n",
+        "      }\n",
+        "      tir_fence_proxy_async();\n",
+        "      if (t == 0) tir_bulk_wait_read<0>();\n",
+        "      tir_named_barrier(1 + cw, 128);\n",
         "      if (t == 0) {\n",
-        "#pragma unroll\n        for (int ms = 0; ms < ", msub, "; ++ms)\n",
-        "#pragma unroll\n          for (int c = 0; c < ", bn * eb / 128, "; ++c)\n",
-        "            tir_tma_store_2d(&a.", OutputTensorMapFieldName(ho.output, boxCols, 64), ", staging + (ms * ",
-        64 * bn * eb, " + c * 8192) / ", eb, ", (int)(tn * ", bn, " + c * ", boxCols, "), (int)(tm * ", bm, " + (cw * ",
-        msub, " + ms) * 64));\n",
-        "        tir_bulk_commit();\n", "      }\n");
+        "        tir_tma_store_2d(&a.", OutputTensorMapFieldName(ho.output, boxCols, 64), ", slot, (int)(tn * ", bn,
+        " + c * ", boxCols, "), (int)(tm * ", bm, " + (cw * ", msub, " + ms) * 64));\n",
+        "        tir_bulk_commit();\n",
+        "      }\n",
+        "      }\n",
+        "      sc += ", msub * boxesPerRow, "u;\n");
   }
   const std::string rowOf = absl::StrCat("tm * ", bm, " + (cw * ", msub, " + ms) * 64 + 16 * w + g + 8 * ((i >> 1) & 1)");
+  // A TMA-store kernel's direct stores are its fallback for outputs whose
+  // layout allows no tensor map (a row stride or base not 16-byte aligned,
+  // a column stride other than 1), which pairs would not serve either: one
+  // element at a time, which also keeps the path's registers below the
+  // staging path's (pairs there cost the kernel spills).
   const std::string deviceEpilogue =
-      pairRuns.empty()
+      pairRuns.empty() || tmaStore
           ? absl::StrCat("#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; ++i) {\n",
                          "    const tir_i64 i", b, " = ", rowOf, ";\n",
                          "    const tir_i64 i", b + 1, " = tn * ", bn, " + 8 * (i >> 2) + 2 * q + (i & 1);\n",
                          "    const float accv = acc[ms].get(i);\n", epi, "      }\n")
           : absl::StrCat("#pragma unroll\n      for (int i = 0; i < ", bn / 2, "; i += 2) {\n", pairDecls,
                          "    const tir_i64 pair_col = tn * ", bn, " + 8 * (i >> 2) + 2 * q;\n",
-                         "#pragma unroll\n    for (int v = 0; v < 2; ++v) {\n",
+                         // v written out, as in the TMA-store epilogue.
+                         "    {\n    const int v = 0;\n",
+                         "    const tir_i64 i", b, " = ", rowOf, ";\n",
+                         "    const tir_i64 i", b + 1, " = pair_col + v;\n",
+                         "    const float accv = acc[ms].get(i + v);\n", epiPairs, "    }\n",
+                         "    {\n    const int v = 1;\n",
                          "    const tir_i64 i", b, " = ", rowOf, ";\n",
                          "    const tir_i64 i", b + 1, " = pair_col + v;\n",
                          "    const float accv = acc[ms].get(i + v);\n", epiPairs, "    }\n",
@@ -549,7 +579,8 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
   absl::StrAppend(
       &code, moveRegisters ? absl::StrCat("    tir_setmaxnreg_inc<", consumerRegisters, ">();\n") : "",
       "    const int cw = threadIdx.x / 128 - 1, t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;\n",
-      "    tir_i64 it = 0;\n", "    for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
+      "    tir_i64 it = 0;\n", tmaStore ? "    tir_u32 sc = 0;\n" : "",
+      "    for (tir_i64 unit = first_tile; unit < units; unit += tile_step) {\n", coords,
       // The unit's first wgmma scales D by 0 (its accumulators start
       // undefined); only a unit with no K steps zeroes them.
       "      tir_wg_acc<", bn, "> acc[", msub, "];\n",
@@ -577,9 +608,12 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
       "      tir_wgmma_wait<0>();\n",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) tir_wgmma_fence_operands(acc[ms]);\n",
       "      if (kt1 > kt0 && t % 32 == 0) ", release, "\n",
-      splitDevice, tmaStore ? "      if (tma_out) {\n" + epiStage + "      } else {\n" : "",
+      // The direct stores, a TMA-store kernel's fallback, are marked in the
+      // PTX: the report counts the epilogue that runs.
+      splitDevice,
+      tmaStore ? "      if (tma_out) {\n" + epiStage + "      } else {\n      TIR_PTX_NOTE(\"fallback begin\");\n" : "",
       "#pragma unroll\n      for (int ms = 0; ms < ", msub, "; ++ms) {\n", deviceEpilogue, "      }\n",
-      tmaStore ? "      }\n" : "", "    }\n",
+      tmaStore ? "      TIR_PTX_NOTE(\"fallback end\");\n      }\n" : "", "    }\n",
       // No store may still read shared memory when the block exits.
       tmaStore ? "    if (tma_out && t == 0) tir_bulk_wait_read<0>();\n" : "", "  }\n",
       // No CTA leaves while a peer may still multicast into it or arrive on its barriers.

@@ -1,7 +1,10 @@
 // The sm_90a matmul's TMA-store epilogue (tma_store) proven on the CPU: the
-// consumers apply the fused epilogue in registers, stage the output tile in
-// 128-byte swizzled shared memory, fence it for the async proxy, meet at a
-// named barrier and one thread stores it with cp.async.bulk.tensor. Every
+// consumers apply the fused epilogue in registers and stage the output box
+// by box (64 rows x 128 bytes) in two 128-byte swizzled slots of shared
+// memory; after each box they fence it for the async proxy, one thread
+// waits for the previous box's store to finish reading, they meet at a
+// named barrier and that thread stores the box with cp.async.bulk.tensor
+// while the next box fills the other slot. Every
 // tile shape of the planned space with tma_store runs lane by lane and
 // matches the reference for bf16 and f32 outputs (partial tiles, K not a
 // multiple of 64, bias + GELU, a transposed B, operands the producer
@@ -218,7 +221,7 @@ TEST_P(TmaStoreCandidates, PassLaneByLane) {
     ++checked;
   }
   EXPECT_GE(checked, 3) << stored << " tma_store candidates in the space";
-  // Two blocks walk every tile: each reuses its staging region.
+  // Two blocks walk every tile: each reuses its two slots, tile after tile.
   std::map<std::string, int64_t> params = {{"block_m", 64},    {"block_n", 64},  {"block_k", 64}, {"stages", 2},
                                            {"consumers", 1},   {"persistent", 1}, {"group_m", 1},  {"split_k", 1},
                                            {"tma_store", 1},   {"wgmma", 1}};
@@ -249,16 +252,26 @@ tir.graph @two(%x: tensor<128x64xbf16>, %w: tensor<64x128xbf16>) -> (tensor<128x
     ASSERT_FALSE(p->space.empty());
     for (const auto &c : p->space) EXPECT_EQ(c.params.count("tma_store"), 0u) << Params(c.params);
   }
-  // The bf16 graph: some, within the shared-memory limit, and a shape whose
-  // staged tile does not fit is refused by the emitter.
+  // The bf16 graph: some, within the shared-memory limit (the 4 stages of
+  // a 128 x 256 tile with their 32 KiB of slots among them), and stages
+  // that leave no room for the slots are refused by the emitter.
   auto p = Plan(kBiasGeluBf16);
   ASSERT_TRUE(p);
   int offered = 0;
   for (const auto &c : p->space) offered += c.params.count("tma_store");
   EXPECT_GT(offered, 0);
-  auto big = EmitKernel(p->kernel, {{"block_m", 128}, {"block_n", 256}, {"block_k", 64}, {"stages", 4}, {"consumers", 2},
-                                    {"persistent", 1}, {"group_m", 8}, {"split_k", 1}, {"tma_store", 1}, {"wgmma", 1}});
-  EXPECT_THAT(big.status(), ::testing::Property(&absl::Status::message, HasSubstr("do not fit the 227 KiB")));
+  std::map<std::string, int64_t> big = {{"block_m", 128}, {"block_n", 256}, {"block_k", 64}, {"stages", 4},
+                                        {"consumers", 2},  {"persistent", 1}, {"group_m", 8}, {"split_k", 1},
+                                        {"tma_store", 1},  {"wgmma", 1}};
+  bool offeredBig = false;
+  for (const auto &c : p->space) offeredBig = offeredBig || c.params == big;
+  EXPECT_TRUE(offeredBig);
+  auto fits = EmitKernel(p->kernel, big);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->launch.dynamic_shared_memory_bytes(), 1024 + 4 * 384 * 128 + 1024 + 2 * 16384);
+  big["stages"] = 5;
+  EXPECT_THAT(EmitKernel(p->kernel, big).status(),
+              ::testing::Property(&absl::Status::message, HasSubstr("do not fit the 227 KiB")));
 }
 
 TEST(HopperStore, CompilesWithNvrtcToABulkTensorStore) {
@@ -298,16 +311,21 @@ struct Mutant {
 
 TEST(HopperStore, PlantedFaultsAreCaught) {
   const std::vector<Mutant> mutants = {
-      {"no fence.proxy.async before the store", "      tir_fence_proxy_async();\n      tir_named_barrier(1 + cw, 128);\n",
-       "      tir_named_barrier(1 + cw, 128);\n", {"MISSING_PROXY_FENCE"}},
-      {"no wait_group.read before the staging region is reused",
+      {"no fence.proxy.async before the store", "      tir_fence_proxy_async();\n      if (t == 0) tir_bulk_wait_read<0>();\n",
+       "      if (t == 0) tir_bulk_wait_read<0>();\n", {"MISSING_PROXY_FENCE"}},
+      {"no wait_group.read before a slot is reused",
        "      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n",
        "      tir_named_barrier(1 + cw, 128);\n", {"BULK_STORE_NOT_READ"}},
-      {"no barrier after the wait_group.read", "      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n",
-       "      if (t == 0) tir_bulk_wait_read<0>();\n", {"BULK_STORE_NOT_READ"}},
+      {"a wait_group.read that leaves the previous box's store reading", "tir_bulk_wait_read<0>();\n      tir_named_barrier",
+       "tir_bulk_wait_read<1>();\n      tir_named_barrier", {"BULK_STORE_NOT_READ"}},
+      {"the wait_group.read after the barrier (nothing orders it before the next box's stores)",
+       "      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n      if (t == 0) {\n",
+       "      tir_named_barrier(1 + cw, 128);\n      if (t == 0) {\n        tir_bulk_wait_read<0>();\n",
+       {"BULK_STORE_NOT_READ"}},
+      {"one slot for every box", " & 1u) * ", " & 0u) * ", {"BULK_STORE_NOT_READ"}},
       {"no barrier between the staging stores and the TMA store",
-       "      tir_fence_proxy_async();\n      tir_named_barrier(1 + cw, 128);\n      if (t == 0) {\n",
-       "      tir_fence_proxy_async();\n      if (t == 0) {\n",
+       "      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n",
+       "      if (t == 0) tir_bulk_wait_read<0>();\n",
        {"SHARED_MEMORY_RACE", "SCHEDULE_DEPENDENT_RESULT", "BULK_STORE_NOT_READ"}},
       {"no wait_group.read before the block exits", "    if (tma_out && t == 0) tir_bulk_wait_read<0>();\n", "",
        {"BULK_STORE_NOT_READ"}},

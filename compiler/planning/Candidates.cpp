@@ -209,9 +209,9 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     c.params["cluster_n"] = clusterN;
   }
   c.threads = 128 * (consumers + 1);
-  // With tma_store the output tile is staged after the mbarriers' KiB.
-  c.shared_bytes = 1024 + stages * (bm + bn) * 128 +
-                   (tmaStore ? 1024 + int64_t{bm} * bn * f.tma_store_bytes : stages * 16);
+  // With tma_store each consumer stages the output box by box in two 8 KiB
+  // slots after the mbarriers' KiB.
+  c.shared_bytes = 1024 + stages * (bm + bn) * 128 + (tmaStore ? 1024 + consumers * 2 * 8192 : stages * 16);
   // setmaxnreg moves registers from the producer (40) to the consumers
   // (232); at entry the launch bounds cap every thread at the file's share.
   c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);
@@ -233,11 +233,14 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
 // N = 4096) 128 x 128 tiles, 128 of them.
 // Without split-K the default pairs M tiles in 2x1 clusters, B multicast
 // to both (half the L2-to-SM feed of B), where the tile rows pair up with
-// at most one padded tile row in eight.
+// at most one padded tile row in eight, and stores its output by TMA from
+// shared memory where the output allows it (tma_store: the consumers hand
+// each box to the TMA unit instead of issuing the tile's global stores).
 struct HopperDefault {
   int bm = 64, bn = 64, consumers = 1, split = 1;
   int64_t tiles = 1;
   int cluster_m = 1;
+  int tma_store = 0;
 };
 HopperDefault DefaultHopperTile(const KernelFacts &f, const target::ArchInfo &arch) {
   const int64_t m = f.space.m, n = f.space.n, kTiles = CeilDiv(std::max<int64_t>(1, f.space.k), 64);
@@ -265,6 +268,7 @@ HopperDefault DefaultHopperTile(const KernelFacts &f, const target::ArchInfo &ar
   }
   const int64_t tilesM = CeilDiv(m, best.bm);
   if (best.split == 1 && tilesM >= 2 && (tilesM % 2 == 0 || tilesM >= 8)) best.cluster_m = 2;
+  best.tma_store = best.split == 1 && f.tma_store_bytes > 0 ? 1 : 0;
   return best;
 }
 
@@ -452,7 +456,8 @@ struct Builder {
                                                            raster, store, cm, cn);
                         made.c.is_default = bm == d.bm && bn == d.bn && consumers == d.consumers && stages == 4 &&
                                             persistent == 1 && group == (CeilDiv(m, bm) > 1 ? 8 : 1) &&
-                                            sk == d.split && raster == 0 && store == 0 && cm == d.cluster_m && cn == 1;
+                                            sk == d.split && raster == 0 && store == d.tma_store && cm == d.cluster_m &&
+                                            cn == 1;
                         if (!made.reject.empty()) {
                           ++space.before_pruning;
                           ++space.pruned[made.reject];

@@ -92,6 +92,16 @@ using std::fabs; using std::fmod; using std::log1p; using std::isnan; using std:
 using std::rint; using std::frexp; using std::ldexp; using std::signbit;
 #endif
 
+// ---- notes in the PTX ------------------------------------------------------
+
+// A comment in the kernel's PTX, "// tir: <text>", for tools that read it
+// (ptxas ignores it): on a GPU only.
+#if TIR_DEVICE
+#define TIR_PTX_NOTE(text) asm volatile("// tir: " text)
+#else
+#define TIR_PTX_NOTE(text) ((void)0)
+#endif
+
 // ---- gather indices --------------------------------------------------------
 
 // A gather's index, checked against the extent it picks along: an index

@@ -80,6 +80,17 @@ template <typename T> TIR_FN T *tir_sraw(T *p) { return p; }
 #endif
 #endif
 
+// N consecutive elements stored to shared memory as one access of
+// N * sizeof(T) bytes (`p` aligned to it): one st.shared.b32 for a bf16
+// pair, .v2.b32 for an f32 pair.
+template <int N, typename T>
+TIR_FN void tir_sts_run(tir_sptr<T> p, const T *in) {
+  typedef tir_chunk<N * (int)sizeof(T)> C;
+  C c;
+  tir_copy_bytes(&c, in, sizeof(C));
+  tir_sptr_cast<C>(p)[0] = c;
+}
+
 // ---- swizzled shared-memory tiles --------------------------------------------
 
 // Offset of element (r, c) in a shared tile of 16-bit elements with C columns
