@@ -16,6 +16,7 @@ struct Line {
   std::string text;    // the whole instruction
   std::string label;   // a label line's name ("" for instructions)
   std::string target;  // a branch's label
+  std::string note;    // a "// tir: <note>" comment line's note
 };
 
 std::vector<Line> Parse(absl::string_view ptx) {
@@ -24,6 +25,12 @@ std::vector<Line> Parse(absl::string_view ptx) {
   int depth = 0;
   for (absl::string_view raw : absl::StrSplit(ptx, '\n')) {
     absl::string_view l = absl::StripAsciiWhitespace(raw);
+    if (inBody && absl::StartsWith(l, "// tir: ")) {
+      Line line;
+      line.note = std::string(l.substr(8));
+      lines.push_back(line);
+      continue;
+    }
     if (l.empty() || absl::StartsWith(l, "//")) continue;
     // The kernel body: between the entry's opening and closing braces.
     if (!inBody) {
@@ -250,6 +257,18 @@ PtxAnalysis AnalyzePtx(absl::string_view ptx, Region region) {
       if (first >= 0) {
         for (size_t i = first; i < lines.size(); ++i) in[i] = !inMain[i];
         out.region_name = "epilogue";
+        // A fallback the kernel takes only when its fast path cannot run
+        // (the direct stores of a TMA-store epilogue, between its notes).
+        bool fallback = false;
+        for (size_t i = 0; i < lines.size(); ++i) {
+          if (lines[i].note == "fallback begin") fallback = true;
+          if (fallback) {
+            in[i] = 0;
+            out.fallback_left_out = true;
+          }
+          if (lines[i].note == "fallback end") fallback = false;
+        }
+        if (out.fallback_left_out) out.region_name = "epilogue (its fallback left out)";
       } else {
         std::fill(in.begin(), in.end(), 1);
         out.region_name = "kernel (no main loop)";

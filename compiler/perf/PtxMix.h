@@ -12,7 +12,10 @@
 //     walk); for a matmul the epilogue: from the first main loop on,
 //     what is outside every innermost loop that issues tensor-core or
 //     shared-memory math or waits on a barrier (K loops, the producer's
-//     copies, mbarrier spins);
+//     copies, mbarrier spins), less a fallback path the kernel marks
+//     (TIR_PTX_NOTE "fallback begin" / "fallback end": a TMA-store
+//     epilogue's direct stores, taken only when the output's layout allows
+//     no tensor map);
 //  3. count the region's instructions by class, each weighted by the SASS
 //     instructions it expands to (a 64-bit division is a ~70-instruction
 //     subroutine, a mul.lo.s64 three IMADs, register moves mostly vanish);
@@ -52,6 +55,9 @@ struct PtxAnalysis {
   InstructionMix whole;
   std::string region_name;  // "kernel", "row loop", "epilogue"
   int loops = 0;
+  // The epilogue leaves out a fallback path the kernel marked
+  // ("// tir: fallback begin" ... "// tir: fallback end").
+  bool fallback_left_out = false;
 };
 PtxAnalysis AnalyzePtx(absl::string_view ptx, Region region);
 

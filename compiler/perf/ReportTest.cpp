@@ -5,6 +5,8 @@
 
 #include "compiler/perf/Report.h"
 
+#include <iostream>
+
 #include "absl/strings/str_replace.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/conversion/GraphProto.h"
@@ -114,6 +116,8 @@ TEST(ReportTest, LargeGemmDefaultIsAClusterThatHalvesTheSharedOperandsFeed) {
   ASSERT_EQ(c.params.at("block_n"), 256);
   ASSERT_EQ(c.params.count("cluster_m"), 1u);
   EXPECT_EQ(c.params.at("cluster_m"), 2);
+  EXPECT_EQ(c.params.at("stages"), 4);
+  ASSERT_EQ(c.params.count("tma_store"), 1u);
   std::map<std::string, int64_t> alone = c.params;
   alone.erase("cluster_m");
   alone.erase("cluster_n");
@@ -130,6 +134,49 @@ TEST(ReportTest, LargeGemmDefaultIsAClusterThatHalvesTheSharedOperandsFeed) {
   EXPECT_GT(clustered.l2_feed_limit, 0);
   EXPECT_LT(p.plan.predictions[0][d].seconds, p.plan.predictions[0][solo].seconds);
   EXPECT_THAT(ReportText(clustered), HasSubstr("operands from L2 at that rate 7.7 TB/s"));
+}
+
+// Tests the compiled 4096^3 default: its PTX multicasts B across the
+// cluster and stores C with bulk tensor stores, and the report's epilogue is
+// the TMA-store path that runs: the direct stores of its fallback (marked in
+// the PTX) are left out, so the region stores nothing to global memory and
+// counts fewer instructions than the epilogue with the fallback.
+TEST(ReportTest, LargeGemmDefaultStoresByTmaAndTheReportCountsThatPath) {
+  Planned p = PlanText(Gemm(4096, 4096, 4096));
+  const size_t rank = DefaultOf(p.plan.spaces[0]);
+  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(p.loaded.graphs.front(), p.plan.partition);
+  GraphOp kernel;
+  for (GraphOp g : module->getOps<GraphOp>()) {
+    if (g.getSymName() == "g_k0") kernel = g;
+  }
+  ASSERT_TRUE(kernel);
+  auto emitted = codegen::EmitKernel(kernel, p.plan.spaces[0].kept[rank].params);
+  ASSERT_TRUE(emitted.ok()) << emitted.status();
+  nvrtc::CompileOptions copts;
+  copts.arch = "sm_90a";
+  copts.headers = codegen::RuntimeHeaders();
+  auto cubin = nvrtc::CompileToCubin(emitted->source, copts);
+  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  EXPECT_EQ(cubin->spill_bytes, 0);
+  EXPECT_THAT(cubin->ptx, HasSubstr("multicast::cluster"));
+  EXPECT_THAT(cubin->ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+  EXPECT_THAT(cubin->ptx, HasSubstr("// tir: fallback begin"));
+  const Artifact artifact{cubin->registers, cubin->spill_bytes, cubin->shared_bytes, cubin->ptx};
+  const KernelReport r = ReportOf(p, rank, &artifact);
+  ASSERT_TRUE(r.mix.has_value());
+  EXPECT_TRUE(r.mix->fallback_left_out);
+  EXPECT_EQ(r.mix->region_name, "epilogue (its fallback left out)");
+  EXPECT_EQ(r.mix->region.global_store_bytes, 0);
+  EXPECT_GT(r.mix->region.shared_accesses, 0);
+  std::string unmarked = cubin->ptx;
+  for (const char *note : {"// tir: fallback begin", "// tir: fallback end"}) {
+    unmarked = absl::StrReplaceAll(unmarked, {{note, "// fallback"}});
+  }
+  const PtxAnalysis both = AnalyzePtx(unmarked, Region::kMatmulEpilogue);
+  EXPECT_FALSE(both.fallback_left_out);
+  EXPECT_GT(both.region.global_store_bytes, 0);
+  EXPECT_GT(both.region.Total(), r.mix->region.Total());
+  std::cout << ReportText(r);
 }
 
 // Tests that an unknown device key is refused with its reason and a driver
