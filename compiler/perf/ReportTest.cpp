@@ -64,6 +64,27 @@ KernelReport ReportOf(const Planned &p, size_t rank, const Artifact *artifact = 
   return BuildReport(facts, p.plan.spaces[0].kept[rank], p.device, p.plan.predictions[0][rank], artifact);
 }
 
+// The emitted kernel of candidate `rank` and its NVRTC compile for sm_90a.
+struct Compiled {
+  absl::StatusOr<codegen::EmittedKernel> emitted;
+  absl::StatusOr<nvrtc::CompiledKernel> cubin = absl::UnknownError("not compiled");
+};
+Compiled CompileCandidate(const Planned &p, size_t rank) {
+  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(p.loaded.graphs.front(), p.plan.partition);
+  GraphOp kernel;
+  for (GraphOp g : module->getOps<GraphOp>()) {
+    if (g.getSymName() == "g_k0") kernel = g;
+  }
+  Compiled out{kernel ? codegen::EmitKernel(kernel, p.plan.spaces[0].kept[rank].params)
+                      : absl::NotFoundError("no kernel g_k0")};
+  if (!out.emitted.ok()) return out;
+  nvrtc::CompileOptions copts;
+  copts.arch = "sm_90a";
+  copts.headers = codegen::RuntimeHeaders();
+  out.cubin = nvrtc::CompileToCubin(out.emitted->source, copts);
+  return out;
+}
+
 // Tests that a decode GEMM (M = 1, N = K = 4096) fills the machine: its
 // default and its top-ranked candidate launch at least 120 CTAs (64 tiles of
 // 64 x 64, split-K 2), and the report calls it memory-bound.
@@ -144,19 +165,10 @@ TEST(ReportTest, LargeGemmDefaultIsAClusterThatHalvesTheSharedOperandsFeed) {
 TEST(ReportTest, LargeGemmDefaultStoresByTmaAndTheReportCountsThatPath) {
   Planned p = PlanText(Gemm(4096, 4096, 4096));
   const size_t rank = DefaultOf(p.plan.spaces[0]);
-  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(p.loaded.graphs.front(), p.plan.partition);
-  GraphOp kernel;
-  for (GraphOp g : module->getOps<GraphOp>()) {
-    if (g.getSymName() == "g_k0") kernel = g;
-  }
-  ASSERT_TRUE(kernel);
-  auto emitted = codegen::EmitKernel(kernel, p.plan.spaces[0].kept[rank].params);
-  ASSERT_TRUE(emitted.ok()) << emitted.status();
-  nvrtc::CompileOptions copts;
-  copts.arch = "sm_90a";
-  copts.headers = codegen::RuntimeHeaders();
-  auto cubin = nvrtc::CompileToCubin(emitted->source, copts);
-  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  Compiled k = CompileCandidate(p, rank);
+  ASSERT_TRUE(k.emitted.ok()) << k.emitted.status();
+  ASSERT_TRUE(k.cubin.ok()) << k.cubin.status();
+  const nvrtc::CompiledKernel *cubin = &*k.cubin;
   EXPECT_EQ(cubin->spill_bytes, 0);
   EXPECT_THAT(cubin->ptx, HasSubstr("multicast::cluster"));
   EXPECT_THAT(cubin->ptx, HasSubstr("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
@@ -238,22 +250,13 @@ $L__BB0_1:
 TEST(ReportTest, CompiledDecodeGemmReport) {
   Planned p = PlanText(Gemm(1, 4096, 4096));
   const size_t rank = DefaultOf(p.plan.spaces[0]);
-  mlir::OwningOpRef<mlir::ModuleOp> module = planning::BuildPartitionedModule(p.loaded.graphs.front(), p.plan.partition);
-  GraphOp kernel;
-  for (GraphOp g : module->getOps<GraphOp>()) {
-    if (g.getSymName() == "g_k0") kernel = g;
-  }
-  ASSERT_TRUE(kernel);
-  auto emitted = codegen::EmitKernel(kernel, p.plan.spaces[0].kept[rank].params);
-  ASSERT_TRUE(emitted.ok()) << emitted.status();
-  ASSERT_TRUE(emitted->launch.has_workspace_bytes());
+  Compiled k = CompileCandidate(p, rank);
+  ASSERT_TRUE(k.emitted.ok()) << k.emitted.status();
+  ASSERT_TRUE(k.emitted->launch.has_workspace_bytes());
   // 64 tiles x (128 tickets x 4 bytes + 2 partial tiles x 64 x 64 x 4 bytes).
-  EXPECT_EQ(emitted->launch.workspace_bytes().constant(), 128 * 4 + 2 * 64 * 64 * 4);
-  nvrtc::CompileOptions copts;
-  copts.arch = "sm_90a";
-  copts.headers = codegen::RuntimeHeaders();
-  auto cubin = nvrtc::CompileToCubin(emitted->source, copts);
-  ASSERT_TRUE(cubin.ok()) << cubin.status();
+  EXPECT_EQ(k.emitted->launch.workspace_bytes().constant(), 128 * 4 + 2 * 64 * 64 * 4);
+  ASSERT_TRUE(k.cubin.ok()) << k.cubin.status();
+  const nvrtc::CompiledKernel *cubin = &*k.cubin;
   const Artifact artifact{cubin->registers, cubin->spill_bytes, cubin->shared_bytes, cubin->ptx};
   const KernelReport r = ReportOf(p, rank, &artifact);
   EXPECT_EQ(r.registers, cubin->registers);
