@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -117,6 +118,10 @@ TEST(CoordinatorServerTest, ServesOnAUnixSocketAndCountsClientCallsOnly) {
       tir::v1::CompilerService::NewStub(channel)->ListWorkers(&ctx, tir::v1::ListWorkersRequest(), &workers);
   EXPECT_TRUE(listed.ok()) << listed.error_message();
   EXPECT_GT(activity.last(), before);
+  // The server ends its side of a call (and the count) after the client has
+  // its answer: wait for it, a bounded while.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (activity.in_flight() != 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
   EXPECT_EQ(activity.in_flight(), 0) << "the call ended";
   s->reset();
   std::filesystem::remove_all(dir);
