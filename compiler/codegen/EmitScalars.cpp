@@ -559,10 +559,7 @@ std::string KernelEmitter::StoreGuard(unsigned i, mlir::AffineMap map) {
   auto type = kernel_.getResultTypes()[i].dyn_cast<mlir::RankedTensorType>();
   if (!spec || !type || spec->strides.size() != map.getNumResults()) return "";
   std::vector<std::string> terms;
-  for (size_t d = 0; d < spec->strides.size(); ++d) {
-    if (type.getDimSize(d) == 1 || spec->strides[d] != 0) continue;
-    terms.push_back("(" + Expr(map.getResult(d)) + ") == 0");
-  }
+  for (int d : zeroStrideDims(*spec, type.getShape())) terms.push_back("(" + Expr(map.getResult(d)) + ") == 0");
   return terms.empty() ? "" : "if (" + absl::StrJoin(terms, " && ") + ") ";
 }
 

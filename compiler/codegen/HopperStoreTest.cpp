@@ -252,6 +252,31 @@ tir.graph @two(%x: tensor<128x64xbf16>, %w: tensor<64x128xbf16>) -> (tensor<128x
     ASSERT_FALSE(p->space.empty());
     for (const auto &c : p->space) EXPECT_EQ(c.params.count("tma_store"), 0u) << Params(c.params);
   }
+  // An output declaring a stride of 0 on its rows holds one row: only row 0
+  // is stored, which no whole-box copy does. (Its rows are equal: A is one
+  // row repeated, a stride of 0 too.) The space has no tma_store, and its
+  // default (the 2x1 cluster a large GEMM gets) emits and matches the
+  // reference with the direct stores.
+  {
+    auto p = Plan(R"G(
+tir.graph @row(%x: tensor<256x64xbf16> {tir.stride = "(0,1)"}, %w: tensor<64x128xbf16>) -> (tensor<256x128xf32> {tir.stride = "(0,1)"}) {
+  %m = matmul(%x, %w) : (tensor<256x64xbf16>, tensor<64x128xbf16>) -> tensor<256x128xf32>
+  results %m : tensor<256x128xf32>
+})G");
+    ASSERT_TRUE(p);
+    ASSERT_FALSE(p->space.empty());
+    const planning::TileCandidate *def = nullptr;
+    for (const auto &c : p->space) {
+      EXPECT_EQ(c.params.count("tma_store"), 0u) << Params(c.params);
+      if (c.is_default) def = &c;
+    }
+    ASSERT_NE(def, nullptr);
+    SCOPED_TRACE(Params(def->params));
+    EXPECT_TRUE(def->params.count("wgmma")) << "the Hopper form";
+    auto err = RunLanes(*p, def->params);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LE(*err, Tolerance(*p));
+  }
   // The bf16 graph: some, within the shared-memory limit (the 4 stages of
   // a 128 x 256 tile with their 32 KiB of slots among them), and stages
   // that leave no room for the slots are refused by the emitter.

@@ -139,6 +139,14 @@ class TupleParser {
 
 }  // namespace
 
+llvm::SmallVector<int> zeroStrideDims(const StrideSpec &spec, llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int> dims;
+  for (size_t d = 0; d < spec.strides.size() && d < shape.size(); ++d) {
+    if (shape[d] != 1 && spec.strides[d] == 0) dims.push_back(static_cast<int>(d));
+  }
+  return dims;
+}
+
 std::optional<StrideSpec> parseStrideSpec(llvm::StringRef text, std::string *why) {
   TupleParser p(text);
   llvm::SmallVector<Leaf> leaves;

@@ -52,6 +52,12 @@ std::string formatStrideString(llvm::ArrayRef<int64_t> strides);
 // (exclusive) outwards; the innermost stride is always 1.
 llvm::SmallVector<int64_t> rowMajorStrides(llvm::ArrayRef<int64_t> shape);
 
+// The dims a result with `spec` stores once: a stride of 0 on a dim whose
+// extent in `shape` (negative: dynamic) is not 1 holds one element, so only index
+// 0 along it is written (the emitters' store guard), and no copy that writes
+// whole tiles (a TMA store) can write it.
+llvm::SmallVector<int> zeroStrideDims(const StrideSpec &spec, llvm::ArrayRef<int64_t> shape);
+
 // Parses a layout string; returns whether it is well formed; `flatShape`
 // (optional) receives the flattened shape entries; `dynamic` (optional) the
 // number of `?` leaves in shape and stride together.

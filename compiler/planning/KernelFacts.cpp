@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compiler/ir/OnlineSoftmax.h"
+#include "compiler/ir/StrideAttr.h"
 #include "llvm/ADT/DenseSet.h"
 #include "compiler/ir/TirDialect.h"
 
@@ -178,7 +179,18 @@ KernelFacts ComputeFacts(const Kernel &kernel, const ValueShapeMap *shapes) {
     }
     mlir::Value out = kernel.outputs[0];
     auto r = out.getType().dyn_cast<mlir::RankedTensorType>();
-    if (!moved && after.count(out) && r && r.getRank() == 2) {
+    // A graph result declaring a stride of 0 on a dim stores one element of
+    // it (zeroStrideDims): no whole tile can be copied out by TMA, and the
+    // emitter refuses tma_store (HopperStorePlan).
+    bool storesOnce = false;
+    for (mlir::OpOperand &use : out.getUses()) {
+      auto graph = llvm::dyn_cast_or_null<GraphOp>(use.getOwner()->getParentOp());
+      if (!graph || use.getOwner() != graph.getBodyBlock().getTerminator() || !r) continue;
+      auto str = graph.getResultAttrOfType<mlir::StringAttr>(use.getOperandNumber(), TirDialect::kStrideAttr);
+      std::optional<StrideSpec> spec = str ? parseStrideSpec(str.getValue(), nullptr) : std::nullopt;
+      storesOnce = storesOnce || (spec && !zeroStrideDims(*spec, r.getShape()).empty());
+    }
+    if (!moved && after.count(out) && r && r.getRank() == 2 && !storesOnce) {
       mlir::Type e = r.getElementType();
       f.tma_store_bytes = e.isF32() ? 4 : e.isBF16() || e.isF16() ? 2 : 0;
     }
