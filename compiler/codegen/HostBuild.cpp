@@ -8,8 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "absl/strings/numbers.h"
@@ -58,6 +64,48 @@ bool Run(const std::string &program, const std::vector<std::string> &args, const
   return llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0, 0, error) == 0;
 }
 
+// What names the compiler `program` beyond its path: the first line of its
+// `--version` (a compiler upgraded in place gets new directories), asked
+// once per process.
+std::string CompilerIdentity(const std::string &program) {
+  static std::mutex mu;
+  static auto *known = new std::map<std::string, std::string>();
+  std::lock_guard<std::mutex> hold(mu);
+  auto it = known->find(program);
+  if (it != known->end()) return it->second;
+  const std::string log = Private(std::filesystem::temp_directory_path() / "tir-cxx-version");
+  std::string error, line;
+  if (Run(program, {program, "--version"}, log, &error)) {
+    std::ifstream in(log);
+    std::getline(in, line);
+  }
+  std::error_code ec;
+  std::filesystem::remove(log, ec);
+  return (*known)[program] = line;
+}
+
+// An exclusive lock on a file, held while the object lives (released when
+// its process ends, however it ends). A lock that cannot be had is no lock:
+// the callers then race, which is correct (every file is written whole),
+// only wasteful.
+class FileLock {
+ public:
+  explicit FileLock(const std::filesystem::path &path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileLock(const FileLock &) = delete;
+  FileLock &operator=(const FileLock &) = delete;
+
+ private:
+  int fd_;
+};
+
 // The runtime headers of one form and compiler, in a directory every kernel
 // built with them shares, with what each kernel would otherwise compile
 // again:
@@ -68,10 +116,11 @@ bool Run(const std::string &program, const std::vector<std::string> &args, const
 //  - for the emulated form, the first header precompiled
 //    (`tir_runtime.h.gch`: GCC uses it for the kernel's first #include when
 //    the flags match, and ignores it otherwise).
-// Either may be missing (another compiler, or headers that do not compile:
-// a kernel then compiles them whole, and its compile reports the error).
-// A directory is complete once `ready` exists; until then each caller
-// completes it (every file is written whole, so callers that race agree).
+// One caller at a time completes a directory (a lock file); it is complete
+// once `ready` exists. When the object or the precompiled header fails to
+// build, the directory is left without `ready`, the compiler's words are in
+// `<file>.log`, and stderr says so once per process: kernels then compile
+// the headers whole (slower, never wrong), and the next process tries again.
 struct Includes {
   std::filesystem::path dir;
   std::vector<std::string> flags;  // the kernel's flags (the first: the compiler)
@@ -80,10 +129,10 @@ struct Includes {
 
 Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std::pair<std::string, std::string>> &headers,
                    const std::string &program, const std::vector<std::string> &flags, bool lanes) {
-  std::string key = absl::StrCat(program, "\n");
+  std::string key = absl::StrCat(program, "\n", CompilerIdentity(program), "\n");
   for (const std::string &f : flags) absl::StrAppend(&key, f, "\n");
   for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
-  Includes out{work_dir / ("headers-" + Hex(key)), flags, ""};
+  Includes out{work_dir / ("headers-" + Hex(key)), {}, ""};
   const std::filesystem::path object = out.dir / "tir_lanes_runtime.o";
   // The kernel's flags and objects, from what the directory holds.
   const auto finish = [&] {
@@ -95,28 +144,50 @@ Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std:
     }
     return out;
   };
+  // Directories this process found it could not complete: tried once.
+  static std::mutex mu;
+  static auto *tried = new std::set<std::string>();
   std::error_code ec;
   if (std::filesystem::exists(out.dir / "ready", ec)) return finish();
+  {
+    std::lock_guard<std::mutex> hold(mu);
+    if (tried->count(out.dir.string())) return finish();
+  }
   std::filesystem::create_directories(out.dir, ec);
+  FileLock lock(out.dir / "lock");
+  if (std::filesystem::exists(out.dir / "ready", ec)) return finish();  // completed while this one waited
   for (const auto &[name, text] : headers) WriteWhole(out.dir / name, text);
+  bool complete = true;
   // The plain form's objects are served (host kernels) and must be the same
   // bytes from every builder: they are built from the headers alone.
   if (lanes && !headers.empty()) {
     const std::string first = (out.dir / headers.front().first).string();
-    // Builds `what` into `target`, or leaves it missing.
+    // Builds `what` into `target` (its compiler's words in `target`.log),
+    // or leaves it missing.
     const auto build = [&](std::vector<std::string> args, std::initializer_list<const char *> what,
                            const std::string &target) {
       const std::string tmp = Private(target);
       for (const char *a : what) args.push_back(a);
       for (const std::string &a : {std::string("-o"), tmp, first}) args.push_back(a);
       std::string error;
-      if (Run(program, args, Private(target + ".log"), &error)) std::filesystem::rename(tmp, target, ec);
+      const bool built = Run(program, args, target + ".log", &error) && std::filesystem::exists(tmp);
+      if (built) std::filesystem::rename(tmp, target, ec);
       std::filesystem::remove(tmp, ec);
+      if (!built || ec) {
+        complete = false;
+        std::fprintf(stderr, "tir: %s did not build (%s.log%s%s); kernels compile the runtime headers whole\n",
+                     target.c_str(), target.c_str(), error.empty() ? "" : ": ", error.c_str());
+      }
     };
     build(flags, {"-DTIR_LANES_SPLIT", "-DTIR_LANES_RUNTIME", "-c", "-x", "c++"}, object.string());
     build(finish().flags, {"-x", "c++-header"}, first + ".gch");
   }
-  WriteWhole(out.dir / "ready", "");
+  if (complete) {
+    WriteWhole(out.dir / "ready", "");
+  } else {
+    std::lock_guard<std::mutex> hold(mu);
+    tried->insert(out.dir.string());
+  }
   return finish();
 }
 
@@ -161,16 +232,6 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
                                               const HostBuildOptions &options) {
   const auto &headers = options.headers.empty() ? RuntimeHeaders() : options.headers;
   const bool lanes = options.form == HostForm::kLanes;
-  std::string key = absl::StrCat(lanes ? "lanes\n" : "plain\n", source);
-  for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
-  const std::string id = Hex(key);
-  const std::filesystem::path dir = std::filesystem::path(work_dir) / id;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot create " + dir.string() + ": " + ec.message());
-  const std::string src = (dir / "kernel.cc").string(), so = (dir / "kernel.so").string(),
-                    log = (dir / "compile.log").string();
-  if (std::filesystem::exists(so)) return so;
   // The compiler: TIR_HOST_CXX (a program and its own flags) or c++, run
   // directly (no shell: paths are arguments, never parsed).
   const char *cxx = std::getenv("TIR_HOST_CXX");
@@ -182,6 +243,19 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   }
   for (const char *flag : {"-std=c++17", "-O1", "-fPIC", "-w"}) flags.push_back(flag);
   if (lanes) flags.push_back("-DTIR_EMULATE=1");
+  // The object's name: its source, headers, compiler (which one, its
+  // version) and flags.
+  std::string key = absl::StrCat(lanes ? "lanes\n" : "plain\n", source, "\n", *program, "\n", CompilerIdentity(*program));
+  for (const std::string &f : flags) absl::StrAppend(&key, "\n", f);
+  for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
+  const std::string id = Hex(key);
+  const std::filesystem::path dir = std::filesystem::path(work_dir) / id;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot create " + dir.string() + ": " + ec.message());
+  const std::string src = (dir / "kernel.cc").string(), so = (dir / "kernel.so").string(),
+                    log = (dir / "compile.log").string();
+  if (std::filesystem::exists(so)) return so;
   // The kernel's directory holds no headers: its #include finds them (and
   // their precompiled form) in the shared directory.
   const Includes includes = HeaderDir(work_dir, headers, *program, flags, lanes);
@@ -189,15 +263,30 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   // A private temporary name per call, so concurrent compiles of one source
   // never hand out a half-written object.
   const std::string tmp = Private(so), callLog = Private(log);
-  std::vector<std::string> args = includes.flags;
-  for (const std::string &a : {std::string("-shared"), "-I" + includes.dir.string(), std::string("-o"), tmp, src}) {
-    args.push_back(a);
-  }
-  if (!includes.runtime_object.empty()) args.push_back(includes.runtime_object);
-  std::string error;
-  if (!Run(*program, args, callLog, &error) || !std::filesystem::exists(tmp)) {
+  // Compiles the kernel against the shared runtime object, or (`whole`)
+  // with the runtime headers compiled in: whether `tmp` was written.
+  std::string error, text;
+  const auto compile = [&](bool whole) {
+    std::vector<std::string> args = whole ? flags : includes.flags;
+    for (const std::string &a : {std::string("-shared"), "-I" + includes.dir.string(), std::string("-o"), tmp, src}) {
+      args.push_back(a);
+    }
+    if (!whole && !includes.runtime_object.empty()) args.push_back(includes.runtime_object);
+    error.clear();
+    const bool ok = Run(*program, args, callLog, &error) && std::filesystem::exists(tmp);
     std::ifstream in(callLog);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return ok;
+  };
+  bool built = compile(false);
+  // A link against the shared object that fails (a stale or foreign object)
+  // is not the kernel's fault: it compiles whole once more.
+  if (!built && !includes.runtime_object.empty() && text.find("ld returned") != std::string::npos) {
+    std::fprintf(stderr, "tir: %s did not link with %s; compiling it whole\n", src.c_str(),
+                 includes.runtime_object.c_str());
+    built = compile(true);
+  }
+  if (!built) {
     if (!error.empty()) text = error + "\n" + text;
     std::filesystem::remove(tmp, ec);
     return MakeError(absl::StatusCode::kInvalidArgument, "HOST_COMPILE_FAILED",

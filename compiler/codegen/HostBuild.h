@@ -86,8 +86,9 @@ struct HostBuildOptions {
 
 // Compiles a generated kernel source with the system C++ compiler (`c++`, or
 // $TIR_HOST_CXX) into a shared object under `work_dir` (one directory per
-// source, form and headers; an existing object is reused) and returns its
-// path. Errors: HOST_COMPILE_FAILED with the compiler's output.
+// source, form, headers and compiler: its path, version and flags; an
+// existing object is reused) and returns its path. Errors:
+// HOST_COMPILE_FAILED with the compiler's output.
 absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir,
                                               const HostBuildOptions &options = {});
 

@@ -10,7 +10,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "compiler/support/digest.h"
 #include "compiler/support/status.h"
@@ -95,14 +97,62 @@ TEST(HostBuild, EmulatedKernelsLinkTheEmulatorCompiledOnce) {
     EXPECT_EQ(probe(), std::stoul(scale) * std::string("high thread ids first").size());
     dlclose(handle);
   }
-  int shared = 0;
+  std::vector<std::filesystem::path> shared;
   for (const auto &entry : std::filesystem::directory_iterator(work)) {
     if (entry.path().filename().string().rfind("headers-", 0) != 0) continue;
-    ++shared;
+    shared.push_back(entry.path());
     EXPECT_TRUE(std::filesystem::exists(entry.path() / "tir_lanes_runtime.o"));
     EXPECT_TRUE(std::filesystem::exists(entry.path() / "tir_runtime.h.gch"));
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "ready"));
   }
-  EXPECT_EQ(shared, 1);
+  ASSERT_EQ(shared.size(), 1u);
+  // A shared object that no longer links (damaged on disk): the kernel is
+  // compiled whole instead, and runs.
+  std::ofstream(shared[0] / "tir_lanes_runtime.o", std::ios::trunc) << "not an object";
+  const std::string source = "#include \"tir_runtime.h\"\n"
+                             "extern \"C\" unsigned long tir_probe() { return ::tir_lanes::ScheduleName(1, 0).size(); }\n";
+  absl::StatusOr<std::string> so = CompileHostObject(source, work, lanes);
+  ASSERT_TRUE(so.ok()) << so.status();
+  void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
+  ASSERT_NE(probe, nullptr);
+  EXPECT_EQ(probe(), std::string("high thread ids first").size());
+  dlclose(handle);
+}
+
+// Headers whose runtime object does not build: kernels still build (the
+// headers compiled whole), the compiler's words are kept, and the directory
+// is not marked complete, so a later process tries again.
+TEST(HostBuild, ARuntimeObjectThatFailsLeavesTheDirectoryIncomplete) {
+  const std::string work = Tmp("failed_runtime");
+  HostBuildOptions lanes;
+  lanes.form = HostForm::kLanes;
+  // Its outlined part does not compile; the part kernels see does.
+  lanes.headers = {{"tir_runtime.h",
+                    "#if defined(TIR_LANES_RUNTIME)\n#error the runtime half is broken\n#endif\n"
+                    "inline int tir_seven() { return 7; }\n"}};
+  absl::StatusOr<std::string> so = CompileHostObject(
+      "#include \"tir_runtime.h\"\nextern \"C\" int tir_probe() { return tir_seven(); }\n", work, lanes);
+  if (!so.ok() && ReasonOf(so.status()) == "HOST_COMPILER_MISSING") GTEST_SKIP() << so.status();
+  ASSERT_TRUE(so.ok()) << so.status();
+  void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto probe = reinterpret_cast<int (*)()>(dlsym(handle, "tir_probe"));
+  ASSERT_NE(probe, nullptr);
+  EXPECT_EQ(probe(), 7);
+  dlclose(handle);
+  int dirs = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(work)) {
+    if (entry.path().filename().string().rfind("headers-", 0) != 0) continue;
+    ++dirs;
+    EXPECT_FALSE(std::filesystem::exists(entry.path() / "ready"));
+    EXPECT_FALSE(std::filesystem::exists(entry.path() / "tir_lanes_runtime.o"));
+    std::ifstream log(entry.path() / "tir_lanes_runtime.o.log");
+    const std::string words((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(words.find("the runtime half is broken"), std::string::npos) << words;
+  }
+  EXPECT_EQ(dirs, 1);
 }
 
 TEST(KernelBuild, UnknownArchAndHostOptionsAreRefused) {
