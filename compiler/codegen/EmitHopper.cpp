@@ -174,9 +174,9 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
                      "tma_store needs one rank-2 row-major bf16, f16 or f32 output indexed by (M, N)");
   }
   const int64_t eb = ho.elem_bytes, boxCols = tmaStore ? 128 / eb : 0;
-  constexpr int64_t kBoxBytes = 64 * 128, kSlots = 2;
-  const int64_t stagingAt = stages * stageBytes + 1024, perConsumer = kSlots * kBoxBytes;
-  const int64_t smem = 1024 + stages * stageBytes + (tmaStore ? 1024 + consumers * perConsumer : stages * 16);
+  constexpr int64_t kBoxBytes = planning::kHopperStoreBoxBytes;
+  const int64_t stagingAt = stages * stageBytes + 1024, perConsumer = planning::kHopperStoreSlots * kBoxBytes;
+  const int64_t smem = planning::HopperSharedBytes(bm, bn, stages, consumers, tmaStore);
   if (tmaStore && smem > kHopperSharedBytes) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CANDIDATE",
                      absl::StrCat(smem, " bytes of shared memory (", stages, " stages of ", stageBytes, " bytes",

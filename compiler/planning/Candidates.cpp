@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/planning/TileRules.h"
 
 namespace tir::planning {
 namespace {
@@ -209,9 +210,7 @@ Made HopperMatmul(const KernelFacts &f, const target::ArchInfo &arch, int bm, in
     c.params["cluster_n"] = clusterN;
   }
   c.threads = 128 * (consumers + 1);
-  // With tma_store each consumer stages the output box by box in two 8 KiB
-  // slots after the mbarriers' KiB.
-  c.shared_bytes = 1024 + stages * (bm + bn) * 128 + (tmaStore ? 1024 + consumers * 2 * 8192 : stages * 16);
+  c.shared_bytes = HopperSharedBytes(bm, bn, stages, consumers, tmaStore);
   // setmaxnreg moves registers from the producer (40) to the consumers
   // (232); at entry the launch bounds cap every thread at the file's share.
   c.registers_per_thread = std::min(arch.max_registers_per_thread, arch.registers_per_sm / c.threads);

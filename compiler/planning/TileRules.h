@@ -46,6 +46,18 @@ inline WarpGrid WarpGridOf(int64_t bm, int64_t warps) {
   return g;
 }
 
+// The sm_90a matmul's shared memory: 1 KiB of leading alignment, `stages`
+// stages of A and B tiles (128-byte rows: (bm + bn) x 128 bytes each),
+// then either each stage's two mbarriers (16 bytes), or with tma_store a
+// KiB of mbarriers and each consumer's two output slots of one TMA box
+// (64 rows x 128 bytes). The candidate generator keeps a candidate when
+// this fits; the emitter lays the memory out so.
+inline constexpr int64_t kHopperStoreBoxBytes = 64 * 128, kHopperStoreSlots = 2;
+inline int64_t HopperSharedBytes(int64_t bm, int64_t bn, int64_t stages, int64_t consumers, bool tma_store) {
+  return 1024 + stages * (bm + bn) * 128 +
+         (tma_store ? 1024 + consumers * kHopperStoreSlots * kHopperStoreBoxBytes : stages * 16);
+}
+
 // What a matmul operand multiplies: `source` of element type `element`,
 // looking through a convert from bf16/f16 to f32 (`converted`), which
 // changes no product: tensor cores take the 16-bit values as they are.
