@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -259,16 +260,49 @@ PtxAnalysis AnalyzePtx(absl::string_view ptx, Region region) {
         out.region_name = "epilogue";
         // A fallback the kernel takes only when its fast path cannot run
         // (the direct stores of a TMA-store epilogue, between its notes).
-        bool fallback = false;
-        for (size_t i = 0; i < lines.size(); ++i) {
-          if (lines[i].note == "fallback begin") fallback = true;
-          if (fallback) {
-            in[i] = 0;
+        // The notes are trusted when they pair up and code outside a span
+        // enters it only at its start (a branch to a label inside it would
+        // mean the compiler moved epilogue blocks between the notes).
+        struct Span {
+          int begin, end;
+        };
+        std::vector<Span> spans;
+        int open = -1;
+        for (int i = 0; i < static_cast<int>(lines.size()) && out.fallback_problem.empty(); ++i) {
+          if (lines[i].note == "fallback begin") {
+            if (open >= 0) out.fallback_problem = "a fallback begins inside another";
+            open = i;
+          } else if (lines[i].note == "fallback end") {
+            if (open < 0) out.fallback_problem = "a fallback ends that did not begin";
+            else spans.push_back({open, i});
+            open = -1;
+          }
+        }
+        if (out.fallback_problem.empty() && open >= 0) out.fallback_problem = "a fallback begins and does not end";
+        for (int j = 0; j < static_cast<int>(lines.size()) && out.fallback_problem.empty(); ++j) {
+          if (lines[j].target.empty()) continue;
+          auto it = labelAt.find(lines[j].target);
+          if (it == labelAt.end()) continue;
+          for (const Span &sp : spans) {
+            // Labels before the span's first instruction are its entry.
+            int first = sp.begin + 1;
+            while (first < sp.end && lines[first].opcode.empty()) ++first;
+            const bool from = j > sp.begin && j < sp.end, to = it->second > first && it->second < sp.end;
+            if (to && !from) {
+              out.fallback_problem = absl::StrCat("a branch from outside a fallback into it (", lines[j].target, ")");
+            }
+          }
+        }
+        if (out.fallback_problem.empty()) {
+          for (const Span &sp : spans) {
+            for (int i = sp.begin; i <= sp.end; ++i) in[i] = 0;
             out.fallback_left_out = true;
           }
-          if (lines[i].note == "fallback end") fallback = false;
         }
         if (out.fallback_left_out) out.region_name = "epilogue (its fallback left out)";
+        if (!out.fallback_problem.empty()) {
+          out.region_name = absl::StrCat("epilogue (its fallback counted: ", out.fallback_problem, ")");
+        }
       } else {
         std::fill(in.begin(), in.end(), 1);
         out.region_name = "kernel (no main loop)";

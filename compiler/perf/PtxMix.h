@@ -58,6 +58,9 @@ struct PtxAnalysis {
   // The epilogue leaves out a fallback path the kernel marked
   // ("// tir: fallback begin" ... "// tir: fallback end").
   bool fallback_left_out = false;
+  // Why the notes were not trusted (unpaired, or a branch from outside into
+  // a span): then nothing is left out. Empty when they were, or were none.
+  std::string fallback_problem;
 };
 PtxAnalysis AnalyzePtx(absl::string_view ptx, Region region);
 

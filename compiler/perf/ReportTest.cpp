@@ -191,6 +191,43 @@ TEST(ReportTest, LargeGemmDefaultStoresByTmaAndTheReportCountsThatPath) {
   std::cout << ReportText(r);
 }
 
+// Tests that the fallback notes are trusted only when they pair up and code
+// outside enters a fallback at its start: else nothing is left out and the
+// region's name says why.
+TEST(ReportTest, FallbackNotesAreCheckedBeforeTheyLeaveCodeOut) {
+  const auto ptx = [](const std::string &body) {
+    return ".visible .entry k()\n{\n.reg .b32 %r<9>;\n.reg .pred %p<3>;\n"
+           "$L_main:\nld.shared.u32 %r1, [%r2];\n@%p1 bra $L_main;\n"
+           "st.global.u32 [%r3], %r1;\n" +
+           body + "ret;\n}\n";
+  };
+  const std::string fallback =
+      "@%p2 bra $L_after;\n$L_fb:\n// tir: fallback begin\n$L_entry:\nst.global.u32 [%r4], %r1;\n"
+      "$L_in:\nst.global.u32 [%r5], %r1;\n// tir: fallback end\n$L_after:\n";
+  PtxAnalysis good = AnalyzePtx(ptx(fallback + "@%p2 bra $L_entry;\n"), Region::kMatmulEpilogue);
+  EXPECT_TRUE(good.fallback_left_out);
+  EXPECT_EQ(good.fallback_problem, "");
+  EXPECT_EQ(good.region.global_store_bytes, 4) << "the one store outside the fallback";
+  EXPECT_EQ(good.region_name, "epilogue (its fallback left out)");
+
+  const struct {
+    std::string body, why;
+  } bad[] = {
+      {absl::StrReplaceAll(fallback, {{"// tir: fallback end\n", ""}}), "a fallback begins and does not end"},
+      {absl::StrReplaceAll(fallback, {{"// tir: fallback begin\n", ""}}), "a fallback ends that did not begin"},
+      {"// tir: fallback begin\n" + fallback, "a fallback begins inside another"},
+      {fallback + "@%p2 bra $L_in;\n", "a branch from outside a fallback into it ($L_in)"},
+  };
+  for (const auto &b : bad) {
+    SCOPED_TRACE(b.why);
+    PtxAnalysis a = AnalyzePtx(ptx(b.body), Region::kMatmulEpilogue);
+    EXPECT_FALSE(a.fallback_left_out);
+    EXPECT_EQ(a.fallback_problem, b.why);
+    EXPECT_EQ(a.region.global_store_bytes, 12) << "every store counted";
+    EXPECT_EQ(a.region_name, "epilogue (its fallback counted: " + b.why + ")");
+  }
+}
+
 // Tests that an unknown device key is refused with its reason and a driver
 // name the table does not know falls back to the arch's part.
 TEST(ReportTest, DeviceLookup) {
