@@ -412,14 +412,25 @@ TEST(HopperLanes, AStoreToAnMbarrierAnotherThreadInitsIsARace) {
 
 // ---- bulk tensor stores and named barriers -----------------------------------
 
-enum class StoreFault { kNone, kNoFence, kNoBarrier, kNoWaitBeforeReuse, kNoBarrierAfterWait, kNoWaitAtExit };
+enum class StoreFault {
+  kNone,
+  kNoFence,
+  kFenceAfterBarrier,
+  kNoBarrier,
+  kNoWaitBeforeReuse,
+  kNoBarrierAfterWait,
+  kNoWaitAtExit
+};
 
 // Threads 64-127 (named barrier 1, 64 threads) write a 64 x 64 bf16 tile
 // (((r * 64 + c) % 256 + round) / 16, exact in bf16) into a 128-byte
 // swizzled staging tile and thread 64 stores it by TMA into a 50 x
 // 40 tensor (rows of 48 elements: clipped at rows and columns), twice:
 // the second round rewrites the staging (values + 1). Threads 0-63 meet at
-// named barrier 2 meanwhile.
+// named barrier 2 meanwhile. With kFenceAfterBarrier the writers fence
+// after the barrier and thread 127 stores: under the natural order every
+// other writer has fenced by the time it issues, yet no fence came before
+// the barrier that orders their bytes before the store.
 tir_lanes::Result StoreTile(StoreFault fault, std::vector<uint16_t> *out) {
   out->assign(50 * 48, 0xabcd);
   tir_lanes::TensorMapFields f{tir_lanes::kTensorMapMagic, reinterpret_cast<uint64_t>(out->data()), 40, 50, 48 * 2, 64, 64,
@@ -437,23 +448,26 @@ tir_lanes::Result StoreTile(StoreFault fault, std::vector<uint16_t> *out) {
           return;
         }
         const int me = t - 64;
+        const int issuer = fault == StoreFault::kFenceAfterBarrier ? 63 : 0;
         for (int round = 0; round < 2; ++round) {
           const bool last = round == 1;
           if (round > 0) {
-            if (me == 0 && fault != StoreFault::kNoWaitBeforeReuse) tir_bulk_wait_read<0>();
+            if (me == issuer && fault != StoreFault::kNoWaitBeforeReuse) tir_bulk_wait_read<0>();
             if (fault != StoreFault::kNoBarrierAfterWait) tir_named_barrier(1, 64);
           }
           for (int e = me; e < 64 * 64; e += 64) {
             const int r = e / 64, c = e % 64;
             staging[tir_swz_bytes<128>(r * 128 + c * 2) / 2] = Bf16(float((r * 64 + c) % 256 + round) / 16.f);
           }
-          if (fault != StoreFault::kNoFence) tir_fence_proxy_async();
+          const bool late = fault == StoreFault::kFenceAfterBarrier;
+          if (fault != StoreFault::kNoFence && !late) tir_fence_proxy_async();
           if (fault != StoreFault::kNoBarrier) tir_named_barrier(1, 64);
-          if (me == 0) {
+          if (late) tir_fence_proxy_async();
+          if (me == issuer) {
             tir_tma_store_2d(&map, staging, 0, 0);
             tir_bulk_commit();
           }
-          if (last && me == 0 && fault != StoreFault::kNoWaitAtExit) tir_bulk_wait_read<0>();
+          if (last && me == issuer && fault != StoreFault::kNoWaitAtExit) tir_bulk_wait_read<0>();
         }
       },
       8192);
@@ -479,6 +493,8 @@ TEST(HopperLanes, BulkTensorStoreFaultsAreCaught) {
   const std::pair<StoreFault, const char *> faults[] = {
       {StoreFault::kNoFence, "MISSING_PROXY_FENCE: kernel test_kernel block (0,0,0): a bulk tensor store of thread (64,0,0) "
                              "reads shared byte"},
+      {StoreFault::kFenceAfterBarrier, "MISSING_PROXY_FENCE: kernel test_kernel block (0,0,0): a bulk tensor store of "
+                                       "thread (127,0,0) reads shared byte"},
       // The store may issue before the others wrote (then they write under
       // it) or after (then it reads their bytes unordered).
       {StoreFault::kNoBarrier, "BULK_STORE_NOT_READ: kernel test_kernel block (0,0,0): thread (65,0,0) writes shared "

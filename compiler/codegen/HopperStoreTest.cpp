@@ -140,14 +140,25 @@ std::unique_ptr<Planned> Plan(const char *text) {
 // region), runs it lane by lane: the worst relative L2 error, or the
 // emulator's (or the build's) error.
 absl::StatusOr<double> RunLanes(const Planned &p, const std::map<std::string, int64_t> &params,
-                                const std::function<std::string(std::string)> &edit = nullptr, int blocks = 0) {
+                                const std::function<std::string(std::string)> &edit = nullptr, int blocks = 0,
+                                const LaneSchedules *schedules = nullptr) {
   TIR_ASSIGN_OR_RETURN(EmittedKernel emitted, EmitKernel(p.kernel, params));
   if (edit) emitted.source = edit(emitted.source);
   if (blocks > 0) emitted.launch.mutable_grid(0)->set_max(blocks);
   HostBuildOptions lanes;
   lanes.form = HostForm::kLanes;
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostKernel> built, BuildHostKernel(emitted, WorkDir(), lanes));
-  TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, RunOnHost(p.kernel, emitted, *built, p.inputs));
+  std::vector<reference::Tensor> got;
+  if (schedules) {
+    TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostLaunch> launch,
+                         HostLaunch::Prepare(p.kernel, emitted.field_names, emitted.launch, p.inputs));
+    launch->SetSchedules(*schedules);
+    launch->Poison(0);
+    TIR_RETURN_IF_ERROR(launch->Run(*built, 0));
+    got = launch->Outputs(0);
+  } else {
+    TIR_ASSIGN_OR_RETURN(got, RunOnHost(p.kernel, emitted, *built, p.inputs));
+  }
   double worst = 0;
   for (size_t o = 0; o < p.want.size(); ++o) {
     const double err = reference::RelativeL2Error(got[o], p.want[o]);
@@ -338,6 +349,10 @@ TEST(HopperStore, PlantedFaultsAreCaught) {
   const std::vector<Mutant> mutants = {
       {"no fence.proxy.async before the store", "      tir_fence_proxy_async();\n      if (t == 0) tir_bulk_wait_read<0>();\n",
        "      if (t == 0) tir_bulk_wait_read<0>();\n", {"MISSING_PROXY_FENCE"}},
+      {"the fence.proxy.async after the barrier (the store may issue before it)",
+       "      tir_fence_proxy_async();\n      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n",
+       "      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n      tir_fence_proxy_async();\n",
+       {"MISSING_PROXY_FENCE"}},
       {"no wait_group.read before a slot is reused",
        "      if (t == 0) tir_bulk_wait_read<0>();\n      tir_named_barrier(1 + cw, 128);\n",
        "      tir_named_barrier(1 + cw, 128);\n", {"BULK_STORE_NOT_READ"}},
@@ -383,6 +398,16 @@ TEST(HopperStore, PlantedFaultsAreCaught) {
     for (const char *r : m.reasons) named = named || said.find(r) != std::string::npos;
     EXPECT_TRUE(named) << err.status();
   }
+  // A fence after the barrier is caught under the natural order alone too
+  // (HopperLanes.BulkTensorStoreFaultsAreCaught has the schedule where every
+  // writer fenced before the store issued).
+  LaneSchedules natural;
+  natural.schedules = 1;
+  const Mutant &late = mutants[1];
+  auto err = RunLanes(
+      *p, params, [&](std::string s) { return absl::StrReplaceAll(s, {{late.from, late.to}}); }, 2, &natural);
+  ASSERT_FALSE(err.ok()) << "not caught (relative L2 error " << *err << ")";
+  EXPECT_EQ(ReasonOf(err.status()), "MISSING_PROXY_FENCE") << err.status();
 }
 
 }  // namespace

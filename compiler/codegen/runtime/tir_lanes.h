@@ -218,6 +218,9 @@ struct Lane {
   // latest named barrier that orders it before this thread (transitively).
   uint32_t named_passed = 0;
   std::vector<uint32_t> named_seen;
+  // Per named barrier passed (by count - 1), the fence.proxy.async count
+  // when this thread arrived at it.
+  std::vector<uint32_t> fences_at_named;
   int bulk_committed = 0;  // cp.async.bulk.commit_group count
 };
 
@@ -543,6 +546,10 @@ inline void ProxyFence() {
 // (Lane::named_seen, merged over the participants, so the order is
 // transitive); a shared byte keeps its writer's count at the store
 // (Shadow::writer_named), and the race check takes a later count as order.
+// Each thread also keeps its fence.proxy.async count at each named barrier
+// it arrived at (Lane::fences_at_named): a store's byte that a named
+// barrier ordered is fenced when its writer fenced before the latest of
+// its barriers the reader saw, not merely before the read.
 //
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group (PTX ISA, "Data
 // Movement and Conversion Instructions: cp.async.bulk.tensor"): the box at
@@ -1254,7 +1261,10 @@ TIR_LANES_OUTLINE bool ReleaseNamedBarriers() {
     for (Lane *l : at) {
       for (size_t q = 0; q < l->named_seen.size(); ++q) seen[q] = std::max(seen[q], l->named_seen[q]);
     }
-    for (Lane *l : at) seen[l->id] = ++l->named_passed;
+    for (Lane *l : at) {
+      seen[l->id] = ++l->named_passed;
+      l->fences_at_named.push_back(l->proxy_fences);
+    }
     for (Lane *l : at) {
       l->named_seen = seen;
       l->park = Park::kRunnable;
@@ -1262,6 +1272,20 @@ TIR_LANES_OUTLINE bool ReleaseNamedBarriers() {
     released = true;
   }
   return released;
+}
+
+// The fence.proxy.async count of the writer of `s` that orders its store
+// before `reader`: the writer's own (program order), or, when only a named
+// barrier of this barrier interval orders them, its count at the latest of
+// its named barriers the reader saw.
+inline uint32_t FencesSeen(const Lane &reader, const Shadow &s) {
+  const Block &b = B();
+  const Lane &w = b.lanes[s.writer];
+  if (s.writer == reader.id || s.write_epoch != b.epoch || size_t(s.writer) >= reader.named_seen.size()) {
+    return w.proxy_fences;
+  }
+  const uint32_t k = reader.named_seen[s.writer];
+  return k > 0 && k <= w.fences_at_named.size() ? w.fences_at_named[k - 1] : w.proxy_fences;
 }
 
 TIR_LANES_OUTLINE void TmaStore2d(const void *map, const void *src, int c0, int c1) {
@@ -1306,11 +1330,11 @@ TIR_LANES_OUTLINE void TmaStore2d(const void *map, const void *src, int c0, int 
                    !NamedOrdered(l.id, s.writer, s.writer_named)) {
           Race(at + k, "reads (a bulk tensor store)", s.writer, "wrote");
           reported = true;
-        } else if (s.writer >= 0 && s.async_bar < 0 && b.lanes[s.writer].proxy_fences <= s.fence_at) {
+        } else if (s.writer >= 0 && s.async_bar < 0 && FencesSeen(l, s) <= s.fence_at) {
           char buf[260];
           std::snprintf(buf, sizeof(buf),
                         "a bulk tensor store of %s reads shared byte %zu, which %s stored with no fence.proxy.async after "
-                        "the store",
+                        "the store and before the barrier that orders it",
                         LaneName(l.id).c_str(), at + k, LaneName(s.writer).c_str());
           Report("MISSING_PROXY_FENCE", buf);
           reported = true;
@@ -1793,6 +1817,7 @@ TIR_LANES_OUTLINE bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t se
     l.retired_epoch = 0;
     l.retired_at_arrival.clear();
     l.named_passed = 0;
+    l.fences_at_named.clear();
     l.named_seen.clear();
     l.bulk_committed = 0;
     void *stack = StackFor(l);
