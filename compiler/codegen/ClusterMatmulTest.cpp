@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/testing/PlannedKernel.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -61,63 +62,19 @@ tir.graph @st(%x: tensor<140x64xf16> {tir.stride = "(72,1)"}, %w: tensor<64x140x
 }
 )G";
 
-std::string WorkDir() { return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/cluster"; }
+std::string WorkDir() { return lanetest::TestWorkDir("cluster"); }
 
-struct Planned {
-  std::unique_ptr<mlir::MLIRContext> ctx = makeTirContext();
-  std::optional<LoadedGraph> loaded;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  GraphOp kernel;
-  std::vector<planning::TileCandidate> space;
-  std::vector<reference::Tensor> inputs, want;
-};
-
-std::unique_ptr<Planned> Plan(const char *text) {
-  auto p = std::make_unique<Planned>();
-  auto loaded = LoadGraphText(text, p->ctx.get());
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return nullptr;
-  p->loaded.emplace(std::move(*loaded));
-  planning::AnalyticCostModel model;
-  auto planned = planning::PlanGraph(p->loaded->graph, *target::LookupArch("sm_90a"), model, 1);
-  EXPECT_TRUE(planned.ok()) << planned.status();
-  if (!planned.ok()) return nullptr;
-  EXPECT_EQ(planned->partition.kernels.size(), 1u);
-  p->module = planning::BuildPartitionedModule(p->loaded->graph, planned->partition);
-  for (GraphOp g : p->module->getOps<GraphOp>()) {
-    if (g.getSymName() == p->loaded->graph.getSymName().str() + "_k0") p->kernel = g;
-  }
-  p->space = planned->spaces[0].kept;
-  p->inputs = reference::SampleInputs(p->kernel, 1, 7);
-  auto want = reference::Evaluate(p->kernel, p->inputs);
-  EXPECT_TRUE(want.ok()) << want.status();
-  if (want.ok()) p->want = *want;
-  return p;
-}
+using Planned = lanetest::PlannedKernel;
+std::unique_ptr<Planned> Plan(const char *text) { return lanetest::PlanOneKernel(text); }
 
 // Emits `params`, optionally edits the source, runs it lane by lane: the
 // worst relative L2 error, or the emulator's (or the build's) error.
 absl::StatusOr<double> RunLanes(const Planned &p, const std::map<std::string, int64_t> &params,
                                 const std::function<std::string(std::string)> &edit = nullptr) {
-  TIR_ASSIGN_OR_RETURN(EmittedKernel emitted, EmitKernel(p.kernel, params));
-  if (edit) emitted.source = edit(emitted.source);
-  HostBuildOptions lanes;
-  lanes.form = HostForm::kLanes;
-  TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostKernel> built, BuildHostKernel(emitted, WorkDir(), lanes));
-  TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got, RunOnHost(p.kernel, emitted, *built, p.inputs));
-  double worst = 0;
-  for (size_t o = 0; o < p.want.size(); ++o) {
-    const double err = reference::RelativeL2Error(got[o], p.want[o]);
-    worst = std::max(worst, std::isnan(err) ? 1e30 : err);
-  }
-  return worst;
+  return lanetest::RunLanes(p, params, WorkDir(), {edit});
 }
 
-std::string Params(const std::map<std::string, int64_t> &params) {
-  std::string s;
-  for (const auto &[k, v] : params) absl::StrAppend(&s, s.empty() ? "" : " ", k, "=", v);
-  return s;
-}
+std::string Params(const std::map<std::string, int64_t> &params) { return lanetest::ParamsText(params); }
 
 int64_t ClusterOf(const std::map<std::string, int64_t> &c) {
   auto m = c.find("cluster_m"), n = c.find("cluster_n");

@@ -24,6 +24,7 @@
 #include "absl/strings/str_replace.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/HostBuild.h"
+#include "compiler/codegen/testing/PlannedKernel.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -99,79 +100,24 @@ tir.graph @ua(%x: tensor<96x72xbf16>, %w: tensor<72x130xbf16>) -> tensor<96x130x
   return *graphs;
 }
 
-std::string WorkDir() {
-  return std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/hopper_store";
-}
+std::string WorkDir() { return lanetest::TestWorkDir("hopper_store"); }
 
-struct Planned {
-  std::unique_ptr<mlir::MLIRContext> ctx = makeTirContext();
-  std::optional<LoadedGraph> loaded;
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  GraphOp kernel;
-  std::vector<planning::TileCandidate> space;
-  std::vector<reference::Tensor> inputs, want;
-};
-
-std::unique_ptr<Planned> Plan(const char *text) {
-  auto p = std::make_unique<Planned>();
-  auto loaded = LoadGraphText(text, p->ctx.get());
-  EXPECT_TRUE(loaded.ok()) << loaded.status();
-  if (!loaded.ok()) return nullptr;
-  p->loaded.emplace(std::move(*loaded));
-  planning::AnalyticCostModel model;
-  auto planned = planning::PlanGraph(p->loaded->graph, *target::LookupArch("sm_90a"), model, 1);
-  EXPECT_TRUE(planned.ok()) << planned.status();
-  if (!planned.ok()) return nullptr;
-  EXPECT_EQ(planned->partition.kernels.size(), 1u);
-  p->module = planning::BuildPartitionedModule(p->loaded->graph, planned->partition);
-  for (GraphOp g : p->module->getOps<GraphOp>()) {
-    if (g.getSymName() == p->loaded->graph.getSymName().str() + "_k0") p->kernel = g;
-  }
-  p->space = planned->spaces[0].kept;
-  p->inputs = reference::SampleInputs(p->kernel, 1, 7);
-  auto want = reference::Evaluate(p->kernel, p->inputs);
-  EXPECT_TRUE(want.ok()) << want.status();
-  if (want.ok()) p->want = *want;
-  return p;
-}
+using Planned = lanetest::PlannedKernel;
+std::unique_ptr<Planned> Plan(const char *text) { return lanetest::PlanOneKernel(text); }
 
 // Emits `params`, optionally edits the source and caps the persistent grid
 // at `blocks` (so each block walks several tiles and reuses its staging
-// region), runs it lane by lane: the worst relative L2 error, or the
-// emulator's (or the build's) error.
+// region), runs it lane by lane (under `schedules` when given): the worst
+// relative L2 error, or the emulator's (or the build's) error.
 absl::StatusOr<double> RunLanes(const Planned &p, const std::map<std::string, int64_t> &params,
                                 const std::function<std::string(std::string)> &edit = nullptr, int blocks = 0,
                                 const LaneSchedules *schedules = nullptr) {
-  TIR_ASSIGN_OR_RETURN(EmittedKernel emitted, EmitKernel(p.kernel, params));
-  if (edit) emitted.source = edit(emitted.source);
-  if (blocks > 0) emitted.launch.mutable_grid(0)->set_max(blocks);
-  HostBuildOptions lanes;
-  lanes.form = HostForm::kLanes;
-  TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostKernel> built, BuildHostKernel(emitted, WorkDir(), lanes));
-  std::vector<reference::Tensor> got;
-  if (schedules) {
-    TIR_ASSIGN_OR_RETURN(std::unique_ptr<HostLaunch> launch,
-                         HostLaunch::Prepare(p.kernel, emitted.field_names, emitted.launch, p.inputs));
-    launch->SetSchedules(*schedules);
-    launch->Poison(0);
-    TIR_RETURN_IF_ERROR(launch->Run(*built, 0));
-    got = launch->Outputs(0);
-  } else {
-    TIR_ASSIGN_OR_RETURN(got, RunOnHost(p.kernel, emitted, *built, p.inputs));
-  }
-  double worst = 0;
-  for (size_t o = 0; o < p.want.size(); ++o) {
-    const double err = reference::RelativeL2Error(got[o], p.want[o]);
-    worst = std::max(worst, std::isnan(err) ? 1e30 : err);
-  }
-  return worst;
+  lanetest::LaneRun run{edit, blocks, std::nullopt};
+  if (schedules) run.schedules = *schedules;
+  return lanetest::RunLanes(p, params, WorkDir(), run);
 }
 
-std::string Params(const std::map<std::string, int64_t> &params) {
-  std::string s;
-  for (const auto &[k, v] : params) absl::StrAppend(&s, s.empty() ? "" : " ", k, "=", v);
-  return s;
-}
+std::string Params(const std::map<std::string, int64_t> &params) { return lanetest::ParamsText(params); }
 
 double Tolerance(const Planned &p) { return p.want[0].dtype == tir::v1::DTYPE_BF16 ? 1e-2 : 1e-5; }
 
