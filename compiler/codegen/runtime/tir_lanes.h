@@ -1158,38 +1158,38 @@ TIR_LANES_OUTLINE bool MbarrierTryWait(void *p, int parity) {
   return false;
 }
 
-TIR_LANES_OUTLINE void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
-  Block &b = B();
-  Lane &l = Current();
-  ++b.events;
-  TensorMapFields f;
-  std::memcpy(&f, map, sizeof(f));
-  if (f.magic != kTensorMapMagic) {
+// A TMA load's map (`f`, copied from `map`) and its destination's offset
+// in shared memory, checked: a map the launcher encoded, a box row equal to
+// its swizzle span, a destination aligned to the swizzle's repeat.
+inline size_t TmaLoadBox(const void *map, void *dst, TensorMapFields *f) {
+  const Lane &l = Current();
+  std::memcpy(f, map, sizeof(*f));
+  if (f->magic != kTensorMapMagic) {
     Fault("INVALID_TENSOR_MAP", LaneName(l.id) + " issues a TMA load through a tensor map the launcher did not encode "
                                                  "(the operand's layout does not allow one)");
   }
-  const size_t row = f.box0 * f.elem_bytes;
-  const int span = SwizzleSpan(static_cast<int>(f.swizzle));
+  const size_t row = f->box0 * f->elem_bytes;
+  const int span = SwizzleSpan(static_cast<int>(f->swizzle));
   if (span != 0 && row != size_t(span)) {
     Fault("INVALID_TENSOR_MAP", "a box row of " + std::to_string(row) + " bytes under the " + std::to_string(span) +
                                     "-byte swizzle (tir's tensor maps keep them equal)");
   }
-  const size_t off = OffsetOf(dst, row * f.box1);
+  const size_t off = OffsetOf(dst, row * f->box1);
   const size_t align = span ? span * 8 : 128;
   if (off % align != 0) {
     Fault("MISALIGNED_ADDRESS", LaneName(l.id) + " issues a TMA load to a shared address not " + std::to_string(align) +
                                     "-byte aligned (its swizzle repeats every " + std::to_string(align) + " bytes)");
   }
-  const int bi = MbarrierIndex(bar);
-  MbarrierUse(bi, "completes a TMA load on");
-  const uint32_t phase = b.mbarriers[bi].phase;
+  return off;
+}
+
+// Lands the box at (c0 inner, c1 outer) of `f`'s tensor (zeros outside it)
+// in block `t`'s shared memory at `off`, in the map's swizzle, its bytes
+// belonging to the current phase of `t`'s mbarrier `bi`.
+inline void LandTmaBox(Block &t, const TensorMapFields &f, size_t off, int c0, int c1, int bi) {
   const unsigned char *base = reinterpret_cast<const unsigned char *>(f.base);
-  {
-    std::map<std::pair<int, int>, bool> memo;
-    for (size_t c = off / 16; c < (off + row * f.box1 + 15) / 16; ++c) {
-      if (!WgmmaReadsDone(c, l.id, &memo)) Abort();
-    }
-  }
+  const size_t row = f.box0 * f.elem_bytes;
+  const uint32_t phase = t.mbarriers[bi].phase;
   for (uint64_t r = 0; r < f.box1; ++r) {
     const int64_t gr = int64_t(c1) + int64_t(r);
     for (uint64_t c = 0; c < f.box0; ++c) {
@@ -1197,8 +1197,8 @@ TIR_LANES_OUTLINE void TmaLoad2d(void *dst, const void *map, int c0, int c1, voi
       const bool inside = gr >= 0 && gr < int64_t(f.dim1) && gc >= 0 && gc < int64_t(f.dim0);
       const size_t at = Swizzled(off + r * row + c * f.elem_bytes, static_cast<int>(f.swizzle));
       for (uint64_t k = 0; k < f.elem_bytes; ++k) {
-        b.arena[at + k] = inside ? base[gr * int64_t(f.stride1_bytes) + gc * int64_t(f.elem_bytes) + int64_t(k)] : 0;
-        Shadow &s = b.shadow[at + k];
+        t.arena[at + k] = inside ? base[gr * int64_t(f.stride1_bytes) + gc * int64_t(f.elem_bytes) + int64_t(k)] : 0;
+        Shadow &s = t.shadow[at + k];
         s.async_bar = static_cast<int16_t>(bi);
         s.async_phase = phase;
         s.swizzle = static_cast<int8_t>(f.swizzle);
@@ -1208,6 +1208,24 @@ TIR_LANES_OUTLINE void TmaLoad2d(void *dst, const void *map, int c0, int c1, voi
       }
     }
   }
+}
+
+TIR_LANES_OUTLINE void TmaLoad2d(void *dst, const void *map, int c0, int c1, void *bar) {
+  Block &b = B();
+  Lane &l = Current();
+  ++b.events;
+  TensorMapFields f;
+  const size_t off = TmaLoadBox(map, dst, &f);
+  const size_t row = f.box0 * f.elem_bytes;
+  const int bi = MbarrierIndex(bar);
+  MbarrierUse(bi, "completes a TMA load on");
+  {
+    std::map<std::pair<int, int>, bool> memo;
+    for (size_t c = off / 16; c < (off + row * f.box1 + 15) / 16; ++c) {
+      if (!WgmmaReadsDone(c, l.id, &memo)) Abort();
+    }
+  }
+  LandTmaBox(b, f, off, c0, c1, bi);
   MBarrier &m = b.mbarriers[bi];
   m.tx -= static_cast<long long>(row * f.box1);
   MbarrierSettle(m);
@@ -2044,24 +2062,8 @@ TIR_LANES_OUTLINE void TmaLoad2dMulticast(void *dst, const void *map, int c0, in
     Fault("INVALID_MULTICAST_MASK", buf);
   }
   TensorMapFields f;
-  std::memcpy(&f, map, sizeof(f));
-  if (f.magic != kTensorMapMagic) {
-    Fault("INVALID_TENSOR_MAP", LaneName(l.id) + " issues a TMA load through a tensor map the launcher did not encode "
-                                                 "(the operand's layout does not allow one)");
-  }
-  const size_t row = f.box0 * f.elem_bytes, bytes = row * f.box1;
-  const int span = SwizzleSpan(static_cast<int>(f.swizzle));
-  if (span != 0 && row != size_t(span)) {
-    Fault("INVALID_TENSOR_MAP", "a box row of " + std::to_string(row) + " bytes under the " + std::to_string(span) +
-                                    "-byte swizzle (tir's tensor maps keep them equal)");
-  }
-  const size_t off = OffsetOf(dst, bytes), bar_off = OffsetOf(bar, 8);
-  const size_t align = span ? span * 8 : 128;
-  if (off % align != 0) {
-    Fault("MISALIGNED_ADDRESS", LaneName(l.id) + " issues a TMA load to a shared address not " + std::to_string(align) +
-                                    "-byte aligned (its swizzle repeats every " + std::to_string(align) + " bytes)");
-  }
-  const unsigned char *base = reinterpret_cast<const unsigned char *>(f.base);
+  const size_t off = TmaLoadBox(map, dst, &f), bar_off = OffsetOf(bar, 8);
+  const size_t bytes = f.box0 * f.elem_bytes * f.box1;
   for (int r = 0; r < size; ++r) {
     if (!((mask >> r) & 1u)) continue;
     Block &t = Peer(r, "multicasts a TMA load into");
@@ -2079,25 +2081,7 @@ TIR_LANES_OUTLINE void TmaLoad2dMulticast(void *dst, const void *map, int c0, in
         t.wgmma_reads[c] = std::array<int32_t, 8>{-1, -1, -1, -1, -1, -1, -1, -1};
       }
     }
-    const uint32_t phase = t.mbarriers[bi].phase;
-    for (uint64_t rr = 0; rr < f.box1; ++rr) {
-      const int64_t gr = int64_t(c1) + int64_t(rr);
-      for (uint64_t c = 0; c < f.box0; ++c) {
-        const int64_t gc = int64_t(c0) + int64_t(c);
-        const bool inside = gr >= 0 && gr < int64_t(f.dim1) && gc >= 0 && gc < int64_t(f.dim0);
-        const size_t at = Swizzled(off + rr * row + c * f.elem_bytes, static_cast<int>(f.swizzle));
-        for (uint64_t k = 0; k < f.elem_bytes; ++k) {
-          t.arena[at + k] = inside ? base[gr * int64_t(f.stride1_bytes) + gc * int64_t(f.elem_bytes) + int64_t(k)] : 0;
-          Shadow &s = t.shadow[at + k];
-          s.async_bar = static_cast<int16_t>(bi);
-          s.async_phase = phase;
-          s.swizzle = static_cast<int8_t>(f.swizzle);
-          s.writer = -1;
-          s.write_epoch = 0;
-          s.pending = -1;
-        }
-      }
-    }
+    LandTmaBox(t, f, off, c0, c1, bi);
     MBarrier &m = t.mbarriers[bi];
     m.tx -= static_cast<long long>(bytes);
     if (m.pending == 0 && m.tx < 0) {
