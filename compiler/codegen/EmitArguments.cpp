@@ -81,7 +81,7 @@ absl::Status KernelEmitter::DeclareArgs() {
     if (h.tma) {
       const HopperBoxes boxes = HopperBoxesOf(h);
       std::vector<std::string> names;
-      const bool clustered = boxes.shared_arg >= 0, shareB = clustered && Param("cluster_m", 1) == 2;
+      const bool clustered = boxes.shared_arg >= 0, shareB = boxes.share_b;
       if (!clustered || shareB) names.push_back(TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]));
       if (!clustered || !shareB) names.push_back(TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1]));
       if (boxes.shared_arg >= 0) names.push_back(TensorMapFieldName(boxes.shared_arg, boxes.half[0], boxes.half[1]));

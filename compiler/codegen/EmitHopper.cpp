@@ -71,10 +71,11 @@ KernelEmitter::HopperBoxes KernelEmitter::HopperBoxesOf(const HopperOperands &h)
   // 2x1 shares B (half its box's outer rows: k rows of an N-major B's
   // 64-column chunk, n rows of a K-major B), 1x2 shares A (half the m rows).
   if (Param("cluster_m", 1) * Param("cluster_n", 1) == 2) {
-    const bool shareB = Param("cluster_m", 1) == 2;
-    boxes.shared_arg = shareB ? h.arg_b : h.arg_a;
+    boxes.share_b = Param("cluster_m", 1) == 2;
+    boxes.share_a = !boxes.share_b;
+    boxes.shared_arg = boxes.share_b ? h.arg_b : h.arg_a;
     boxes.half[0] = 64;
-    boxes.half[1] = (shareB ? boxes.b[1] : boxes.a[1]) / 2;
+    boxes.half[1] = (boxes.share_b ? boxes.b[1] : boxes.a[1]) / 2;
   }
   return boxes;
 }
@@ -336,7 +337,7 @@ absl::StatusOr<std::string> KernelEmitter::MatmulHopper(MatmulOp mm, const std::
     const HopperBoxes boxes = HopperBoxesOf(h);
     const std::string ma = TensorMapFieldName(h.arg_a, boxes.a[0], boxes.a[1]),
                       mb = TensorMapFieldName(h.arg_b, boxes.b[0], boxes.b[1]);
-    const bool shareA = csize > 1 && cn > 1, shareB = csize > 1 && cm > 1;
+    const bool shareA = boxes.share_a, shareB = boxes.share_b;
     const std::string half = csize > 1 ? TensorMapFieldName(boxes.shared_arg, boxes.half[0], boxes.half[1]) : "";
     // The producer's thread brings its descriptors on chip before its
     // first load (prefetch.tensormap).

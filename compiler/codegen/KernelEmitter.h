@@ -175,6 +175,9 @@ class KernelEmitter {
   // (`half`, of input `shared_arg`) and multicasts it to both.
   struct HopperBoxes {
     int64_t a[2] = {64, 64}, b[2] = {64, 64};
+    // A 2-CTA cluster multicasts one operand: B in a 2x1 cluster (share_b),
+    // A in a 1x2 (share_a); shared_arg is its argument, -1 without a cluster.
+    bool share_a = false, share_b = false;
     int shared_arg = -1;
     int64_t half[2] = {0, 0};
   };
