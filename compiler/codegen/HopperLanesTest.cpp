@@ -239,7 +239,9 @@ struct Layout {
   bool mn_major;  // B N-major (trans_b) instead of K-major
 };
 
-tir_lanes::Result StoredWgmma(Layout lay, bool fence, std::vector<float> *out, const std::vector<uint16_t> &a,
+// fence: 0 none, 1 fence.proxy.async before the barrier, 2 after it (too
+// late: the barrier is what orders the stores before the wgmma).
+tir_lanes::Result StoredWgmma(Layout lay, int fence, std::vector<float> *out, const std::vector<uint16_t> &a,
                               const std::vector<uint16_t> &b) {
   out->assign(64 * 64, NAN);
   const int mode = tir_lanes::DescriptorSwizzle(uint64_t(lay.layout) << 62);
@@ -290,8 +292,9 @@ tir_lanes::Result StoredWgmma(Layout lay, bool fence, std::vector<float> *out, c
           const int k = e / 64, n = e % 64;
           s16[tir_lanes::Swizzled(b_base + b_byte(n, k), mode) / 2] = b[k * 64 + n];
         }
-        if (fence) tir_fence_proxy_async();
+        if (fence == 1) tir_fence_proxy_async();
         TIR_SYNC();
+        if (fence == 2) tir_fence_proxy_async();
         tir_wg_acc<64> acc;
         tir_wgmma_fence();
         const tir_u64 da = tir_wgmma_desc(0, a_lbo, a_sbo, lay.layout), db = tir_wgmma_desc(b_base, b_lbo, b_sbo, lay.layout);
@@ -325,7 +328,7 @@ TEST(HopperLanes, WgmmaReadsEveryCanonicalLayout) {
     for (bool mn : {false, true}) {
       SCOPED_TRACE(testing::Message() << "layout " << layout << (mn ? " N-major" : " K-major"));
       std::vector<float> out;
-      auto r = StoredWgmma({layout, mn}, true, &out, a, b);
+      auto r = StoredWgmma({layout, mn}, 1, &out, a, b);
       ASSERT_EQ(r.errors, 0) << r.first_error;
       for (int e = 0; e < 64 * 64; ++e) ASSERT_EQ(out[e], want[e]) << "element " << e;
     }
@@ -335,8 +338,14 @@ TEST(HopperLanes, WgmmaReadsEveryCanonicalLayout) {
 TEST(HopperLanes, OrdinaryStoresWithoutAProxyFenceAreCaught) {
   const auto a = Matrix(64, 64, 5), b = Matrix(64, 64, 6);
   std::vector<float> out;
-  auto r = StoredWgmma({1, true}, false, &out, a, b);
+  auto r = StoredWgmma({1, true}, 0, &out, a, b);
   EXPECT_THAT(r.first_error, HasSubstr("MISSING_PROXY_FENCE"));
+  // Every thread fences after the barrier: too late, whichever thread's
+  // fence runs before the wgmma reads (the barrier is what orders the
+  // stores before it).
+  r = StoredWgmma({1, true}, 2, &out, a, b);
+  EXPECT_THAT(r.first_error, HasSubstr("MISSING_PROXY_FENCE"));
+  EXPECT_THAT(r.first_error, HasSubstr("before the barrier or mbarrier arrival that orders it"));
 }
 
 TEST(HopperLanes, TmaThroughAMapTheLauncherDidNotEncodeIsRefused) {
@@ -416,6 +425,7 @@ enum class StoreFault {
   kNone,
   kNoFence,
   kFenceAfterBarrier,
+  kFenceAfterBlockBarrier,
   kNoBarrier,
   kNoWaitBeforeReuse,
   kNoBarrierAfterWait,
@@ -430,7 +440,8 @@ enum class StoreFault {
 // named barrier 2 meanwhile. With kFenceAfterBarrier the writers fence
 // after the barrier and thread 127 stores: under the natural order every
 // other writer has fenced by the time it issues, yet no fence came before
-// the barrier that orders their bytes before the store.
+// the barrier that orders their bytes before the store;
+// kFenceAfterBlockBarrier is the same with a block barrier (TIR_SYNC).
 tir_lanes::Result StoreTile(StoreFault fault, std::vector<uint16_t> *out) {
   out->assign(50 * 48, 0xabcd);
   tir_lanes::TensorMapFields f{tir_lanes::kTensorMapMagic, reinterpret_cast<uint64_t>(out->data()), 40, 50, 48 * 2, 64, 64,
@@ -448,7 +459,8 @@ tir_lanes::Result StoreTile(StoreFault fault, std::vector<uint16_t> *out) {
           return;
         }
         const int me = t - 64;
-        const int issuer = fault == StoreFault::kFenceAfterBarrier ? 63 : 0;
+        const bool block = fault == StoreFault::kFenceAfterBlockBarrier;
+        const int issuer = fault == StoreFault::kFenceAfterBarrier || block ? 63 : 0;
         for (int round = 0; round < 2; ++round) {
           const bool last = round == 1;
           if (round > 0) {
@@ -459,9 +471,13 @@ tir_lanes::Result StoreTile(StoreFault fault, std::vector<uint16_t> *out) {
             const int r = e / 64, c = e % 64;
             staging[tir_swz_bytes<128>(r * 128 + c * 2) / 2] = Bf16(float((r * 64 + c) % 256 + round) / 16.f);
           }
-          const bool late = fault == StoreFault::kFenceAfterBarrier;
+          const bool late = fault == StoreFault::kFenceAfterBarrier || block;
           if (fault != StoreFault::kNoFence && !late) tir_fence_proxy_async();
-          if (fault != StoreFault::kNoBarrier) tir_named_barrier(1, 64);
+          if (block) {
+            TIR_SYNC();  // threads 0-63 have exited: the barrier waits for the live ones
+          } else if (fault != StoreFault::kNoBarrier) {
+            tir_named_barrier(1, 64);
+          }
           if (late) tir_fence_proxy_async();
           if (me == issuer) {
             tir_tma_store_2d(&map, staging, 0, 0);
@@ -495,6 +511,8 @@ TEST(HopperLanes, BulkTensorStoreFaultsAreCaught) {
                              "reads shared byte"},
       {StoreFault::kFenceAfterBarrier, "MISSING_PROXY_FENCE: kernel test_kernel block (0,0,0): a bulk tensor store of "
                                        "thread (127,0,0) reads shared byte"},
+      {StoreFault::kFenceAfterBlockBarrier, "MISSING_PROXY_FENCE: kernel test_kernel block (0,0,0): a bulk tensor store "
+                                            "of thread (127,0,0) reads shared byte"},
       // The store may issue before the others wrote (then they write under
       // it) or after (then it reads their bytes unordered).
       {StoreFault::kNoBarrier, "BULK_STORE_NOT_READ: kernel test_kernel block (0,0,0): thread (65,0,0) writes shared "

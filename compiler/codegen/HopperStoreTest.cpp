@@ -230,6 +230,7 @@ tir.graph @row(%x: tensor<256x64xbf16> {tir.stride = "(0,1)"}, %w: tensor<64x128
     ASSERT_NE(def, nullptr);
     SCOPED_TRACE(Params(def->params));
     EXPECT_TRUE(def->params.count("wgmma")) << "the Hopper form";
+    EXPECT_EQ(def->params.count("cluster_m") ? def->params.at("cluster_m") : 1, 2) << "a 2x1 cluster";
     auto err = RunLanes(*p, def->params);
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LE(*err, Tolerance(*p));

@@ -218,9 +218,11 @@ struct Lane {
   // latest named barrier that orders it before this thread (transitively).
   uint32_t named_passed = 0;
   std::vector<uint32_t> named_seen;
-  // Per named barrier passed (by count - 1), the fence.proxy.async count
-  // when this thread arrived at it.
-  std::vector<uint32_t> fences_at_named;
+  // The fence.proxy.async count when this thread arrived at each named
+  // barrier it passed (by count - 1), at each of its mbarrier arrivals (by
+  // count - 1), and at the block's latest barrier (TIR_SYNC).
+  std::vector<uint32_t> fences_at_named, fences_at_arrival;
+  uint32_t fences_at_block = 0;
   int bulk_committed = 0;  // cp.async.bulk.commit_group count
 };
 
@@ -546,10 +548,11 @@ inline void ProxyFence() {
 // (Lane::named_seen, merged over the participants, so the order is
 // transitive); a shared byte keeps its writer's count at the store
 // (Shadow::writer_named), and the race check takes a later count as order.
-// Each thread also keeps its fence.proxy.async count at each named barrier
-// it arrived at (Lane::fences_at_named): a store's byte that a named
-// barrier ordered is fenced when its writer fenced before the latest of
-// its barriers the reader saw, not merely before the read.
+// Each thread also keeps its fence.proxy.async count at each barrier it
+// arrived at (named, block, mbarrier: Lane::fences_at_*): a byte the async
+// proxy reads (a bulk store, a wgmma) is fenced when its writer fenced
+// before a barrier that orders the store before the reader (FencesSeen),
+// not merely before the read.
 //
 // cp.async.bulk.tensor.2d.global.shared::cta.bulk_group (PTX ISA, "Data
 // Movement and Conversion Instructions: cp.async.bulk.tensor"): the box at
@@ -1127,6 +1130,7 @@ TIR_LANES_OUTLINE void MbarrierArrive(void *p, long long tx) {
   Lane &l = Current();
   m.open[l.id] = ++l.arrivals;
   l.retired_at_arrival.push_back(l.wgmma_retired);
+  l.fences_at_arrival.push_back(l.proxy_fences);
   m.tx += tx;
   if (--m.pending < 0) {
     char buf[200];
@@ -1299,11 +1303,28 @@ TIR_LANES_OUTLINE bool ReleaseNamedBarriers() {
 inline uint32_t FencesSeen(const Lane &reader, const Shadow &s) {
   const Block &b = B();
   const Lane &w = b.lanes[s.writer];
-  if (s.writer == reader.id || s.write_epoch != b.epoch || size_t(s.writer) >= reader.named_seen.size()) {
-    return w.proxy_fences;
+  if (s.writer == reader.id) return w.proxy_fences;
+  bool ordered = false;
+  uint32_t seen = 0;
+  if (s.write_epoch != b.epoch) {  // a block barrier since the store
+    ordered = true;
+    seen = std::max(seen, w.fences_at_block);
   }
-  const uint32_t k = reader.named_seen[s.writer];
-  return k > 0 && k <= w.fences_at_named.size() ? w.fences_at_named[k - 1] : w.proxy_fences;
+  if (size_t(s.writer) < reader.named_seen.size()) {  // a named barrier since it
+    const uint32_t k = reader.named_seen[s.writer];
+    if (k > s.writer_named && k <= w.fences_at_named.size()) {
+      ordered = true;
+      seen = std::max(seen, w.fences_at_named[k - 1]);
+    }
+  }
+  if (size_t(s.writer) < reader.synced.size()) {  // an mbarrier arrival since it
+    const uint32_t a = reader.synced[s.writer];
+    if (a > s.arrivals_at && a <= w.fences_at_arrival.size()) {
+      ordered = true;
+      seen = std::max(seen, w.fences_at_arrival[a - 1]);
+    }
+  }
+  return ordered ? seen : w.proxy_fences;  // unordered: the race check speaks
 }
 
 TIR_LANES_OUTLINE void TmaStore2d(const void *map, const void *src, int c0, int c1) {
@@ -1492,9 +1513,10 @@ TIR_LANES_OUTLINE bool WgmmaRead(size_t off, const Lane &l, int mode, uint16_t *
         Report("SHARED_MEMORY_RACE", buf);
         return false;
       }
-      if (b.lanes[s.writer].proxy_fences <= s.fence_at) {
+      if (FencesSeen(l, s) <= s.fence_at) {
         std::snprintf(buf, sizeof(buf),
-                      "%s: a wgmma reads shared byte %zu, which %s stored with no fence.proxy.async after the store",
+                      "%s: a wgmma reads shared byte %zu, which %s stored with no fence.proxy.async after the store "
+                      "and before the barrier or mbarrier arrival that orders it",
                       LaneName(l.id).c_str(), off + k, LaneName(s.writer).c_str());
         Report("MISSING_PROXY_FENCE", buf);
         return false;
@@ -1751,6 +1773,7 @@ TIR_LANES_OUTLINE bool AdvanceBlock(bool report) {
   if (waiting == live) {
     ++b.epoch;
     for (int i = 0; i < b.threads; ++i) {
+      b.lanes[i].fences_at_block = b.lanes[i].proxy_fences;  // an exited lane's are all it made
       if (b.lanes[i].park == Park::kBarrier) b.lanes[i].park = Park::kRunnable;
     }
     return true;
@@ -1836,6 +1859,8 @@ TIR_LANES_OUTLINE bool PrepareBlock(Block &b, Dim3 block, int order, uint64_t se
     l.retired_at_arrival.clear();
     l.named_passed = 0;
     l.fences_at_named.clear();
+    l.fences_at_arrival.clear();
+    l.fences_at_block = 0;
     l.named_seen.clear();
     l.bulk_committed = 0;
     void *stack = StackFor(l);

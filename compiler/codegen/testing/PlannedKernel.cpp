@@ -58,8 +58,11 @@ absl::StatusOr<double> RunLanes(const PlannedKernel &p, const std::map<std::stri
   launch->Poison(0);
   TIR_RETURN_IF_ERROR(launch->Run(*built, 0));
   const std::vector<reference::Tensor> got = launch->Outputs(0);
+  if (got.size() != p.want.size()) {
+    return absl::InternalError(absl::StrCat(got.size(), " outputs read back, the reference has ", p.want.size()));
+  }
   double worst = 0;
-  for (size_t o = 0; o < p.want.size() && o < got.size(); ++o) {
+  for (size_t o = 0; o < p.want.size(); ++o) {
     const double err = reference::RelativeL2Error(got[o], p.want[o]);
     worst = std::max(worst, std::isnan(err) ? 1e30 : err);
   }
