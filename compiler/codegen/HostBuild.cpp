@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "compiler/codegen/LaunchContract.h"
@@ -66,34 +69,43 @@ bool Run(const std::string &program, const std::vector<std::string> &args, const
 
 // What names the compiler `program` beyond its path: the first line of its
 // `--version` (a compiler upgraded in place gets new directories), asked
-// once per process.
-std::string CompilerIdentity(const std::string &program) {
+// once per process. (A wrapper such as ccache answers for itself: name the
+// compiler in TIR_HOST_CXX's flags or upgrade the wrapper with it.)
+std::string CompilerIdentity(const std::string &program, const std::filesystem::path &work_dir) {
   static std::mutex mu;
   static auto *known = new std::map<std::string, std::string>();
   std::lock_guard<std::mutex> hold(mu);
   auto it = known->find(program);
   if (it != known->end()) return it->second;
-  const std::string log = Private(std::filesystem::temp_directory_path() / "tir-cxx-version");
+  std::error_code ec;
+  std::filesystem::create_directories(work_dir, ec);
+  const std::string log = Private(work_dir / "cxx-version");
   std::string error, line;
   if (Run(program, {program, "--version"}, log, &error)) {
     std::ifstream in(log);
     std::getline(in, line);
   }
-  std::error_code ec;
   std::filesystem::remove(log, ec);
   return (*known)[program] = line;
 }
 
 // An exclusive lock on a file, held while the object lives (released when
-// its process ends, however it ends). A lock that cannot be had is no lock:
-// the callers then race, which is correct (every file is written whole),
-// only wasteful.
+// its process ends, however it ends), waited for at most `patience`. A lock
+// that cannot be had (no such file system support, a holder stuck past the
+// wait) is no lock: the callers then race, which is correct (every file is
+// written whole), only wasteful.
 class FileLock {
  public:
-  explicit FileLock(const std::filesystem::path &path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
-    if (fd_ >= 0) {
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+  FileLock(const std::filesystem::path &path, absl::Duration patience)
+      : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    const absl::Time deadline = absl::Now() + patience;
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if ((errno != EWOULDBLOCK && errno != EINTR) || absl::Now() > deadline) {
+        ::close(fd_);
+        fd_ = -1;
+        break;
       }
+      absl::SleepFor(absl::Milliseconds(50));
     }
   }
   ~FileLock() {
@@ -105,6 +117,25 @@ class FileLock {
  private:
   int fd_;
 };
+
+// How long a builder waits for another to complete a header directory: two
+// compiles of the runtime headers, on a loaded machine.
+constexpr absl::Duration kHeaderDirPatience = absl::Minutes(5);
+
+// Header directories this process will not complete again (by path): a
+// build of them failed here or in a process this one waited for, or their
+// object failed to link twice.
+struct DirMemory {
+  std::mutex mu;
+  std::set<std::string> tried;
+  std::map<std::string, int> forgotten;
+};
+DirMemory &Dirs() {
+  static auto *dirs = new DirMemory();
+  return *dirs;
+}
+
+std::atomic<int64_t> g_link_fallbacks{0};
 
 // The runtime headers of one form and compiler, in a directory every kernel
 // built with them shares, with what each kernel would otherwise compile
@@ -118,9 +149,10 @@ class FileLock {
 //    the flags match, and ignores it otherwise).
 // One caller at a time completes a directory (a lock file); it is complete
 // once `ready` exists. When the object or the precompiled header fails to
-// build, the directory is left without `ready`, the compiler's words are in
-// `<file>.log`, and stderr says so once per process: kernels then compile
-// the headers whole (slower, never wrong), and the next process tries again.
+// build, the directory is left without `ready` and with `failed`, the
+// compiler's words are in `<file>.log`, and stderr says so: kernels then
+// compile the headers whole (slower, never wrong). Neither this process nor
+// one that waited for that build tries again; a later process does.
 struct Includes {
   std::filesystem::path dir;
   std::vector<std::string> flags;  // the kernel's flags (the first: the compiler)
@@ -129,7 +161,7 @@ struct Includes {
 
 Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std::pair<std::string, std::string>> &headers,
                    const std::string &program, const std::vector<std::string> &flags, bool lanes) {
-  std::string key = absl::StrCat(program, "\n", CompilerIdentity(program), "\n");
+  std::string key = absl::StrCat(program, "\n", CompilerIdentity(program, work_dir), "\n");
   for (const std::string &f : flags) absl::StrAppend(&key, f, "\n");
   for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
   Includes out{work_dir / ("headers-" + Hex(key)), {}, ""};
@@ -144,20 +176,29 @@ Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std:
     }
     return out;
   };
-  // Directories this process found it could not complete: tried once.
-  static std::mutex mu;
-  static auto *tried = new std::set<std::string>();
+  DirMemory &dirs = Dirs();
+  const auto tried = [&] {
+    std::lock_guard<std::mutex> hold(dirs.mu);
+    return dirs.tried.count(out.dir.string()) > 0;
+  };
+  const auto remember = [&] {
+    std::lock_guard<std::mutex> hold(dirs.mu);
+    dirs.tried.insert(out.dir.string());
+  };
   std::error_code ec;
-  if (std::filesystem::exists(out.dir / "ready", ec)) return finish();
-  {
-    std::lock_guard<std::mutex> hold(mu);
-    if (tried->count(out.dir.string())) return finish();
-  }
+  if (std::filesystem::exists(out.dir / "ready", ec) || tried()) return finish();
   std::filesystem::create_directories(out.dir, ec);
-  FileLock lock(out.dir / "lock");
-  if (std::filesystem::exists(out.dir / "ready", ec)) return finish();  // completed while this one waited
+  const auto waited = std::filesystem::file_time_type::clock::now();
+  FileLock lock(out.dir / "lock", kHeaderDirPatience);
+  // Completed while this one waited, or found incomplete by a build it waited for.
+  if (std::filesystem::exists(out.dir / "ready", ec) || tried()) return finish();
+  const std::filesystem::path failed = out.dir / "failed";
+  if (std::filesystem::exists(failed, ec) && std::filesystem::last_write_time(failed, ec) >= waited && !ec) {
+    remember();
+    return finish();
+  }
   for (const auto &[name, text] : headers) WriteWhole(out.dir / name, text);
-  bool complete = true;
+  std::string missing;
   // The plain form's objects are served (host kernels) and must be the same
   // bytes from every builder: they are built from the headers alone.
   if (lanes && !headers.empty()) {
@@ -170,11 +211,16 @@ Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std:
       for (const char *a : what) args.push_back(a);
       for (const std::string &a : {std::string("-o"), tmp, first}) args.push_back(a);
       std::string error;
-      const bool built = Run(program, args, target + ".log", &error) && std::filesystem::exists(tmp);
-      if (built) std::filesystem::rename(tmp, target, ec);
+      bool built = Run(program, args, target + ".log", &error) && std::filesystem::exists(tmp);
+      if (built) {
+        std::error_code moved;
+        std::filesystem::rename(tmp, target, moved);
+        built = !moved;
+        if (moved) error = "cannot move it in place: " + moved.message();
+      }
       std::filesystem::remove(tmp, ec);
-      if (!built || ec) {
-        complete = false;
+      if (!built) {
+        absl::StrAppend(&missing, missing.empty() ? "" : ", ", std::filesystem::path(target).filename().string());
         std::fprintf(stderr, "tir: %s did not build (%s.log%s%s); kernels compile the runtime headers whole\n",
                      target.c_str(), target.c_str(), error.empty() ? "" : ": ", error.c_str());
       }
@@ -182,16 +228,32 @@ Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std:
     build(flags, {"-DTIR_LANES_SPLIT", "-DTIR_LANES_RUNTIME", "-c", "-x", "c++"}, object.string());
     build(finish().flags, {"-x", "c++-header"}, first + ".gch");
   }
-  if (complete) {
+  if (missing.empty()) {
+    std::filesystem::remove(failed, ec);
     WriteWhole(out.dir / "ready", "");
   } else {
-    std::lock_guard<std::mutex> hold(mu);
-    tried->insert(out.dir.string());
+    WriteWhole(failed, missing + "\n");
+    remember();
   }
   return finish();
 }
 
+// A kernel failed to link with `includes`' shared object: the directory is
+// marked incomplete (no `ready`, no object) so that it is built again, by
+// this process once, and then by later processes only.
+void ForgetRuntimeObject(const Includes &includes) {
+  FileLock lock(includes.dir / "lock", kHeaderDirPatience);
+  std::error_code ec;
+  std::filesystem::remove(includes.dir / "ready", ec);
+  std::filesystem::remove(includes.runtime_object, ec);
+  DirMemory &dirs = Dirs();
+  std::lock_guard<std::mutex> hold(dirs.mu);
+  if (++dirs.forgotten[includes.dir.string()] >= 2) dirs.tried.insert(includes.dir.string());
+}
+
 }  // namespace
+
+int64_t HostLinkFallbacks() { return g_link_fallbacks.load(); }
 
 HostKernel::~HostKernel() {
   if (handle_ != nullptr) dlclose(handle_);
@@ -245,7 +307,7 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   if (lanes) flags.push_back("-DTIR_EMULATE=1");
   // The object's name: its source, headers, compiler (which one, its
   // version) and flags.
-  std::string key = absl::StrCat(lanes ? "lanes\n" : "plain\n", source, "\n", *program, "\n", CompilerIdentity(*program));
+  std::string key = absl::StrCat(lanes ? "lanes\n" : "plain\n", source, "\n", *program, "\n", CompilerIdentity(*program, work_dir));
   for (const std::string &f : flags) absl::StrAppend(&key, "\n", f);
   for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
   const std::string id = Hex(key);
@@ -279,11 +341,15 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
     return ok;
   };
   bool built = compile(false);
-  // A link against the shared object that fails (a stale or foreign object)
-  // is not the kernel's fault: it compiles whole once more.
-  if (!built && !includes.runtime_object.empty() && text.find("ld returned") != std::string::npos) {
+  // A link against the shared object that fails (a damaged or stale
+  // object: GCC's and clang's drivers say so) is not the kernel's fault: it
+  // compiles whole once more, and the directory is rebuilt.
+  if (!built && !includes.runtime_object.empty() &&
+      (text.find("ld returned") != std::string::npos || text.find("linker command failed") != std::string::npos)) {
     std::fprintf(stderr, "tir: %s did not link with %s; compiling it whole\n", src.c_str(),
                  includes.runtime_object.c_str());
+    ++g_link_fallbacks;
+    ForgetRuntimeObject(includes);
     built = compile(true);
   }
   if (!built) {

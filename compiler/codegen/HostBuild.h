@@ -92,6 +92,12 @@ struct HostBuildOptions {
 absl::StatusOr<std::string> CompileHostObject(const std::string &source, const std::string &work_dir,
                                               const HostBuildOptions &options = {});
 
+// Emulated kernels this process compiled whole after they failed to link
+// with their header directory's shared emulator object (each such failure
+// also has that directory rebuilt). Tests check it stays put where the
+// shared object should serve.
+int64_t HostLinkFallbacks();
+
 // Loads a shared object from CompileHostObject. Errors: INTERNAL (dlopen).
 absl::StatusOr<std::unique_ptr<HostKernel>> LoadHostKernel(const std::string &path);
 

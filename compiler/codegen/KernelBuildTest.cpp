@@ -82,6 +82,7 @@ TEST(HostBuild, EmulatedKernelsLinkTheEmulatorCompiledOnce) {
   const std::string work = Tmp("shared_emulator");
   HostBuildOptions lanes;
   lanes.form = HostForm::kLanes;
+  const int64_t fallbacks = HostLinkFallbacks();
   for (const char *scale : {"1", "2"}) {
     const std::string source = std::string("#include \"tir_runtime.h\"\n"
                                            "extern \"C\" unsigned long tir_probe() {\n"
@@ -106,19 +107,32 @@ TEST(HostBuild, EmulatedKernelsLinkTheEmulatorCompiledOnce) {
     EXPECT_TRUE(std::filesystem::exists(entry.path() / "ready"));
   }
   ASSERT_EQ(shared.size(), 1u);
+  EXPECT_EQ(HostLinkFallbacks(), fallbacks) << "both kernels linked the shared object";
   // A shared object that no longer links (damaged on disk): the kernel is
-  // compiled whole instead, and runs.
+  // compiled whole instead, and runs; the directory is marked for a
+  // rebuild, which the next kernel gets, and that one links it again.
   std::ofstream(shared[0] / "tir_lanes_runtime.o", std::ios::trunc) << "not an object";
-  const std::string source = "#include \"tir_runtime.h\"\n"
-                             "extern \"C\" unsigned long tir_probe() { return ::tir_lanes::ScheduleName(1, 0).size(); }\n";
-  absl::StatusOr<std::string> so = CompileHostObject(source, work, lanes);
-  ASSERT_TRUE(so.ok()) << so.status();
-  void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
-  auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
-  ASSERT_NE(probe, nullptr);
-  EXPECT_EQ(probe(), std::string("high thread ids first").size());
-  dlclose(handle);
+  for (const char *scale : {"3", "4"}) {
+    SCOPED_TRACE(scale);
+    const std::string source = std::string("#include \"tir_runtime.h\"\n"
+                                           "extern \"C\" unsigned long tir_probe() {\n"
+                                           "  return ") + scale + " * ::tir_lanes::ScheduleName(1, 0).size();\n}\n";
+    absl::StatusOr<std::string> so = CompileHostObject(source, work, lanes);
+    ASSERT_TRUE(so.ok()) << so.status();
+    void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle, nullptr) << dlerror();
+    auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
+    ASSERT_NE(probe, nullptr);
+    EXPECT_EQ(probe(), std::stoul(scale) * std::string("high thread ids first").size());
+    dlclose(handle);
+    EXPECT_EQ(HostLinkFallbacks(), fallbacks + 1) << "the damaged object fails one link only";
+    if (std::string(scale) == "3") {
+      EXPECT_FALSE(std::filesystem::exists(shared[0] / "ready"));
+      EXPECT_FALSE(std::filesystem::exists(shared[0] / "tir_lanes_runtime.o"));
+    }
+  }
+  EXPECT_TRUE(std::filesystem::exists(shared[0] / "ready"));
+  EXPECT_GT(std::filesystem::file_size(shared[0] / "tir_lanes_runtime.o"), 1000u) << "rebuilt";
 }
 
 // Headers whose runtime object does not build: kernels still build (the
@@ -147,6 +161,7 @@ TEST(HostBuild, ARuntimeObjectThatFailsLeavesTheDirectoryIncomplete) {
     if (entry.path().filename().string().rfind("headers-", 0) != 0) continue;
     ++dirs;
     EXPECT_FALSE(std::filesystem::exists(entry.path() / "ready"));
+    EXPECT_TRUE(std::filesystem::exists(entry.path() / "failed"));
     EXPECT_FALSE(std::filesystem::exists(entry.path() / "tir_lanes_runtime.o"));
     std::ifstream log(entry.path() / "tir_lanes_runtime.o.log");
     const std::string words((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
