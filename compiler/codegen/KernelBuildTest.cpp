@@ -74,6 +74,23 @@ TEST(KernelBuild, HostObjectsAreTheSameBytesFromTwoWorkDirectories) {
   EXPECT_FALSE(ToolchainOf("host").empty());
 }
 
+// Compiles (emulated form, under `work`) a kernel whose tir_probe returns
+// `scale` x the length of ScheduleName(1, 0) (one of tir_lanes.h's outlined
+// functions: "high thread ids first"), loads it and calls the probe.
+absl::StatusOr<unsigned long> Probe(const std::string &work, const HostBuildOptions &lanes, int scale) {
+  const std::string source = "#include \"tir_runtime.h\"\n"
+                             "extern \"C\" unsigned long tir_probe() {\n"
+                             "  return " + std::to_string(scale) + " * ::tir_lanes::ScheduleName(1, 0).size();\n}\n";
+  TIR_ASSIGN_OR_RETURN(std::string so, CompileHostObject(source, work, lanes));
+  void *handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return absl::InternalError(dlerror());
+  auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
+  const unsigned long got = probe != nullptr ? probe() : 0;
+  dlclose(handle);
+  if (probe == nullptr) return absl::InternalError("no tir_probe in " + so);
+  return got;
+}
+
 // Emulated kernels of one header set share the emulator's machinery,
 // compiled once (tir_lanes_runtime.o, linked into each) and the headers
 // precompiled: a kernel built that way resolves the machinery's functions
@@ -83,20 +100,12 @@ TEST(HostBuild, EmulatedKernelsLinkTheEmulatorCompiledOnce) {
   HostBuildOptions lanes;
   lanes.form = HostForm::kLanes;
   const int64_t fallbacks = HostLinkFallbacks();
-  for (const char *scale : {"1", "2"}) {
-    const std::string source = std::string("#include \"tir_runtime.h\"\n"
-                                           "extern \"C\" unsigned long tir_probe() {\n"
-                                           "  return ") + scale + " * ::tir_lanes::ScheduleName(1, 0).size();\n}\n";
-    absl::StatusOr<std::string> so = CompileHostObject(source, work, lanes);
-    if (!so.ok() && ReasonOf(so.status()) == "HOST_COMPILER_MISSING") GTEST_SKIP() << so.status();
-    ASSERT_TRUE(so.ok()) << so.status();
-    void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle, nullptr) << dlerror();
-    auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
-    ASSERT_NE(probe, nullptr);
-    // "high thread ids first" (ScheduleName is one of the outlined functions).
-    EXPECT_EQ(probe(), std::stoul(scale) * std::string("high thread ids first").size());
-    dlclose(handle);
+  const size_t name = std::string("high thread ids first").size();
+  for (int scale : {1, 2}) {
+    absl::StatusOr<unsigned long> got = Probe(work, lanes, scale);
+    if (!got.ok() && ReasonOf(got.status()) == "HOST_COMPILER_MISSING") GTEST_SKIP() << got.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, scale * name);
   }
   std::vector<std::filesystem::path> shared;
   for (const auto &entry : std::filesystem::directory_iterator(work)) {
@@ -112,21 +121,13 @@ TEST(HostBuild, EmulatedKernelsLinkTheEmulatorCompiledOnce) {
   // compiled whole instead, and runs; the directory is marked for a
   // rebuild, which the next kernel gets, and that one links it again.
   std::ofstream(shared[0] / "tir_lanes_runtime.o", std::ios::trunc) << "not an object";
-  for (const char *scale : {"3", "4"}) {
+  for (int scale : {3, 4}) {
     SCOPED_TRACE(scale);
-    const std::string source = std::string("#include \"tir_runtime.h\"\n"
-                                           "extern \"C\" unsigned long tir_probe() {\n"
-                                           "  return ") + scale + " * ::tir_lanes::ScheduleName(1, 0).size();\n}\n";
-    absl::StatusOr<std::string> so = CompileHostObject(source, work, lanes);
-    ASSERT_TRUE(so.ok()) << so.status();
-    void *handle = dlopen(so->c_str(), RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(handle, nullptr) << dlerror();
-    auto probe = reinterpret_cast<unsigned long (*)()>(dlsym(handle, "tir_probe"));
-    ASSERT_NE(probe, nullptr);
-    EXPECT_EQ(probe(), std::stoul(scale) * std::string("high thread ids first").size());
-    dlclose(handle);
+    absl::StatusOr<unsigned long> got = Probe(work, lanes, scale);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, scale * name);
     EXPECT_EQ(HostLinkFallbacks(), fallbacks + 1) << "the damaged object fails one link only";
-    if (std::string(scale) == "3") {
+    if (scale == 3) {
       EXPECT_FALSE(std::filesystem::exists(shared[0] / "ready"));
       EXPECT_FALSE(std::filesystem::exists(shared[0] / "tir_lanes_runtime.o"));
     }
