@@ -72,7 +72,10 @@ inline std::string DeepGraph(int depth) {
 
 class Security : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  static void SetUpTestSuite() { StartCoordinator(""); }
+  // Starts the suite's coordinator; `extra` is more of its config (JSON
+  // members, each with a leading comma: `, "httpThreads": 8`).
+  static void StartCoordinator(const std::string &extra) {
     dir_ = new std::string(TempDir() + "/security");
     port_ = tir::testing::FreePort();
     dashboard_ = tir::testing::FreePort();
@@ -95,7 +98,8 @@ class Security : public ::testing::Test {
                           << ", \"clientTokenFile\": \"" << *dir_ << ".client\", \"readTokenFile\": \"" << *dir_
                           << ".read\", \"workerTokenFile\": \"" << *dir_ << ".worker\", \"bundleKeyFile\": \"" << *dir_
                           << ".key\", \"credentialsFile\": \"" << *dir_
-                          << ".credentials\", \"maxJobsPerClient\": 4, \"tuningWidth\": 2, \"lostAfterMs\": 30000}";
+                          << ".credentials\", \"maxJobsPerClient\": 4, \"tuningWidth\": 2, \"lostAfterMs\": 30000"
+                          << extra << "}";
     pid_ = Spawn({Runfile("server/tir-coordinator"), "--config=" + config});
     auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port_), grpc::InsecureChannelCredentials());
     clients_ = tir::v1::CompilerService::NewStub(channel).release();
