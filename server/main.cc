@@ -2,7 +2,7 @@
 // //server/api:server.
 //
 //   tir-coordinator [--config=FILE] [--listen=HOST:PORT] [--db=DIR] [--metrics-port=N] [--dashboard-port=N]
-//                   [--insecure] [--repair-store]
+//                   [--insecure] [--verify-store] [--repair-store]
 
 #include <signal.h>
 #include <unistd.h>
@@ -26,8 +26,12 @@ ABSL_FLAG(bool, insecure, false, "serve off loopback without a worker token (any
 ABSL_FLAG(std::string, db, "", "RocksDB directory of the kernel store");
 ABSL_FLAG(int, metrics_port, -1, "Prometheus /metrics port (0: off)");
 ABSL_FLAG(int, dashboard_port, -1, "dashboard and /api/status port (0: off)");
+ABSL_FLAG(bool, verify_store, false,
+          "read the store (--db) whole without changing it, every block and record, report what is damaged and "
+          "exit: 0 when sound, 1 when damaged (the report says what), 2 when it cannot be read (no store, in use)");
 ABSL_FLAG(bool, repair_store, false,
-          "salvage a damaged store (--db) and say what was kept, then exit; a coordinator refuses to start on one");
+          "salvage a damaged store (--db) and say what was lost, then exit: a copy of every file as it was goes to "
+          "DIR.lost+found/TIME/ first; a sound store is left alone; a coordinator refuses to start on a damaged one");
 
 int main(int argc, char **argv) {
   tir::ParseDashedFlags(argc, argv);
@@ -52,6 +56,15 @@ int main(int argc, char **argv) {
   if (absl::GetFlag(FLAGS_metrics_port) >= 0) config.set_metrics_port(absl::GetFlag(FLAGS_metrics_port));
   if (absl::GetFlag(FLAGS_dashboard_port) >= 0) config.set_dashboard_port(absl::GetFlag(FLAGS_dashboard_port));
   if (config.db().empty()) config.set_db(tir::CacheDir() + "/store");
+  if (absl::GetFlag(FLAGS_verify_store)) {
+    auto check = tir::store::RocksDbKernelStore::Verify(config.db());
+    if (!check.ok()) {
+      std::fprintf(stderr, "tir-coordinator: %s\n", std::string(check.status().message()).c_str());
+      return 2;
+    }
+    std::printf("%s\n", check->report.c_str());
+    return check->sound ? 0 : 1;
+  }
   if (absl::GetFlag(FLAGS_repair_store)) {
     auto report = tir::store::RocksDbKernelStore::Repair(config.db());
     if (!report.ok()) {

@@ -4,37 +4,23 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "compiler/support/status.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
+#include "server/store/rocksdb_store_check.h"
 
 namespace tir::store {
 namespace {
 
+using internal::FromRocks;
+using internal::StoreFamilies;
+using internal::StoreOptions;
+
 constexpr char kSchemaKey[] = "schema_version";
 constexpr uint32_t kMaxPageSize = 1000;
 constexpr uint32_t kDefaultPageSize = 100;
-
-// The one adapter from rocksdb::Status to absl::Status.
-absl::Status FromRocks(const rocksdb::Status& s, absl::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  const std::string msg = absl::StrCat("store: ", what, ": ", s.ToString());
-  if (s.IsNotFound()) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", msg);
-  if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) {
-    return MakeError(absl::StatusCode::kUnavailable, "STORE_UNAVAILABLE", msg);
-  }
-  if (s.IsCorruption()) {
-    return MakeError(absl::StatusCode::kDataLoss, "STORE_CORRUPT",
-                     absl::StrCat(msg, ". The store is damaged; `tir-coordinator --repair-store --db=DIR` salvages "
-                                  "what can be read and says what it kept"));
-  }
-  if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-    return MakeError(absl::StatusCode::kFailedPrecondition, "STORE_LOCKED",
-                     absl::StrCat(msg, " (is another coordinator using this --db?)"));
-  }
-  return MakeError(absl::StatusCode::kInternal, "STORE_ERROR", msg);
-}
 
 rocksdb::Slice ToSlice(absl::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
@@ -59,73 +45,26 @@ RocksDbKernelStore::~RocksDbKernelStore() {
   IgnoreError(FromRocks(db_->Close(), "close"), "closing the store");
 }
 
-namespace {
-
-// Corruption is found, not skipped: every block read is checksummed
-// (RocksDB's default, kept), files are checked when opened, and a
-// write-ahead log that cannot be replayed whole refuses the open (a torn or
-// flipped record, a truncation inside a record) instead of starting from the
-// point before it with what followed silently gone.
-rocksdb::DBOptions StoreOptions() {
-  rocksdb::DBOptions options;
-  options.create_if_missing = true;
-  options.create_missing_column_families = true;
-  options.keep_log_file_num = 4;
-  options.paranoid_checks = true;
-  options.wal_recovery_mode = rocksdb::WALRecoveryMode::kAbsoluteConsistency;
-  return options;
-}
-
-std::vector<rocksdb::ColumnFamilyDescriptor> StoreFamilies() {
-  rocksdb::ColumnFamilyOptions cf_options;
-  cf_options.paranoid_file_checks = true;
-  return {
-      {rocksdb::kDefaultColumnFamilyName, cf_options},
-      {"kernels", cf_options},
-      {"trials", cf_options},
-      {"jobs", cf_options},
-  };
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> RocksDbKernelStore::Repair(const std::string& path) {
-  if (!std::filesystem::is_directory(path)) {
-    return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", absl::StrCat("no store at ", path));
-  }
-  std::string before = "it opens as it is";
-  {
-    auto opened = Open(path);
-    if (opened.ok()) return absl::StrCat("store ", path, " is sound: nothing to repair");
-    // A lock, a permission, another schema: not damage, and not repaired.
-    if (ReasonOf(opened.status()) != "STORE_CORRUPT") return opened.status();
-    before = std::string(opened.status().message());
-  }
-  TIR_RETURN_IF_ERROR(FromRocks(rocksdb::RepairDB(path, StoreOptions(), StoreFamilies()), "repair " + path));
-  // What is left, bundle by bundle.
-  auto store = Open(path);
-  if (!store.ok()) return store.status();
-  uint64_t bundles = 0, unreadable = 0;
-  std::unique_ptr<rocksdb::Iterator> it((*store)->db_->NewIterator(rocksdb::ReadOptions(), (*store)->handles_[1]));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    tir::v1::KernelBundle b;
-    if (b.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
-      ++bundles;
-    } else {
-      ++unreadable;
-    }
-  }
-  return absl::StrCat("store ", path, " was damaged (", before, "); repaired: ", bundles,
-                      " bundles readable, ", unreadable,
-                      " unreadable; log records and table blocks that could not be read were dropped, and "
-                      "graphs whose bundles were in them compile again on their next request");
-}
-
 absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> RocksDbKernelStore::Open(
     const std::string& path) {
   // RocksDB creates the store's directory but not its parents.
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  // Damage RocksDB would open over, dropping records and deleting files
+  // (see rocksdb_store_check.cc): refused here, before anything is written.
+  internal::Inspection before = internal::Inspect(path, /*deep=*/false);
+  if (!before.damage.empty()) {
+    if (internal::Locked(path)) {
+      return MakeError(absl::StatusCode::kFailedPrecondition, "STORE_LOCKED",
+                       absl::StrCat("store: open ", path, ": its LOCK is held (is another coordinator using this --db?)"));
+    }
+    return MakeError(absl::StatusCode::kDataLoss, "STORE_CORRUPT",
+                     absl::StrCat("store ", path, " is damaged and was not opened (no file was changed): ",
+                                  absl::StrJoin(before.damage, "; "),
+                                  ". `tir-coordinator --verify-store --db=", path,
+                                  "` reports it whole; `tir-coordinator --repair-store --db=", path,
+                                  "` salvages what can be read, keeps a copy of every file and says what was lost"));
+  }
   const rocksdb::DBOptions options = StoreOptions();
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = StoreFamilies();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;

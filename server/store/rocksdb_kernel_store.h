@@ -20,15 +20,37 @@ class RocksDbKernelStore : public KernelStore {
 
   // Opens (creating if needed) the store at `path`. A store written with
   // another schema version is refused with FAILED_PRECONDITION.
-  // Damage (a write-ahead log that cannot be replayed whole, a block whose
-  // checksum fails) is DATA_LOSS / STORE_CORRUPT, never a silent start.
+  // Damage is DATA_LOSS / STORE_CORRUPT, never a silent start and never a
+  // file deleted: a write-ahead log that cannot be replayed whole, one the
+  // MANIFEST names that is missing, a MANIFEST that lost a column family or
+  // no longer lists a table file holding records the store does not have
+  // elsewhere (a truncated MANIFEST), a block whose checksum fails. The
+  // message names the file and the repair (`tir-coordinator --repair-store`).
   static absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> Open(const std::string& path);
   // Opens an existing store to read it, beside the process that has it open
   // (the local service): what it had written when this opens. Writes fail.
   // NOT_FOUND-like errors from RocksDB when there is no store at `path`.
   static absl::StatusOr<std::unique_ptr<RocksDbKernelStore>> OpenReadOnly(const std::string& path);
-  // Salvages a damaged store (rocksdb::RepairDB) and says what it kept: the
-  // bundles readable after, those unreadable. A sound store is left alone.
+
+  // What Verify found.
+  struct Check {
+    // Every file and every block read, nothing missing or left out.
+    bool sound = false;
+    // For the operator: the files, what was wrong with each, the records by
+    // kind (bundles, jobs, rounds, operations, shape checks, trials).
+    std::string report;
+  };
+  // Reads the store at `path` whole without changing it: the MANIFEST's
+  // files against the directory, every log, every block of every table file
+  // (checksums), every record (bundles parsed). STORE_LOCKED while a
+  // coordinator has it open; NOT_FOUND when there is no store.
+  static absl::StatusOr<Check> Verify(const std::string& path);
+  // Salvages a damaged store and says what it lost: Verify first (a sound
+  // store is left alone and the answer says "sound"), then a copy of every
+  // file as it was into `<path>.lost+found/<time>/`, rocksdb::RepairDB, the
+  // readable records of damaged table files put back, and Verify again. The
+  // answer gives the records by kind before and after, the files damaged,
+  // missing or set aside, and the count lost.
   static absl::StatusOr<std::string> Repair(const std::string& path);
 
   ~RocksDbKernelStore() override;
