@@ -4,11 +4,13 @@
 
 #include <pthread.h>
 
+#include <cctype>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/ir/TirDialect.h"
 #include "compiler/support/status.h"
 #include "llvm/ADT/DenseMap.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -16,14 +18,53 @@
 
 namespace tir {
 
-int TextNesting(llvm::StringRef text) {
-  int depth = 0, deepest = 0;
+namespace {
+
+bool IdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$'; }
+
+// `word` at `i` as a whole word (not inside a longer identifier).
+bool WordAt(llvm::StringRef text, size_t i, llvm::StringRef word) {
+  if (!text.substr(i).startswith(word)) return false;
+  if (i > 0 && IdentChar(text[i - 1])) return false;
+  const size_t end = i + word.size();
+  return end >= text.size() || !IdentChar(text[end]);
+}
+
+// The '<' that follows `word` at `i` (spaces between), or npos.
+size_t AngleAfter(llvm::StringRef text, size_t i, size_t wordSize) {
+  size_t j = i + wordSize;
+  while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) ++j;
+  return j < text.size() && text[j] == '<' ? j : llvm::StringRef::npos;
+}
+
+// Dims of the shaped type whose '<' is at `open`: `4x?x8xf32` has 3.
+int64_t RankAt(llvm::StringRef text, size_t open) {
+  int64_t rank = 0;
+  size_t j = open + 1;
+  while (true) {
+    while (j < text.size() && (text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) ++j;
+    const size_t first = j;
+    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '?')) ++j;
+    if (j == first || j >= text.size() || text[j] != 'x') return rank;
+    ++rank;
+    ++j;
+  }
+}
+
+}  // namespace
+
+TextFacts ScanText(llvm::StringRef text) {
+  TextFacts facts;
+  int depth = 0;
   int minus = 0;  // a run of unary minus signs: the affine parser recurses once per sign
+  int affineDepth = -1;  // the depth inside an affine map's '<', or -1 outside one
+  int64_t terms = 0;
   const size_t n = text.size();
   for (size_t i = 0; i < n; ++i) {
     const char c = text[i];
     if (c == '-' && !(i + 1 < n && text[i + 1] == '>')) {
-      deepest = std::max(deepest, depth + ++minus);
+      facts.depth = std::max(facts.depth, depth + ++minus);
+      if (affineDepth >= 0) facts.affine_terms = std::max(facts.affine_terms, ++terms);
       continue;
     }
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') minus = 0;
@@ -41,20 +82,68 @@ int TextNesting(llvm::StringRef text) {
       ++i;
       continue;
     }
+    if (c == '=') {
+      const bool comparison = (i + 1 < n && text[i + 1] == '=') || (i > 0 && std::strchr("=<>!", text[i - 1]));
+      if (!comparison) ++facts.assignments;
+      continue;
+    }
+    if (affineDepth >= 0) {
+      if (c == '+' || c == '*') {
+        facts.affine_terms = std::max(facts.affine_terms, ++terms);
+      } else if (c == 'm' || c == 'f' || c == 'c') {
+        for (llvm::StringRef op : {"mod", "floordiv", "ceildiv"}) {
+          if (WordAt(text, i, op)) {
+            facts.affine_terms = std::max(facts.affine_terms, ++terms);
+            i += op.size() - 1;
+            break;
+          }
+        }
+        continue;
+      }
+    } else if (c == 'a' && (WordAt(text, i, "affine_map") || WordAt(text, i, "affine_set"))) {
+      if (const size_t open = AngleAfter(text, i, 10); open != llvm::StringRef::npos) {
+        affineDepth = depth + 1;
+        terms = 0;
+        i = open - 1;  // the '<' opens below
+        continue;
+      }
+    } else if ((c == 't' && WordAt(text, i, "tensor")) || (c == 'm' && WordAt(text, i, "memref")) ||
+               (c == 'v' && WordAt(text, i, "vector"))) {
+      if (const size_t open = AngleAfter(text, i, 6); open != llvm::StringRef::npos) {  // all three have 6 letters
+        facts.rank = std::max(facts.rank, RankAt(text, open));
+      }
+    }
     if (c == '(' || c == '[' || c == '{' || c == '<') {
-      deepest = std::max(deepest, ++depth);
+      facts.depth = std::max(facts.depth, ++depth);
+    } else if (c == '>' && i + 1 < n && text[i + 1] == '=') {
+      ++i;  // `>=` compares (an affine set's constraint)
     } else if ((c == ')' || c == ']' || c == '}' || c == '>') && depth > 0) {
+      if (c == '>' && depth == affineDepth) affineDepth = -1;
       --depth;
     }
   }
-  return deepest;
+  return facts;
 }
 
+int TextNesting(llvm::StringRef text) { return ScanText(text).depth; }
+
 absl::Status CheckTextNesting(llvm::StringRef text, llvm::StringRef what, int max_depth) {
-  const int depth = TextNesting(text);
-  if (depth <= max_depth) return absl::OkStatus();
-  return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
-                   absl::StrCat(what.str(), " nests ", depth, " brackets deep; graphs may nest at most ", max_depth));
+  const TextFacts facts = ScanText(text);
+  if (facts.depth > max_depth) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     absl::StrCat(what.str(), " nests ", facts.depth, " brackets deep; graphs may nest at most ",
+                                  max_depth));
+  }
+  if (facts.affine_terms > kMaxAffineTerms) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     absl::StrCat(what.str(), " has an affine map of ", facts.affine_terms,
+                                  " operators; graphs' affine maps may have at most ", kMaxAffineTerms));
+  }
+  if (facts.rank > kMaxRank) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
+                     absl::StrCat(what.str(), " has a type of rank ", facts.rank, ", above the limit of ", kMaxRank));
+  }
+  return absl::OkStatus();
 }
 
 namespace {

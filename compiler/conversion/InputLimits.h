@@ -4,7 +4,13 @@
 // nesting, so a few kilobytes of `[[[[...]]]]` would exhaust a thread's
 // stack. Graph input from the network is bounded before MLIR sees it:
 //  - text (a graph's MLIR text, an attribute's text in the proto form) is
-//    scanned for its bracket depth, which may not pass kMaxGraphNesting;
+//    scanned once, without recursion, before MLIR sees it: its bracket depth
+//    may not pass kMaxGraphNesting, an affine map or set may hold at most
+//    kMaxAffineTerms operators (the affine parser recurses once per
+//    operator and simplifies in time that grows with the square of the
+//    terms: a bracketless `d0+d0+...` of millions of terms overflowed any
+//    stack), and a shaped type (tensor, memref, vector) may have at most
+//    kMaxRank dims (building a type of rank 100,000 took minutes);
 //  - text and bytecode are parsed on a thread with a stack of
 //    kParseStackBytes (bytecode cannot be scanned without decoding it);
 //  - the parsed module's attributes and types are walked without recursion
@@ -18,6 +24,7 @@
 #define TIR_COMPILER_CONVERSION_INPUTLIMITS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 #include "absl/status/status.h"
@@ -30,6 +37,10 @@ namespace tir {
 // graphs stay under 20 (a module, a graph, a region, a dense literal of a
 // rank-6 constant, a type with an encoding).
 inline constexpr int kMaxGraphNesting = 256;
+
+// Most operators (+ - * mod floordiv ceildiv) one affine map or set may
+// hold. Access maps of real graphs have a few dozen.
+inline constexpr int64_t kMaxAffineTerms = 1024;
 
 // Largest graph bytecode taken (it cannot be scanned before it is parsed;
 // at this size its nesting fits the parse stack). Text and the proto form
@@ -50,8 +61,19 @@ inline constexpr size_t kParseStackBytes = size_t{256} << 20;
 // the brackets around them. Never recurses.
 int TextNesting(llvm::StringRef text);
 
-// INVALID_GRAPH when `text` nests deeper than `max_depth`; `what` names it
-// ("the graph's text", "attribute 'x'").
+// What one linear scan of MLIR text finds (strings and comments skipped).
+struct TextFacts {
+  int depth = 0;              // TextNesting
+  int64_t affine_terms = 0;   // operators of the largest affine map or set
+  int64_t rank = 0;           // dims of the shaped type of highest rank
+  int64_t assignments = 0;    // `=` signs (each op with results has one)
+};
+TextFacts ScanText(llvm::StringRef text);
+
+// INVALID_GRAPH when `text` nests deeper than `max_depth`, holds an affine
+// map of more than kMaxAffineTerms operators or a type of rank above
+// kMaxRank; `what` names it ("the graph's text", "attribute 'x'"). Linear in
+// the text's length.
 absl::Status CheckTextNesting(llvm::StringRef text, llvm::StringRef what, int max_depth = kMaxGraphNesting);
 
 // INVALID_GRAPH when an attribute or type of an op under `root` (the ops'

@@ -39,6 +39,60 @@ TEST(TextNesting, CountsBracketsOutsideStringsCommentsAndArrows) {
   EXPECT_EQ(TextNesting("]]]]]][[1]]"), 2);  // stray closers cannot hide depth
 }
 
+TEST(ScanText, CountsAffineOperatorsAndRanks) {
+  const TextFacts map = ScanText("#m = affine_map<(d0, d1) -> (d0 * 2 + d1 mod 3, d1 floordiv 4 - 1)>");
+  EXPECT_EQ(map.affine_terms, 5);
+  EXPECT_EQ(ScanText("affine_set<(d0) : (d0 - 1 >= 0, d0 == 0)>").affine_terms, 1);
+  // Operators outside an affine map are not its terms; the map ends at its '>'.
+  EXPECT_EQ(ScanText("affine_map<(d0) -> (d0)> + + + mod").affine_terms, 0);
+  EXPECT_EQ(ScanText("tensor<4x?x8xf32>").rank, 3);
+  EXPECT_EQ(ScanText("memref<2x2xbf16, affine_map<(d0, d1) -> (d1, d0)>>").rank, 2);
+  EXPECT_EQ(ScanText("tensor<f32> vector<4xf32> tensor<*xf32>").rank, 1);
+  EXPECT_EQ(ScanText("%a = exp %b {x = 1} %c == %d >= 0").assignments, 2);
+}
+
+// A graph whose module carries an affine map of `terms` operators and no
+// brackets to count (a read-only client's LookupKernel crashed a
+// coordinator's parser with 3-4 million).
+std::string AffineBomb(int terms, const std::string &op) {
+  std::string expr = "d0";
+  for (int i = 0; i < terms; ++i) expr += op;
+  return GraphWith("affine_map<(d0) -> (" + expr + ")>");
+}
+
+TEST(InputLimits, AffineMapsOfMillionsOfTermsAreRefusedBeforeParsing) {
+  auto ctx = makeTirContext();
+  tir::v1::GraphSource src;
+  src.set_mlir_text(AffineBomb(3000000, "+d0"));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(ReasonOf(g.status()), "INVALID_GRAPH");
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("affine map of 3000000 operators"));
+  src.set_mlir_text(AffineBomb(60000, " mod 3 + d0"));
+  g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("affine map of 120000 operators"));
+  // A map within the bound parses.
+  src.set_mlir_text(AffineBomb(kMaxAffineTerms / 2, " mod 3 + d0"));
+  EXPECT_TRUE(LoadGraphSource(src, ctx.get()).ok());
+}
+
+TEST(InputLimits, TypesOfHugeRankAreRefusedBeforeParsing) {
+  auto ctx = makeTirContext();
+  std::string dims;
+  for (int i = 0; i < 100000; ++i) dims += "1x";
+  tir::v1::GraphSource src;
+  src.set_mlir_text("tir.graph @g(%x: tensor<" + dims + "f32>) -> tensor<4xf32> {\n  %y = exp %x : tensor<" + dims +
+                    "f32>\n  results %y : tensor<4xf32>\n}\n");
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(ReasonOf(g.status()), "INVALID_GRAPH");
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("a type of rank 100000, above the limit of 8"));
+  // As a module attribute too.
+  src.set_mlir_text(GraphWith("tensor<" + dims + "f32>"));
+  EXPECT_EQ(ReasonOf(LoadGraphSource(src, ctx.get()).status()), "INVALID_GRAPH");
+}
+
 TEST(InputLimits, TextNestedTenThousandDeepIsRefusedNotACrash) {
   auto ctx = makeTirContext();
   tir::v1::GraphSource src;
