@@ -60,6 +60,7 @@ struct WorkPool::Task {
 WorkPool::WorkPool(int threads, size_t max_queued)
     : max_queued_(max_queued),
       max_per_client_(std::max<size_t>(1, max_queued / 8)),
+      threads_count_(std::max(1, threads)),
       max_running_per_client_(std::max(1, std::max(1, threads) / 2)) {
   for (int k = 0; k < std::max(1, threads); ++k) threads_.emplace_back([this] { Work(); });
 }
@@ -135,7 +136,11 @@ int WorkPool::running() const {
 bool WorkPool::Eligible(const std::string &client) const {
   if (client.empty()) return true;
   auto it = running_by_client_.find(client);
-  return it == running_by_client_.end() || it->second < max_running_per_client_;
+  if (it == running_by_client_.end()) return true;
+  // A client with a task running takes another only under its share, and
+  // only while a thread stays free for a client with nothing running: two
+  // clients (or any number) each at its share cannot hold every thread.
+  return it->second < max_running_per_client_ && running_ + 1 < threads_count_;
 }
 
 bool WorkPool::HasNext() const {

@@ -9,8 +9,10 @@
 //    instead of piling up. The queue is fair across clients: each client
 //    has its own, served in turn (one task each, round robin); at most an
 //    eighth of the bound waits for any one client, one client's tasks take
-//    at most half the threads at once (at least one), and a client with
-//    nothing running goes before those with tasks running. A client that
+//    at most half the threads at once (at least one), a client's second
+//    task starts only while another thread stays free (so busy clients
+//    together never hold the last thread), and a client with nothing
+//    running goes before those with tasks running. A client that
 //    sends a hundred heavy requests keeps the other threads free for the
 //    rest; a newcomer waits for the first thread to free, not for a task of
 //    every busy client.
@@ -89,6 +91,7 @@ class WorkPool {
   bool HasNext() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Eligible(const std::string &client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   const size_t max_queued_, max_per_client_;
+  const int threads_count_;
   int max_running_per_client_ = 1;
   mutable absl::Mutex mu_;
   // Waiting tasks by client, and the clients with any in the order they are

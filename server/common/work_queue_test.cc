@@ -190,5 +190,31 @@ TEST(WorkPoolTest, AClientWithNothingRunningGoesFirst) {
   pool.Drain();
 }
 
+// Two clients at their shares (half the threads each) would hold every
+// thread; a client's second task waits while it would take the last free
+// one, so a third client's short task runs while both keep theirs.
+TEST(WorkPoolTest, TwoBusyClientsLeaveAThreadForAThird) {
+  WorkPool pool(4, 64);
+  absl::Notification release;
+  std::atomic<int> running{0}, c_ran{0};
+  for (const char *who : {"a", "b"}) {
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(pool.Submit([&] {
+                    ++running;
+                    release.WaitForNotification();
+                  }, "q", who).ok());
+    }
+  }
+  for (int i = 0; i < 1000 && running < 3; ++i) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_EQ(running, 3);
+  EXPECT_EQ(pool.running(), 3) << "a fourth busy task took the last thread";
+  ASSERT_TRUE(pool.Submit([&] { ++c_ran; }, "q", "c").ok());
+  for (int i = 0; i < 1000 && c_ran == 0; ++i) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_EQ(c_ran, 1) << "c waited for a or b";
+  release.Notify();
+  pool.Drain();
+  EXPECT_EQ(running, 6);
+}
+
 }  // namespace
 }  // namespace tir::common
