@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "compiler/conversion/InputLimits.h"
 #include "compiler/fingerprint/Fingerprint.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/nvrtc/nvrtc_compiler.h"
@@ -61,6 +62,26 @@ absl::StatusOr<Parsed> RequestKeyer::Parse(const tir::v1::GraphSource &source, c
   // "ieee" is the default spelled out: one key for both.
   p.precision = options.precision() == "tf32" ? "tf32" : "";
   p.width = static_cast<int>(options.budget().max_candidates_per_kernel());
+  // The ops are bounded before anything is built: the proto form's by its
+  // count, the text's by its `=` signs (each op with results has one, an
+  // attribute one more; a graph of maxOpsPerGraph ops with a few attributes
+  // each passes).
+  const uint64_t opsBound = 4 * uint64_t{max_ops_} + 1024;
+  if (source.has_graph() && static_cast<uint64_t>(source.graph().ops_size()) > max_ops_) {
+    return limits_.Exceeded("maxOpsPerGraph", max_ops_,
+                            absl::StrCat("the graph has ", source.graph().ops_size(), " operations"));
+  }
+  if (source.source_case() == tir::v1::GraphSource::kMlirText) {
+    const uint64_t assignments = static_cast<uint64_t>(ScanText(source.mlir_text()).assignments);
+    if (assignments > opsBound) {
+      return limits_.Exceeded("maxOpsPerGraph", max_ops_,
+                              absl::StrCat("the graph's text has ", assignments, " assignments (more than ", opsBound,
+                                           " cannot be ", max_ops_, " operations)"));
+    }
+  }
+  // Parsing and verifying count toward the planning budget (Plan takes what
+  // is left of it).
+  p.started = absl::Now();
   p.graph = std::make_shared<ParsedGraph>();
   p.graph->context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(p.graph->loaded, LoadGraphSource(source, p.graph->context.get()));
@@ -69,6 +90,11 @@ absl::StatusOr<Parsed> RequestKeyer::Parse(const tir::v1::GraphSource &source, c
   graph.getBody().walk([&](mlir::Operation *) { ++ops; });
   if (ops > max_ops_) {
     return limits_.Exceeded("maxOpsPerGraph", max_ops_, absl::StrCat("the graph has ", ops, " operations"));
+  }
+  if (planning_budget_ > absl::ZeroDuration() && absl::Now() - p.started > planning_budget_) {
+    return limits_.Exceeded("planningBudgetMs", absl::ToInt64Milliseconds(planning_budget_),
+                            absl::StrCat("parsing and verifying the graph took ",
+                                         absl::ToInt64Milliseconds(absl::Now() - p.started), " ms"));
   }
   // Dynamic dims: the shape asked, its bucket and the shape tuned at.
   const std::vector<reference::DynamicDim> dims = reference::DynamicDimsOf(graph);
@@ -114,6 +140,7 @@ absl::StatusOr<Parsed> RequestKeyer::Parse(const tir::v1::GraphSource &source, c
   auto known = std::make_shared<Parsed>(p);
   known->signature.Clear();  // the hot path needs only the key and the shape
   known->graph.reset();
+  known->started = absl::InfinitePast();
   const std::string raw = RawKey(source, options, arch);
   // What the entry keeps, roughly (the shape texts and sizes grow with the
   // graph's inputs).
@@ -149,7 +176,11 @@ absl::StatusOr<std::vector<tuning::KernelWork>> RequestKeyer::Plan(Parsed &parse
   if (parsed.width > 0) config.width = parsed.width;
   const std::vector<std::vector<int64_t>> *tuned = parsed.dynamic ? &parsed.tuned_args : nullptr;
   planning::PlanOptions options{parsed.precision, tuned};
-  if (planning_budget_ > absl::ZeroDuration()) options.deadline = absl::Now() + planning_budget_;
+  // The budget counts from the start of parsing (a request known by its
+  // bytes was parsed just now, for its plan).
+  if (planning_budget_ > absl::ZeroDuration()) {
+    options.deadline = (parsed.started == absl::InfinitePast() ? absl::Now() : parsed.started) + planning_budget_;
+  }
   options.max_candidates = max_planned_candidates_;
   options.max_kernels = max_kernels_;
   absl::StatusOr<std::vector<tuning::KernelWork>> work =

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/synchronization/mutex.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/planning/Calibration.h"
@@ -58,8 +59,10 @@ struct Parsed {
   std::string bucket_text;
   // What the request asked that was ignored.
   std::vector<std::string> notes;
-  // Set by Parse (null from Known).
+  // Set by Parse (null from Known), with when parsing began: the planning
+  // budget counts from then.
   std::shared_ptr<ParsedGraph> graph;
+  absl::Time started = absl::InfinitePast();
 };
 
 // Sets an operation's shape metadata (a dynamic graph's shape, bucket, notes).
