@@ -14,6 +14,10 @@
 
 #include "compiler/planning/AccessMaps.h"
 
+#include <limits>
+#include <optional>
+
+#include "absl/strings/str_join.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "mlir/IR/Builders.h"
@@ -38,11 +42,35 @@ bool Static(const std::vector<int64_t> &s) {
   return llvm::none_of(s, [](int64_t d) { return mlir::ShapedType::isDynamic(d); });
 }
 
-// Row-major strides of a static shape.
-std::vector<int64_t> Strides(const std::vector<int64_t> &s) {
+bool DynamicDim(int64_t d) { return mlir::ShapedType::isDynamic(d) || d < 0; }  // iteration domains say -1
+
+// Row-major strides of a shape whose dims are static but for the outermost
+// (the strides are products of the inner dims); nullopt for any other shape,
+// or strides past int64.
+std::optional<std::vector<int64_t>> Strides(const std::vector<int64_t> &s) {
   std::vector<int64_t> st(s.size(), 1);
-  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; --i) {
+    if (DynamicDim(s[i + 1]) || s[i + 1] == 0 || st[i + 1] > std::numeric_limits<int64_t>::max() / s[i + 1]) {
+      return std::nullopt;
+    }
+    st[i] = st[i + 1] * s[i + 1];
+  }
   return st;
+}
+
+// Whether every floordiv, ceildiv and mod of `map` divides by a positive
+// constant (what the kernel's index arithmetic can compute).
+bool DivisorsInRange(AffineMap map) {
+  bool ok = true;
+  for (AffineExpr e : map.getResults()) {
+    e.walk([&](AffineExpr sub) {
+      auto bin = sub.dyn_cast<mlir::AffineBinaryOpExpr>();
+      if (!bin || sub.getKind() == mlir::AffineExprKind::Add || sub.getKind() == mlir::AffineExprKind::Mul) return;
+      auto c = bin.getRHS().dyn_cast<mlir::AffineConstantExpr>();
+      if (!c || c.getValue() <= 0) ok = false;
+    });
+  }
+  return ok;
 }
 
 class Builder {
@@ -64,7 +92,15 @@ class Builder {
     mlir::Block &block = graph_.getBodyBlock();
     mlir::Operation *terminator = block.getTerminator();
     for (mlir::OpOperand &use : terminator->getOpOperands()) {
-      if (use.get().getType().isa<mlir::RankedTensorType>()) use_map_[&use] = Natural(use.get().getType());
+      if (!use.get().getType().isa<mlir::RankedTensorType>()) continue;
+      AffineMap m = Natural(use.get().getType());
+      if (!m) {
+        return graph_.emitOpError() << "result " << use.getOperandNumber() << " of type " << use.get().getType()
+                                    << " is a reshape of the iteration domain across dynamic dims (["
+                                    << absl::StrJoin(domain_, ", ")
+                                    << "]): its index cannot be computed by an affine map";
+      }
+      use_map_[&use] = m;
     }
     llvm::SmallVector<mlir::Operation *> ops;
     for (mlir::Operation &op : block.without_terminator()) ops.push_back(&op);
@@ -103,7 +139,60 @@ class Builder {
       return Map(r);
     }
     // A reshaped value: through the linear index of the domain.
-    return Delinearize(LinearIndex(IdentityExprs(), domain_), s);
+    if (std::optional<AffineExpr> lin = LinearIndex(IdentityExprs(), domain_)) {
+      if (AffineMap m = Delinearize(*lin, s)) return m;
+    }
+    // Dynamic dims inside. A value that only adds or drops unit dims: each
+    // other dim is the domain's dim it was (dynamic ones included).
+    {
+      llvm::SmallVector<size_t> kept;
+      for (size_t i = 0; i < domain_.size(); ++i) {
+        if (domain_[i] != 1) kept.push_back(i);
+      }
+      llvm::SmallVector<AffineExpr> exprs;
+      size_t k = 0;
+      bool same = true;
+      for (int64_t d : s) {
+        if (d == 1) {
+          exprs.push_back(C(0));
+          continue;
+        }
+        const int64_t dom = k < kept.size() ? domain_[kept[k]] : 1;
+        same = same && k < kept.size() && (DynamicDim(d) ? DynamicDim(dom) : d == dom);
+        if (!same) break;
+        exprs.push_back(D(kept[k++]));
+      }
+      if (same && k == kept.size()) return Map(exprs);
+    }
+    // Else the leading dims the value shares with the domain are its own (a dynamic one when every dim after it is static
+    // and their products agree, so the two sizes are equal), the rest
+    // through their linear index. Null when that leaves a dynamic dim other
+    // than the outermost of the rest.
+    size_t p = 0;
+    while (p < s.size() && p < domain_.size() && !DynamicDim(s[p]) && s[p] == domain_[p]) ++p;
+    if (p < s.size() && p < domain_.size() && DynamicDim(s[p]) && DynamicDim(domain_[p])) {
+      std::optional<int64_t> inner = StaticProduct({s.begin() + p + 1, s.end()});
+      if (inner && inner == StaticProduct({domain_.begin() + p + 1, domain_.end()})) ++p;
+    }
+    llvm::SmallVector<AffineExpr> rest;
+    for (size_t i = p; i < domain_.size(); ++i) rest.push_back(D(i));
+    std::optional<AffineExpr> lin = LinearIndex(rest, {domain_.begin() + p, domain_.end()});
+    AffineMap tail = lin ? Delinearize(*lin, {s.begin() + p, s.end()}) : AffineMap();
+    if (!tail) return AffineMap();
+    llvm::SmallVector<AffineExpr> exprs;
+    for (size_t i = 0; i < p; ++i) exprs.push_back(D(i));
+    exprs.append(tail.getResults().begin(), tail.getResults().end());
+    return Map(exprs);
+  }
+
+  // The product of `dims`; nullopt when one is dynamic or it passes int64.
+  static std::optional<int64_t> StaticProduct(const std::vector<int64_t> &dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      if (DynamicDim(d) || (d != 0 && n > std::numeric_limits<int64_t>::max() / d)) return std::nullopt;
+      n *= d;
+    }
+    return n;
   }
 
   llvm::SmallVector<AffineExpr> IdentityExprs() const {
@@ -112,17 +201,27 @@ class Builder {
     return e;
   }
 
-  AffineExpr LinearIndex(llvm::ArrayRef<AffineExpr> idx, const std::vector<int64_t> &shape) const {
-    std::vector<int64_t> st = Strides(shape);
+  // The row-major linear index of `idx` in `shape`; nullopt when a dim
+  // other than the outermost is dynamic.
+  std::optional<AffineExpr> LinearIndex(llvm::ArrayRef<AffineExpr> idx, const std::vector<int64_t> &shape) const {
+    std::optional<std::vector<int64_t>> st = Strides(shape);
+    if (!st) return std::nullopt;
     AffineExpr lin = C(0);
-    for (size_t i = 0; i < idx.size(); ++i) lin = lin + idx[i] * st[i];
+    for (size_t i = 0; i < idx.size(); ++i) lin = lin + idx[i] * (*st)[i];
     return lin;
   }
 
+  // `lin` as an index of `shape`; null when a dim other than the outermost
+  // is dynamic (the outermost, dynamic, is the quotient, in range when `lin`
+  // is).
   AffineMap Delinearize(AffineExpr lin, const std::vector<int64_t> &shape) const {
-    std::vector<int64_t> st = Strides(shape);
+    std::optional<std::vector<int64_t>> st = Strides(shape);
+    if (!st) return AffineMap();
     llvm::SmallVector<AffineExpr> r;
-    for (size_t j = 0; j < shape.size(); ++j) r.push_back(lin.floorDiv(st[j]) % shape[j]);
+    for (size_t j = 0; j < shape.size(); ++j) {
+      AffineExpr q = lin.floorDiv((*st)[j]);
+      r.push_back(DynamicDim(shape[j]) ? q : q % shape[j]);
+    }
     return Map(r);
   }
 
@@ -138,7 +237,17 @@ class Builder {
       }
     }
     if (byMap.empty()) {
-      Assign(op, Natural(result.getType()));
+      AffineMap natural = Natural(result.getType());
+      if (!natural) {
+        if (conflict_) {
+          *conflict_ = op;
+          return mlir::failure();
+        }
+        return op->emitOpError() << "result of type " << result.getType()
+                                 << " is a reshape of the iteration domain across dynamic dims: its index cannot be "
+                                    "computed by an affine map";
+      }
+      Assign(op, natural);
       return mlir::success();
     }
     if (byMap.size() > 1 && !IsPointwiseLikeOp(op)) {
@@ -195,7 +304,8 @@ class Builder {
         set(0, Map(r));
       } else if (Static(in) && Static(out)) {
         llvm::SmallVector<AffineExpr> idx(map.getResults().begin(), map.getResults().end());
-        set(0, Delinearize(LinearIndex(idx, out), in));
+        std::optional<AffineExpr> lin = LinearIndex(idx, out);
+        if (AffineMap m = lin ? Delinearize(*lin, in) : AffineMap()) set(0, m);
       }
     } else if (auto cat = llvm::dyn_cast<ConcatenateOp>(op)) {
       int64_t offset = 0;
@@ -292,6 +402,22 @@ mlir::FailureOr<AccessMaps> ComputeAccessMaps(GraphOp kernel, mlir::Operation **
   kernel.walk([&](mlir::Operation *op) {
     if (auto a = op->getAttrOfType<mlir::AffineMapAttr>("tir.access")) maps.results[op] = a.getValue();
   });
+  // What the kernel computes its indices with: every division and modulus
+  // by a positive constant, or the kernel is refused here (a modulus by a
+  // dynamic size's placeholder once reached a kernel and killed its caller).
+  for (const auto &[op, map] : maps.results) {
+    if (!DivisorsInRange(map)) {
+      return op->emitOpError() << "index map " << mlir::AffineMapAttr::get(map)
+                               << " divides by a non-positive or non-constant amount";
+    }
+  }
+  for (const auto &[use, map] : maps.operands) {
+    if (!DivisorsInRange(map)) {
+      return use->getOwner()->emitOpError() << "operand " << use->getOperandNumber() << " index map "
+                                            << mlir::AffineMapAttr::get(map)
+                                            << " divides by a non-positive or non-constant amount";
+    }
+  }
   return maps;
 }
 

@@ -337,6 +337,18 @@ tir.graph @g(%x: tensor<?x8xf32>, %b: tensor<?x8xf32>, %d: index) -> (tensor<?x1
   %s = sigmoid_fwd %t : tensor<1x?x8xf32>
   results %n, %s : tensor<?x1x8xf32>, tensor<1x?x8xf32>
 })mlir"},
+      // A kernel whose iteration domain is one output (2x1x?x8) and whose
+      // other output drops its unit dim: the dropped-dim output's index was
+      // once taken through the domain's linear index with the dynamic size's
+      // placeholder as a stride and a modulus (`mod -9223372036854775808`),
+      // a kernel that died with SIGILL and took its caller with it.
+      {"dynamic_unit_reshape_output_beside_its_input", R"mlir(
+tir.graph @g(%x: tensor<2x?x8xf32>, %d: index) -> (tensor<2x?x8xf32>, tensor<2x1x?x8xf32>) {
+  %e = exp %x : tensor<2x?x8xf32>
+  %r = reshape %e dynamic_dims(%d) : tensor<2x?x8xf32> -> tensor<2x1x?x8xf32>
+  %n = neg %e : tensor<2x?x8xf32>
+  results %n, %r : tensor<2x?x8xf32>, tensor<2x1x?x8xf32>
+})mlir"},
       {"dynamic_reshape_of_computed_values", R"mlir(
 nv_tensor_ir.graph @g(%x: tensor<?x3xf32>, %cols: index, %y: tensor<?x32x4xf32>, %z: tensor<?x128xf32>) -> (tensor<3x?xf32>, tensor<?x128xf32>) {
   %e = exp %x : tensor<?x3xf32>

@@ -66,3 +66,19 @@ tir.graph @rownorm(%x: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %y = div %x, %s : (tensor<8x64xf32>, tensor<8x1xf32>) -> tensor<8x64xf32>
   results %y : tensor<8x64xf32>
 }
+
+// -----
+
+// Tests that an output that only drops a unit dim of a dynamic iteration
+// domain reads the domain's own dims (it once went through the domain's
+// linear index, with the dynamic size's placeholder as a stride and a
+// modulus: `mod -9223372036854775808`).
+// CHECK-LABEL: tir.graph @unit_k0
+// CHECK-SAME: tir.iteration_domain = array<i64: 2, 1, -1, 8>
+// CHECK: exp {{.*}}tir.access = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+// CHECK-NOT: mod -
+tir.graph @unit(%x: tensor<2x?x8xf32>, %d: index) -> (tensor<2x?x8xf32>, tensor<2x1x?x8xf32>) {
+  %e = exp %x : tensor<2x?x8xf32>
+  %r = reshape %e dynamic_dims(%d) : tensor<2x?x8xf32> -> tensor<2x1x?x8xf32>
+  results %e, %r : tensor<2x?x8xf32>, tensor<2x1x?x8xf32>
+}
