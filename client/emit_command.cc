@@ -25,6 +25,7 @@
 #include "compiler/perf/Report.h"
 #include "compiler/planning/Plan.h"
 #include "compiler/reference/Interpreter.h"
+#include "compiler/support/private_dir.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -33,11 +34,10 @@ namespace {
 
 using planning::KernelKindName;
 
-absl::Status Write(const std::filesystem::path &path, const std::string &data) {
-  std::ofstream out(path, std::ios::binary);
-  out << data;
-  if (!out) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot write " + path.string());
-  return absl::OkStatus();
+// Each file is written whole by rename: a link planted at its name is
+// replaced, never written through.
+absl::Status Write(const std::filesystem::path &path, const std::string &data, mode_t mode = 0644) {
+  return WriteFileReplacing(path.string(), data, mode);
 }
 
 // The kernel graph in MLIR's generic form, which keeps every attribute the
@@ -195,9 +195,10 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
   const std::string name = graph.getSymName().str();
   std::filesystem::path dir = options.out_dir.empty() ? std::filesystem::path("tir-" + name)
                                                       : std::filesystem::path(options.out_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_ARGUMENT", "cannot create " + dir.string());
+  // This user's (levels made here 0700), not writable by anyone else, and
+  // under directories nobody else can change: a directory another user
+  // made (in /tmp, say) is refused, never built in.
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(dir.string(), DirAccess::kOwned));
   for (const auto &[header, text] : codegen::RuntimeHeaders()) TIR_RETURN_IF_ERROR(Write(dir / header, text));
   std::string report = absl::StrFormat("@%s for %s: %d kernel(s) in %s\n", name, arch.name,
                                        planned.partition.kernels.size(), dir.string());
@@ -341,7 +342,8 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
     TIR_ASSIGN_OR_RETURN(std::unique_ptr<codegen::HostKernel> built,
                          codegen::BuildHostKernel(emitted, (dir / ".build").string(), build));
     if (!arch.is_gpu) {
-      std::filesystem::copy_file(built->path(), dir / (stem + ".host.so"), std::filesystem::copy_options::overwrite_existing, ec);
+      TIR_ASSIGN_OR_RETURN(const std::string object, Read(built->path()));
+      TIR_RETURN_IF_ERROR(Write(dir / (stem + ".host.so"), object, 0755));
       absl::StrAppendFormat(&report, "  %s.host.so\n", stem);
     }
     if (!options.verify) continue;
@@ -356,6 +358,15 @@ absl::StatusOr<std::string> EmitGraph(GraphOp graph, const target::ArchInfo &arc
 
 absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptions &options) {
   TIR_ASSIGN_OR_RETURN(target::ArchInfo arch, target::LookupDevice(options.arch, options.device));
+  // The compile cache's cubins are used as they are found: only from a
+  // directory of this user's alone (UNSAFE_DIRECTORY otherwise). One that
+  // cannot be made (a read-only home) is done without, as before.
+  EmitOptions o = options;
+  if (!o.compile_cache_dir.empty()) {
+    const absl::Status made = MakeTrustedDirectory(o.compile_cache_dir);
+    if (ReasonOf(made) == "UNSAFE_DIRECTORY") return made;
+    if (!made.ok()) o.compile_cache_dir.clear();
+  }
   auto context = makeTirContext();
   TIR_ASSIGN_OR_RETURN(LoadedGraphs loaded, LoadGraphsText(text, context.get()));
   std::string report;
@@ -379,13 +390,13 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
                       "), emitted on their own\n");
       continue;
     }
-    TIR_ASSIGN_OR_RETURN(std::string one, EmitGraph(graph, arch, options, allPassed, reports));
+    TIR_ASSIGN_OR_RETURN(std::string one, EmitGraph(graph, arch, o, allPassed, reports));
     report += one;
   }
   if (!allPassed) {
     return MakeError(absl::StatusCode::kInternal, "KERNEL_WRONG", report + "verification failed");
   }
-  if (options.report && options.report_json) {
+  if (o.report && o.report_json) {
     std::string json;
     llvm::raw_string_ostream os(json);
     os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
@@ -399,6 +410,12 @@ absl::StatusOr<std::string> EmitCommand(const std::string &text, const EmitOptio
 absl::StatusOr<std::string> VerifyCommand(const std::string &dir_name, const VerifyOptions &options) {
   const std::filesystem::path dir(dir_name);
   std::error_code ec;
+  // Its sources are compiled and run here, its .build used: a directory of
+  // this user's that nobody else can write to.
+  if (absl::Status trusted = CheckTrustedDirectory(dir_name, DirAccess::kOwned);
+      !trusted.ok() && ReasonOf(trusted) != "NOT_FOUND") {
+    return trusted;
+  }
   std::vector<std::string> stems;
   for (const auto &entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();

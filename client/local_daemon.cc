@@ -20,6 +20,7 @@
 #include "client/local_service.h"
 #include "compiler/support/cli.h"
 #include "compiler/support/digest.h"
+#include "compiler/support/private_dir.h"
 #include "compiler/support/status.h"
 #include "compiler/support/version.h"
 #include "google/protobuf/util/time_util.h"
@@ -67,11 +68,12 @@ absl::Status WriteSecret(const std::string &path, const std::string &text) {
 
 // `lock`: the lock file's descriptor once this process holds it (-1 before).
 absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
-  std::error_code ec;
-  const std::string cache =
-      std::filesystem::absolute(o.cache_dir.empty() ? CacheDir() : o.cache_dir, ec).lexically_normal().string();
+  TIR_ASSIGN_OR_RETURN(const std::string cache, LocalCacheDir(o.cache_dir));
   const LocalServicePaths p(cache);
-  TIR_RETURN_IF_ERROR(PrivateDirectory(p.dir));
+  // The cache (the store is in it) and the service's directory: this
+  // user's alone, under directories nobody else can change.
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(cache));
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(p.dir));
   lock = o.lock_fd;
   if (lock < 0) {
     TIR_ASSIGN_OR_RETURN(const int fd, OpenLockFile(p.lock));

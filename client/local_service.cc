@@ -1,6 +1,9 @@
 #include "client/local_service.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -14,7 +17,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -25,6 +30,7 @@
 #include "absl/strings/strip.h"
 #include "client/bundle_signature.h"
 #include "compiler/support/cli.h"
+#include "compiler/support/private_dir.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -39,17 +45,14 @@ absl::Status Internal(const std::string &what) {
 
 std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), " s"); }
 
-// An existing directory must be private (this user's, 0700, not a link);
-// a missing one is fine (nothing runs).
-absl::Status CheckPrivateIfPresent(const std::string &dir) {
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return absl::OkStatus();
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-    return MakeError(absl::StatusCode::kFailedPrecondition, "UNSAFE_DIRECTORY",
-                     absl::StrCat(dir, " must be a directory owned by this user with mode 0700 (the local service's "
-                                  "socket and lock are in it)"));
-  }
-  return absl::OkStatus();
+// An existing service directory must be private, under directories only
+// root and this user can change; a missing one is fine (nothing runs):
+// false then.
+absl::StatusOr<bool> CheckServiceDirIfPresent(const std::string &dir) {
+  const absl::Status s = CheckTrustedDirectory(dir);
+  if (ReasonOf(s) == "NOT_FOUND") return false;
+  TIR_RETURN_IF_ERROR(s);
+  return true;
 }
 
 // True when this descriptor now holds the lock; false when another does.
@@ -100,6 +103,105 @@ std::string LogTail(const std::string &log, int lines = 12) {
   }
   std::string out;
   for (const std::string &l : tail) absl::StrAppend(&out, "\n  ", l);
+  return out;
+}
+
+absl::Status Untrusted(const std::string &why) {
+  return MakeError(absl::StatusCode::kFailedPrecondition, "UNTRUSTED_SERVICE_RECORD",
+                   "the local service's record is not trusted: " + why);
+}
+
+std::vector<std::string> Lines(const std::string &path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(std::move(line));
+  return out;
+}
+
+// What process `pid` has open: files (device, inode) and socket inodes.
+struct Descriptors {
+  std::set<std::pair<dev_t, ino_t>> files;
+  std::set<uint64_t> sockets;
+};
+
+absl::StatusOr<Descriptors> DescriptorsOf(int64_t pid) {
+  const std::string dir = absl::StrCat("/proc/", pid, "/fd");
+  DIR *d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    return Untrusted(absl::StrCat("cannot list the descriptors of pid ", pid, " (", std::strerror(errno), ")"));
+  }
+  Descriptors out;
+  while (const struct dirent *e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = dir + "/" + e->d_name;
+    char link[128];
+    const ssize_t n = ::readlink(path.c_str(), link, sizeof(link) - 1);
+    absl::string_view target(link, n > 0 ? static_cast<size_t>(n) : 0);
+    uint64_t inode = 0;
+    if (absl::ConsumePrefix(&target, "socket:[") && absl::ConsumeSuffix(&target, "]") &&
+        absl::SimpleAtoi(target, &inode)) {
+      out.sockets.insert(inode);
+      continue;
+    }
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) out.files.emplace(st.st_dev, st.st_ino);
+  }
+  ::closedir(d);
+  return out;
+}
+
+uint32_t Hex32(const std::string &hex) { return static_cast<uint32_t>(std::strtoul(hex.c_str(), nullptr, 16)); }
+
+// The inodes of the sockets that take connections made to `port` on
+// 127.0.0.1: listening there or on the any-address, IPv4 or IPv6 (an IPv6
+// any-address socket takes IPv4 connections too).
+std::set<uint64_t> TcpListeners(int port) {
+  std::set<uint64_t> out;
+  for (const char *table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    const bool v6 = absl::EndsWith(table, "6");
+    for (const std::string &line : Lines(table)) {
+      std::istringstream in(line);
+      std::vector<std::string> f;
+      for (std::string w; f.size() < 10 && in >> w;) f.push_back(w);
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      if (f.size() < 10 || f[3] != "0A") continue;  // 0A: LISTEN
+      const size_t colon = f[1].find(':');
+      if (colon == std::string::npos || static_cast<int>(Hex32(f[1].substr(colon + 1))) != port) continue;
+      const std::string addr = f[1].substr(0, colon);
+      // Addresses as the kernel prints them: each 32-bit word in network
+      // order read as a host integer.
+      bool reaches = false;
+      if (!v6 && addr.size() == 8) {
+        const uint32_t a = Hex32(addr);
+        reaches = a == 0 || a == htonl(INADDR_LOOPBACK);
+      } else if (v6 && addr.size() == 32) {
+        const uint32_t w[4] = {Hex32(addr.substr(0, 8)), Hex32(addr.substr(8, 8)), Hex32(addr.substr(16, 8)),
+                               Hex32(addr.substr(24, 8))};
+        reaches = (w[0] | w[1] | w[2] | w[3]) == 0 ||
+                  (w[0] == 0 && w[1] == 0 && w[2] == htonl(0xffff) && w[3] == htonl(INADDR_LOOPBACK));
+      }
+      uint64_t inode = 0;
+      if (reaches && absl::SimpleAtoi(f[9], &inode)) out.insert(inode);
+    }
+  }
+  return out;
+}
+
+// The inodes of the Unix sockets listening at `path`.
+std::set<uint64_t> UnixListeners(const std::string &path) {
+  std::set<uint64_t> out;
+  for (const std::string &line : Lines("/proc/net/unix")) {
+    // Num RefCount Protocol Flags Type St Inode Path (the path may hold spaces).
+    std::istringstream in(line);
+    std::string num, refs, protocol, flags, type, state, inode_text;
+    if (!(in >> num >> refs >> protocol >> flags >> type >> state >> inode_text)) continue;
+    std::string rest;
+    std::getline(in, rest);
+    const size_t start = rest.find_first_not_of(' ');
+    if (start == std::string::npos || rest.substr(start) != path) continue;
+    uint64_t inode = 0;
+    if ((Hex32(flags) & 0x10000) != 0 && absl::SimpleAtoi(inode_text, &inode)) out.insert(inode);  // __SO_ACCEPTCON
+  }
   return out;
 }
 
@@ -241,6 +343,67 @@ LocalServicePaths::LocalServicePaths(const std::string &cache_dir)
 
 std::string LocalServiceDir(const std::string &cache_dir) { return LocalServicePaths(cache_dir).dir; }
 
+absl::StatusOr<std::string> LocalCacheDir(const std::string &cache_dir) {
+  std::string cache = cache_dir;
+  if (cache.empty()) {
+    TIR_ASSIGN_OR_RETURN(cache, UserCacheDir());
+  }
+  std::error_code ec;
+  cache = std::filesystem::absolute(cache, ec).lexically_normal().string();
+  while (cache.size() > 1 && cache.back() == '/') cache.pop_back();
+  return cache;
+}
+
+absl::Status VerifyLocalService(const std::string &cache_dir, const tir::v1::LocalService &service) {
+  TIR_ASSIGN_OR_RETURN(const std::string cache, LocalCacheDir(cache_dir));
+  const LocalServicePaths p(cache);
+  const std::string &address = service.address();
+  const int64_t pid = service.pid();
+  int port = 0;
+  const bool unix_socket = address == "unix:" + p.sock;
+  if (!unix_socket) {
+    absl::string_view rest = address;
+    if (!absl::ConsumePrefix(&rest, "127.0.0.1:") || !absl::SimpleAtoi(rest, &port) || port <= 0 || port > 65535) {
+      return Untrusted(absl::StrCat("its address ", address, " is neither ", p.sock, " nor a loopback TCP port"));
+    }
+  }
+  if (!service.token_file().empty() && service.token_file() != p.client_token) {
+    return Untrusted(absl::StrCat("its token file ", service.token_file(), " is not ", p.client_token));
+  }
+  if (!unix_socket && service.token_file().empty()) return Untrusted("it names TCP and no token file");
+  if (pid <= 0) return Untrusted("it names no process");
+  struct stat st;
+  if (::stat(absl::StrCat("/proc/", pid).c_str(), &st) != 0) {
+    return Untrusted(absl::StrCat("its process (pid ", pid, ") is gone: the service ended without removing it"));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Untrusted(absl::StrCat("pid ", pid, " is another user's process (uid ", st.st_uid, ")"));
+  }
+  TIR_ASSIGN_OR_RETURN(const Descriptors fds, DescriptorsOf(pid));
+  struct stat lock;
+  if (::lstat(p.lock.c_str(), &lock) != 0 || !S_ISREG(lock.st_mode) || lock.st_uid != ::geteuid()) {
+    return Untrusted(p.lock + " is missing or not this user's file");
+  }
+  if (fds.files.count({lock.st_dev, lock.st_ino}) == 0) {
+    return Untrusted(absl::StrCat("pid ", pid, " does not hold ", p.lock, " (it is not the service)"));
+  }
+  {
+    TIR_ASSIGN_OR_RETURN(const int fd, OpenLockFile(p.lock));
+    const bool free = TryLock(fd);
+    ::close(fd);
+    if (free) return Untrusted(absl::StrCat("nobody holds ", p.lock));
+  }
+  const std::set<uint64_t> listening = unix_socket ? UnixListeners(p.sock) : TcpListeners(port);
+  if (listening.empty()) return Untrusted(absl::StrCat("nothing listens at ", address));
+  for (uint64_t inode : listening) {
+    if (fds.sockets.count(inode) == 0) {
+      return Untrusted(absl::StrCat("a socket listening at ", address, " is not pid ", pid,
+                                    "'s: another process holds that address"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Duration DefaultIdleTimeout() {
   int64_t seconds = 0;
   const char *env = std::getenv("TIR_SERVICE_IDLE_TIMEOUT");
@@ -337,43 +500,59 @@ absl::StatusOr<ClientOptions> LocalClientOptions(const tir::v1::LocalService &se
 }
 
 absl::StatusOr<tir::v1::LocalService> FindLocalService(const std::string &cache_dir, absl::Time deadline) {
-  const LocalServicePaths p(cache_dir.empty() ? CacheDir() : cache_dir);
-  TIR_RETURN_IF_ERROR(CheckPrivateIfPresent(p.dir));
+  TIR_ASSIGN_OR_RETURN(const std::string cache, LocalCacheDir(cache_dir));
+  const LocalServicePaths p(cache);
+  TIR_ASSIGN_OR_RETURN(const bool present, CheckServiceDirIfPresent(p.dir));
+  if (!present) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs for " + p.dir);
   absl::StatusOr<tir::v1::LocalService> record = ReadLocalServiceRecord(p.record);
-  absl::Status probe = absl::OkStatus();
+  absl::Status trust = absl::OkStatus(), probe = absl::OkStatus();
   if (record.ok()) {
-    probe = Probe(*record, std::min(deadline, absl::Now() + absl::Seconds(2)));
-    if (probe.ok()) return record;
+    // Nothing is sent to an address before the record is trusted.
+    trust = VerifyLocalService(cache, *record);
+    if (trust.ok()) {
+      probe = Probe(*record, std::min(deadline, absl::Now() + absl::Seconds(2)));
+      if (probe.ok()) return record;
+    }
   }
   if (!std::filesystem::exists(p.lock)) {
     return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs for " + p.dir);
   }
   TIR_ASSIGN_OR_RETURN(int fd, OpenLockFile(p.lock));
   const bool free = TryLock(fd);
+  // Nobody holds the lock: what is there is a dead service's (a stale
+  // record, socket and token), removed while the lock is held here.
+  if (free) RemoveLeftovers(p);
   ::close(fd);
   if (free) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no local service runs for " + p.dir);
   return MakeError(absl::StatusCode::kUnavailable, "UNAVAILABLE",
                    absl::StrCat("the local service (pid ", LockHolder(p.lock), ") holds ", p.lock,
-                                record.ok() ? absl::StrCat(" and does not answer at ", record->address(), " (",
-                                                           probe.message(), ")")
-                                            : " and is starting (no record yet)",
+                                !record.ok()  ? " and is starting (no record yet)"
+                                : !trust.ok() ? absl::StrCat(" and is starting (", trust.message(), ")")
+                                              : absl::StrCat(" and does not answer at ", record->address(), " (",
+                                                             probe.message(), ")"),
                                 "; its log: ", p.log));
 }
 
 absl::StatusOr<tir::v1::LocalService> EnsureLocalService(const LocalServiceOptions &options, absl::Time deadline) {
-  std::error_code ec;
-  const std::string cache =
-      std::filesystem::absolute(options.cache_dir.empty() ? CacheDir() : options.cache_dir, ec).lexically_normal().string();
+  TIR_ASSIGN_OR_RETURN(const std::string cache, LocalCacheDir(options.cache_dir));
   const LocalServicePaths p(cache);
-  TIR_RETURN_IF_ERROR(PrivateDirectory(p.dir));
+  // The cache (its store, bundles, builds) and the service's directory:
+  // this user's alone, under directories nobody else can change.
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(cache));
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(p.dir));
   const absl::Time begin = absl::Now();
   bool started = false;
   absl::Status last = absl::OkStatus();
   for (;;) {
     absl::StatusOr<tir::v1::LocalService> record = ReadLocalServiceRecord(p.record);
+    bool trusted = false;
     if (record.ok()) {
-      last = Probe(*record, std::min(deadline, absl::Now() + absl::Seconds(2)));
-      if (last.ok()) return record;
+      // Nothing is sent to an address before the record is trusted: a
+      // stale one (its service gone) is replaced below.
+      last = VerifyLocalService(cache, *record);
+      trusted = last.ok();
+      if (trusted) last = Probe(*record, std::min(deadline, absl::Now() + absl::Seconds(2)));
+      if (trusted && last.ok()) return record;
     }
     if (!started) {
       TIR_ASSIGN_OR_RETURN(int fd, OpenLockFile(p.lock));
@@ -397,9 +576,11 @@ absl::StatusOr<tir::v1::LocalService> EnsureLocalService(const LocalServiceOptio
       return MakeError(
           absl::StatusCode::kDeadlineExceeded, "DEADLINE_EXCEEDED",
           absl::StrCat("no local service answered within ", Seconds(deadline - begin), ": ",
-                       record.ok() ? absl::StrCat("the one at ", record->address(), " (pid ", record->pid(),
-                                                  ") does not answer (", last.message(), ")")
-                                   : absl::StrCat("one is starting (pid ", pid, " holds ", p.lock, ")"),
+                       record.ok() && trusted
+                           ? absl::StrCat("the one at ", record->address(), " (pid ", record->pid(),
+                                          ") does not answer (", last.message(), ")")
+                           : absl::StrCat("one is starting (pid ", pid, " holds ", p.lock, ")",
+                                          record.ok() ? absl::StrCat("; ", last.message()) : ""),
                        "; its log: ", p.log, "; `tirctl service stop` ends it"));
     }
     absl::SleepFor(std::min(left, absl::Milliseconds(20)));
@@ -407,9 +588,10 @@ absl::StatusOr<tir::v1::LocalService> EnsureLocalService(const LocalServiceOptio
 }
 
 absl::StatusOr<bool> StopLocalService(const std::string &cache_dir, absl::Time deadline) {
-  const LocalServicePaths p(cache_dir.empty() ? CacheDir() : cache_dir);
-  TIR_RETURN_IF_ERROR(CheckPrivateIfPresent(p.dir));
-  if (!std::filesystem::exists(p.lock)) return false;
+  TIR_ASSIGN_OR_RETURN(const std::string cache, LocalCacheDir(cache_dir));
+  const LocalServicePaths p(cache);
+  TIR_ASSIGN_OR_RETURN(const bool present, CheckServiceDirIfPresent(p.dir));
+  if (!present || !std::filesystem::exists(p.lock)) return false;
   TIR_ASSIGN_OR_RETURN(int fd, OpenLockFile(p.lock));
   if (TryLock(fd)) {
     RemoveLeftovers(p);
@@ -417,11 +599,13 @@ absl::StatusOr<bool> StopLocalService(const std::string &cache_dir, absl::Time d
     return false;
   }
   const int64_t pid = LockHolder(p.lock);
-  // The holder is a service of tir's (`... service serve ...`), not another
-  // process that got the pid of a dead one.
+  // The holder is a service of tir's (`... service serve ...`) and this
+  // user's, not another process that got the pid of a dead one.
   std::ifstream cmdline(absl::StrCat("/proc/", pid, "/cmdline"));
   const std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  if (pid <= 0 || args.find(std::string("service\0serve\0", 14)) == std::string::npos) {
+  struct stat owner;
+  if (pid <= 0 || args.find(std::string("service\0serve\0", 14)) == std::string::npos ||
+      ::stat(absl::StrCat("/proc/", pid).c_str(), &owner) != 0 || owner.st_uid != ::geteuid()) {
     ::close(fd);
     return MakeError(absl::StatusCode::kFailedPrecondition, "FAILED_PRECONDITION",
                      absl::StrCat(p.lock, " is held by pid ", pid, ", which is not a tir service; not stopped"));

@@ -17,9 +17,18 @@
 //                 the service then listens on loopback TCP and every call
 //                 needs the client token (0600)
 //
+// Trusting the record: service.json names an address, and the address of a
+// dead service may have been taken since by anyone (a loopback TCP port,
+// by another local user). The record is trusted only when its pid is a live
+// process of this user's that has the lock file open while the lock is held
+// and owns the socket listening at the recorded address (/proc: its
+// descriptors, /proc/net/unix or tcp); otherwise it is stale, is removed
+// once nobody holds the lock, and a fresh service is started. No call, and
+// no token, goes to an address before that (VerifyLocalService).
+//
 // Starting (EnsureLocalService):
-//  1. a service whose record names an address that answers (ListWorkers)
-//     is used;
+//  1. a service whose record is trusted (above) and that answers
+//     (ListWorkers) is used;
 //  2. else a client that takes the lock (flock LOCK_NB) knows no service
 //     runs: it removes what a dead one left, starts `BINARY service serve`
 //     detached (its own session, fds 0-2 to the log, the locked descriptor
@@ -47,12 +56,17 @@ namespace tir::client {
 // <cache_dir>/service.
 std::string LocalServiceDir(const std::string &cache_dir);
 
+// `cache_dir` ("" : the user's, UserCacheDir()) absolute and normalized, as
+// the service and its clients name it. Errors: NO_CACHE_DIRECTORY.
+absl::StatusOr<std::string> LocalCacheDir(const std::string &cache_dir);
+
 // How long a service started now stays up without client calls or running
 // jobs: $TIR_SERVICE_IDLE_TIMEOUT seconds (0: forever), else 15 minutes.
 absl::Duration DefaultIdleTimeout();
 
 struct LocalServiceOptions {
-  // "" : $XDG_CACHE_HOME/tir, else ~/.cache/tir.
+  // "" : $XDG_CACHE_HOME/tir, else ~/.cache/tir (NO_CACHE_DIRECTORY when
+  // the user has neither).
   std::string cache_dir;
   // For a service started by this call: its worker's backend (auto, host,
   // cuda), its idle timeout (zero: none).
@@ -67,10 +81,11 @@ struct LocalServiceOptions {
 // $TIR_BIN_DIR/client/tirctl), else on PATH. NOT_FOUND otherwise.
 absl::StatusOr<std::string> FindTirctl();
 
-// The running service's record, once it answers by `deadline` (a probe of at
-// most 2 s). NOT_FOUND: none runs (nobody holds the lock). UNAVAILABLE: one
-// holds the lock and does not answer (starting, or stuck; the message names
-// its pid and log).
+// The running service's record, once it is trusted and answers by
+// `deadline` (a probe of at most 2 s). NOT_FOUND: none runs (nobody holds
+// the lock; a stale record is removed). UNAVAILABLE: one holds the lock and
+// does not answer, or its record is not trusted yet (starting, or stuck;
+// the message names its pid and log). UNSAFE_DIRECTORY.
 absl::StatusOr<tir::v1::LocalService> FindLocalService(const std::string &cache_dir, absl::Time deadline);
 
 // The running service, started first when none runs. Errors:
@@ -85,8 +100,17 @@ absl::StatusOr<tir::v1::LocalService> EnsureLocalService(const LocalServiceOptio
 // still there at `deadline`.
 absl::StatusOr<bool> StopLocalService(const std::string &cache_dir, absl::Time deadline);
 
+// OK when `service` (read from <cache_dir>/service/service.json) names this
+// user's running service: the address is the service directory's socket or
+// loopback TCP with the directory's token file; the pid is a live process
+// of this user's; it has the lock file open and the lock is held; and the
+// socket listening at the address (every one that takes connections there:
+// loopback and any-address, IPv4 and IPv6) is one of its descriptors.
+// UNTRUSTED_SERVICE_RECORD (FAILED_PRECONDITION) saying which fails.
+absl::Status VerifyLocalService(const std::string &cache_dir, const tir::v1::LocalService &service);
+
 // `base` pointed at the service: its address, and its client token when it
-// serves on TCP.
+// serves on TCP (only for a record VerifyLocalService trusts).
 absl::StatusOr<ClientOptions> LocalClientOptions(const tir::v1::LocalService &service, ClientOptions base = {});
 
 // The service's record as JSON (what service.json holds).

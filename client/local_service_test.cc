@@ -8,11 +8,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -284,6 +287,85 @@ TEST_F(LocalServiceTest, AServiceThatCannotStartSaysWhyAndNoStoreIsMade) {
   }
 }
 
+TEST_F(LocalServiceTest, ARecordIsTrustedOnlyForTheLiveServiceThatHoldsItsLockAndSocket) {
+  absl::StatusOr<tir::v1::LocalService> s = EnsureLocalService(Options(), absl::Now() + absl::Seconds(60));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(VerifyLocalService(cache_, *s).ok()) << VerifyLocalService(cache_, *s);
+  const auto untrusted = [&](const tir::v1::LocalService &r) { return ReasonOf(VerifyLocalService(cache_, r)); };
+  tir::v1::LocalService r = *s;
+  r.set_pid(::getpid());  // a process of this user's, neither the lock's holder nor the socket's
+  EXPECT_EQ(untrusted(r), "UNTRUSTED_SERVICE_RECORD");
+  r = *s;
+  r.set_pid(1);
+  EXPECT_EQ(untrusted(r), "UNTRUSTED_SERVICE_RECORD");
+  r = *s;
+  r.set_pid(0);
+  EXPECT_EQ(untrusted(r), "UNTRUSTED_SERVICE_RECORD");
+  r = *s;
+  r.set_address("unix:" + root_ + "/elsewhere");
+  EXPECT_EQ(untrusted(r), "UNTRUSTED_SERVICE_RECORD");
+  r = *s;
+  r.set_address("127.0.0.1:1");  // TCP without the directory's token file
+  EXPECT_EQ(untrusted(r), "UNTRUSTED_SERVICE_RECORD");
+  r.set_token_file(root_ + "/token");
+  EXPECT_EQ(untrusted(r), "UNTRUSTED_SERVICE_RECORD");
+  // Killed: the record stays behind and is trusted no more; the next
+  // client removes it (the lock is free) and finds no service.
+  ASSERT_EQ(::kill(static_cast<pid_t>(s->pid()), SIGKILL), 0);
+  ASSERT_TRUE(GoneWithin(absl::Seconds(30)));
+  const LocalServicePaths p(cache_);
+  ASSERT_TRUE(std::filesystem::exists(p.record)) << "an unclean exit leaves the record";
+  const absl::Status stale = VerifyLocalService(cache_, *s);
+  EXPECT_EQ(ReasonOf(stale), "UNTRUSTED_SERVICE_RECORD");
+  EXPECT_THAT(std::string(stale.message()), HasSubstr("gone"));
+  EXPECT_EQ(FindLocalService(cache_, absl::Now() + absl::Seconds(5)).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(p.record)) << "the stale record is cleared";
+}
+
+TEST_F(LocalServiceTest, ASocketAtTheRecordedAddressHeldByAnotherProcessIsNotTrusted) {
+  // This process holds the lock and is named by the record; another
+  // process listens at the socket.
+  const LocalServicePaths p(cache_);
+  ASSERT_TRUE(std::filesystem::create_directories(p.dir));
+  ::chmod(cache_.c_str(), 0700);
+  ::chmod(p.dir.c_str(), 0700);
+  absl::StatusOr<int> lock = OpenLockFile(p.lock);
+  ASSERT_TRUE(lock.ok());
+  ASSERT_EQ(::flock(*lock, LOCK_EX | LOCK_NB), 0);
+  tir::v1::LocalService record;
+  record.set_address("unix:" + p.sock);
+  record.set_pid(::getpid());
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t other = ::fork();
+  if (other == 0) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, p.sock.c_str(), sizeof(a.sun_path) - 1);
+    const char ok = ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof(a)) == 0 && ::listen(fd, 4) == 0 ? 'R' : 'F';
+    (void)!::write(ready[1], &ok, 1);
+    for (;;) ::pause();
+  }
+  ::close(ready[1]);
+  char got = 0;
+  ASSERT_EQ(::read(ready[0], &got, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(got, 'R');
+  const absl::Status s = VerifyLocalService(cache_, record);
+  EXPECT_EQ(ReasonOf(s), "UNTRUSTED_SERVICE_RECORD") << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("another process holds that address"));
+  testing::Stop(other, SIGKILL);
+  ::unlink(p.sock.c_str());
+  // The same, listening here: trusted.
+  {
+    testing::SilentServer silent(p.sock);
+    EXPECT_TRUE(VerifyLocalService(cache_, record).ok()) << VerifyLocalService(cache_, record);
+  }
+  ::close(*lock);
+  EXPECT_EQ(ReasonOf(VerifyLocalService(cache_, record)), "UNTRUSTED_SERVICE_RECORD") << "no lock held";
+}
+
 TEST_F(LocalServiceTest, AnUnsafeDirectoryIsRefused) {
   ASSERT_TRUE(std::filesystem::create_directories(root_ + "/elsewhere"));
   ASSERT_TRUE(std::filesystem::create_directories(cache_));
@@ -293,6 +375,16 @@ TEST_F(LocalServiceTest, AnUnsafeDirectoryIsRefused) {
   EXPECT_EQ(ReasonOf(FindLocalService(cache_, absl::Now() + absl::Seconds(5)).status()), "UNSAFE_DIRECTORY");
   EXPECT_FALSE(std::filesystem::exists(cache_ + "/store"));
   std::filesystem::remove(LocalServicePaths(cache_).dir);
+  // A cache under a directory anyone may write to (not sticky): refused
+  // before anything is made in it.
+  const std::string shared = root_ + "/shared";
+  ASSERT_TRUE(std::filesystem::create_directories(shared));
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  LocalServiceOptions o = Options();
+  o.cache_dir = shared + "/cache";
+  s = EnsureLocalService(o, absl::Now() + absl::Seconds(30));
+  EXPECT_EQ(ReasonOf(s.status()), "UNSAFE_DIRECTORY") << s.status();
+  EXPECT_FALSE(std::filesystem::exists(o.cache_dir));
 }
 
 }  // namespace

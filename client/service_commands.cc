@@ -17,6 +17,8 @@
 #include "compiler/reference/DynamicShapes.h"
 #include "compiler/reference/Interpreter.h"
 #include "compiler/reference/ShapeSolver.h"
+#include "compiler/support/cli.h"
+#include "compiler/support/private_dir.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -220,6 +222,11 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
   if (op.has_error()) return OperationError(op);
   const tir::v1::KernelBundle &b = op.response();
   std::string path = o.out_path;
+  if (o.cache_dir.empty() && (path.empty() || o.verify)) {
+    // No cache directory (no HOME, no XDG_CACHE_HOME, no home): never a
+    // shared directory instead.
+    TIR_RETURN_IF_ERROR(UserCacheDir().status());
+  }
   if (path.empty()) {
     // The file is named by the key the service sent: a key is 64 hex digits,
     // and anything else (a path, "../") is refused, never written to.
@@ -233,13 +240,24 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
     std::string suffix = shape.empty() ? "" : "@" + shape;
     std::replace(suffix.begin(), suffix.end(), ' ', ';');
     path = absl::StrCat(o.cache_dir, "/bundles/", b.key(), suffix, ".pb");
+    // The cache's bundles directory: this user's alone, under directories
+    // nobody else can change (UNSAFE_DIRECTORY otherwise).
+    TIR_RETURN_IF_ERROR(MakeTrustedDirectory(o.cache_dir + "/bundles"));
+  } else if (std::filesystem::path(path).has_parent_path()) {
+    std::error_code ec;  // a directory that cannot be made shows in the write's error
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   }
-  std::error_code ec;
-  if (std::filesystem::path(path).has_parent_path()) std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   {
-    std::ofstream out(path, std::ios::binary);
-    if (!out || !b.SerializeToOstream(&out)) {
-      return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot write the bundle to " + path);
+    // Written whole by rename: a link planted at the path is replaced,
+    // never written through.
+    std::string bytes;
+    if (!b.SerializeToString(&bytes)) {
+      return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot serialize the bundle for " + path);
+    }
+    const absl::Status written = WriteFileReplacing(path, bytes, o.out_path.empty() ? 0600 : 0644);
+    if (!written.ok()) {
+      return MakeError(absl::StatusCode::kInternal, "INTERNAL",
+                       absl::StrCat("cannot write the bundle to ", path, ": ", written.message()));
     }
   }
   std::string verified;
@@ -278,6 +296,9 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
       want[i] = reference::AsStored(want[i], strides);
       if (reference::HasRounding(ref.rounding[i])) ref.rounding[i] = reference::AsStored(ref.rounding[i], strides);
     }
+    // Its binaries are written and loaded there: a directory of this
+    // user's alone, under directories nobody else can change.
+    TIR_RETURN_IF_ERROR(MakeTrustedDirectory(o.cache_dir + "/verify"));
     TIR_ASSIGN_OR_RETURN(std::vector<reference::Tensor> got,
                          RunHostBundle(b, inputs, absl::StrCat(o.cache_dir, "/verify")));
     bool ok = got.size() == want.size();

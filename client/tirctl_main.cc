@@ -25,6 +25,7 @@
 #include "client/emit_command.h"
 #include "client/plan_command.h"
 #include "client/service_commands.h"
+#include "compiler/support/cli.h"
 #include "compiler/support/status.h"
 
 namespace {
@@ -282,7 +283,7 @@ int main(int argc, char **argv) {
     const bool oIsFormat = report && (dashO == "json" || dashO == "text");
     tir::client::EmitOptions options{arch.empty() ? "sm_90a" : arch, flag("--candidate", "default"),
                                      oIsFormat ? "" : Resolve(dashO), flags.count("--verify") > 0,
-                                     cacheDir + "/nvrtc"};
+                                     cacheDir.empty() ? "" : cacheDir + "/nvrtc"};
     options.precision = flag("--precision");
     options.report = report;
     options.report_json = report && (dashO == "json" || flag("--output") == "json");
@@ -302,7 +303,10 @@ int main(int argc, char **argv) {
     po.json = json;
     po.precision = flag("--precision");
     // --explain: the corrections learnt from the local store's trials.
-    if (flags.count("--explain")) po.store_dir = cacheDir + "/store";
+    if (flags.count("--explain")) {
+      if (cacheDir.empty()) return Fail(tir::UserCacheDir().status());
+      po.store_dir = cacheDir + "/store";
+    }
     return Print(tir::client::PlanCommand(text, po));
   }
   static const std::map<std::string, size_t> kArity = {{"compile", 2}, {"get", 2}, {"ls", 1},

@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import pty
+import pwd
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import time
 import junit  # tests/testing: results as JUnit XML
 
 import tir
-from tir import local_service
+from tir import TirError, local_service
 
 results = junit.Results("local_service_test")
 root = os.environ["TIR_BIN_DIR"]
@@ -324,6 +325,68 @@ bundle = tir.compile(g1, client=client, progress=False)
 check("a client kept across a stop gets the service back, and its bundle",
       bundle.key == got[0]["key"] and local_service.find() is not None)
 client.close()
+
+# -- a stale record whose loopback port another local user took ---------------------
+# A cache path too long for a Unix socket: the service serves loopback TCP
+# with a token. Killed, it leaves its record; the attacker (nobody, where
+# this test can become it) binds the port. Nothing is sent there.
+
+SQUAT = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    print("connection", c.recv(65536)[:32], flush=True)
+"""
+
+
+def another_user():
+    if os.geteuid() == 0:
+        try:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+        except OSError:
+            pass  # a user namespace that maps nobody else: another process of this user's
+
+
+long_cache = os.path.join(os.path.dirname(cache), "d" * 60, "e" * 60)
+first = local_service.ensure(path=long_cache, backend="host", timeout=60)
+check("a long cache path serves loopback TCP", first.address.startswith("127.0.0.1:"), first.address)
+os.kill(first.pid, signal.SIGKILL)
+check("... and a killed one frees its lock", lock_free(os.path.join(long_cache, "service", "lock"), 30))
+squatter = subprocess.Popen([sys.executable, "-c", SQUAT, first.address.rsplit(":", 1)[1]], stdout=subprocess.PIPE,
+                            text=True, preexec_fn=another_user)
+check("the attacker binds the dead service's port", squatter.stdout.readline().strip() == "ready")
+stale = local_service._record(long_cache)
+try:
+    local_service.verify(stale, long_cache)
+    why = "trusted"
+except TirError as e:
+    why = e.reason
+check("the stale record is not trusted", why == "UNTRUSTED_SERVICE_RECORD", why)
+check("find() does not use it", local_service.find(long_cache) is None)
+fresh = local_service.ensure(path=long_cache, backend="host", timeout=60)
+check("ensure() starts a fresh service on a port of its own",
+      fresh.pid != first.pid and fresh.address != first.address, (first.address, fresh.address))
+with local_service.client_for(fresh) as c:
+    check("... which answers", c.workers() != [])
+squatter.kill()
+got = squatter.communicate()[0]
+check("the attacker's listener got no connection (nor the token)", "connection" not in got, got[-300:])
+check("that service stops", local_service.stop(long_cache))
+
+# Without HOME and XDG_CACHE_HOME: the passwd entry's home, never /tmp.
+env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+done = subprocess.run([sys.executable, "-c", "from tir import local_service; print(local_service.cache_dir())"],
+                      env=env, capture_output=True, text=True, timeout=60)
+want = os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, ".cache", "tir")
+check("without HOME and XDG_CACHE_HOME the cache is the passwd entry's home's, never under /tmp",
+      done.stdout.strip() == want and not want.startswith("/tmp"), (done.stdout, done.stderr[-300:]))
 
 # -- no private store -------------------------------------------------------------
 

@@ -30,6 +30,7 @@
 #include "compiler/reference/Interpreter.h"
 #include "compiler/reference/ShapeSolver.h"
 #include "compiler/support/digest.h"
+#include "compiler/support/private_dir.h"
 #include "compiler/support/status.h"
 #include "llvm/Support/Program.h"
 
@@ -46,18 +47,10 @@ std::string Private(const std::filesystem::path &p) {
   return absl::StrCat(p.string(), ".", ::getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
 }
 
-// Writes `text` to `path` whole or not at all (a private name, then a rename).
+// Writes `text` to `path` whole or not at all (a new file of its own, then
+// a rename: a link at `path` is replaced, never followed).
 bool WriteWhole(const std::filesystem::path &path, const std::string &text) {
-  const std::string tmp = Private(path);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
+  return WriteFileReplacing(path.string(), text, 0600).ok();
 }
 
 // Runs `args`, its output to `log`: true when it exits 0.
@@ -97,7 +90,7 @@ std::string CompilerIdentity(const std::string &program, const std::filesystem::
 class FileLock {
  public:
   FileLock(const std::filesystem::path &path, absl::Duration patience)
-      : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+      : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600)) {
     const absl::Time deadline = absl::Now() + patience;
     while (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       if ((errno != EWOULDBLOCK && errno != EINTR) || absl::Now() > deadline) {
@@ -159,8 +152,9 @@ struct Includes {
   std::string runtime_object;      // empty: none
 };
 
-Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std::pair<std::string, std::string>> &headers,
-                   const std::string &program, const std::vector<std::string> &flags, bool lanes) {
+absl::StatusOr<Includes> HeaderDir(const std::filesystem::path &work_dir,
+                                   const std::vector<std::pair<std::string, std::string>> &headers,
+                                   const std::string &program, const std::vector<std::string> &flags, bool lanes) {
   std::string key = absl::StrCat(program, "\n", CompilerIdentity(program, work_dir), "\n");
   for (const std::string &f : flags) absl::StrAppend(&key, f, "\n");
   for (const auto &[name, text] : headers) absl::StrAppend(&key, "\n//", name, "\n", text);
@@ -186,8 +180,10 @@ Includes HeaderDir(const std::filesystem::path &work_dir, const std::vector<std:
     dirs.tried.insert(out.dir.string());
   };
   std::error_code ec;
+  // Its `ready`, headers and object are used only from a directory of this
+  // user's alone (in a private work directory: CompileHostObject).
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(out.dir.string()));
   if (std::filesystem::exists(out.dir / "ready", ec) || tried()) return finish();
-  std::filesystem::create_directories(out.dir, ec);
   const auto waited = std::filesystem::file_time_type::clock::now();
   FileLock lock(out.dir / "lock", kHeaderDirPatience);
   // Completed while this one waited, or found incomplete by a build it waited for.
@@ -305,6 +301,9 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   }
   for (const char *flag : {"-std=c++17", "-O1", "-fPIC", "-w"}) flags.push_back(flag);
   if (lanes) flags.push_back("-DTIR_EMULATE=1");
+  // Every object, header and marker below is used only from a directory no
+  // other user can plant in or redirect (UNSAFE_DIRECTORY otherwise).
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(work_dir));
   // The object's name: its source, headers, compiler (which one, its
   // version) and flags.
   std::string key = absl::StrCat(lanes ? "lanes\n" : "plain\n", source, "\n", *program, "\n", CompilerIdentity(*program, work_dir));
@@ -313,14 +312,13 @@ absl::StatusOr<std::string> CompileHostObject(const std::string &source, const s
   const std::string id = Hex(key);
   const std::filesystem::path dir = std::filesystem::path(work_dir) / id;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return MakeError(absl::StatusCode::kInternal, "INTERNAL", "cannot create " + dir.string() + ": " + ec.message());
+  TIR_RETURN_IF_ERROR(MakeTrustedDirectory(dir.string()));
   const std::string src = (dir / "kernel.cc").string(), so = (dir / "kernel.so").string(),
                     log = (dir / "compile.log").string();
   if (std::filesystem::exists(so)) return so;
   // The kernel's directory holds no headers: its #include finds them (and
   // their precompiled form) in the shared directory.
-  const Includes includes = HeaderDir(work_dir, headers, *program, flags, lanes);
+  TIR_ASSIGN_OR_RETURN(const Includes includes, HeaderDir(work_dir, headers, *program, flags, lanes));
   WriteWhole(src, source);
   // A private temporary name per call, so concurrent compiles of one source
   // never hand out a half-written object.

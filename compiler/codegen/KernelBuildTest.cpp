@@ -7,6 +7,7 @@
 #include "compiler/codegen/HostBuild.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -169,6 +170,41 @@ TEST(HostBuild, ARuntimeObjectThatFailsLeavesTheDirectoryIncomplete) {
     EXPECT_NE(words.find("the runtime half is broken"), std::string::npos) << words;
   }
   EXPECT_EQ(dirs, 1);
+}
+
+// A work directory another user could write to is never built in, nor is
+// anything found there (a planted header directory's `ready`) used; this
+// user's own, left open by an older tir, is closed to 0700 and used.
+TEST(HostBuild, AWorkDirectoryOthersCanWriteToIsRefused) {
+  const std::string shared = Tmp("open_to_all"), work = shared + "/work";
+  std::filesystem::create_directories(work);
+  auto mode = [](const std::string &path) {
+    struct stat st;
+    EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  auto objects = [&] {
+    int n = 0;
+    for (const auto &e : std::filesystem::recursive_directory_iterator(shared)) n += e.path().extension() == ".so";
+    return n;
+  };
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  absl::StatusOr<std::string> so = CompileHostObject(kHost, work);
+  EXPECT_EQ(ReasonOf(so.status()), "UNSAFE_DIRECTORY") << so.status();
+  ASSERT_EQ(::chmod(shared.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(work.c_str(), 0777), 0);
+  so = CompileHostObject(kHost, work);
+  EXPECT_EQ(ReasonOf(so.status()), "UNSAFE_DIRECTORY") << so.status();
+  EXPECT_EQ(objects(), 0);
+  ASSERT_EQ(::chmod(work.c_str(), 0755), 0);
+  so = CompileHostObject(kHost, work);
+  if (!so.ok() && ReasonOf(so.status()) == "HOST_COMPILER_MISSING") GTEST_SKIP() << so.status();
+  ASSERT_TRUE(so.ok()) << so.status();
+  EXPECT_EQ(mode(work), 0700u);
+  EXPECT_EQ(mode(std::filesystem::path(*so).parent_path().string()), 0700u);
+  for (const auto &e : std::filesystem::directory_iterator(work)) {
+    if (e.is_directory()) EXPECT_EQ(mode(e.path().string()), 0700u) << e.path();
+  }
 }
 
 TEST(KernelBuild, UnknownArchAndHostOptionsAreRefused) {

@@ -1,6 +1,7 @@
 #include "compiler/support/cli.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/flags/parse.h"
+#include "compiler/support/status.h"
 
 namespace tir {
 namespace {
@@ -37,9 +39,27 @@ void ParseDashedFlags(int argc, char **argv) {
 
 std::string CacheDir() {
   const char *xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg) return std::string(xdg) + "/tir";
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/tir";
   const char *home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/tir";
+  if (home && home[0] == '/') return std::string(home) + "/.cache/tir";
+  // No HOME: the passwd entry's home (never a shared directory instead).
+  std::vector<char> buf(16384);
+  struct passwd pw, *found = nullptr;
+  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr && found->pw_dir != nullptr &&
+      found->pw_dir[0] == '/') {
+    return std::string(found->pw_dir) + "/.cache/tir";
+  }
+  return "";
+}
+
+absl::StatusOr<std::string> UserCacheDir() {
+  std::string dir = CacheDir();
+  if (dir.empty()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "NO_CACHE_DIRECTORY",
+                     "this user has no cache directory: XDG_CACHE_HOME and HOME are unset and the user has no home "
+                     "directory; set one of them or pass --cache-dir");
+  }
+  return dir;
 }
 
 SignalWatcher::SignalWatcher(std::function<void()> on_signal) {

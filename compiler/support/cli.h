@@ -8,14 +8,23 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/statusor.h"
+
 namespace tir {
 
 // Parses absl flags given as --flag-name or --flag_name (names are rewritten
 // to underscores before parsing; values are untouched).
 void ParseDashedFlags(int argc, char **argv);
 
-// $XDG_CACHE_HOME/tir, else $HOME/.cache/tir (else /tmp/.cache/tir).
+// The user's cache directory: $XDG_CACHE_HOME/tir (an absolute path; a
+// relative one is ignored, as the XDG spec says), else $HOME/.cache/tir,
+// else the home directory of the user's passwd entry + /.cache/tir. Never a
+// shared place such as /tmp: "" when the user has no home at all.
 std::string CacheDir();
+
+// CacheDir(), or NO_CACHE_DIRECTORY (FAILED_PRECONDITION) when there is
+// none: set XDG_CACHE_HOME or HOME, or pass a cache directory.
+absl::StatusOr<std::string> UserCacheDir();
 
 // Calls `on_signal` on its own thread at the first SIGTERM or SIGINT (the
 // handler itself only writes to a pipe). Destroying it without a signal ends

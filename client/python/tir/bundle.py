@@ -21,13 +21,13 @@ process cannot load), CUDA_DRIVER_UNAVAILABLE, CUDA_ERROR.
 import ctypes
 import hashlib
 import os
-import stat
 import struct
 import tempfile
 import threading
 
 import grpc
 
+from tir import _paths
 from tir.client import TirError, check_bundle
 from tir.v1 import graph_pb2
 from tir.v1 import kernel_pb2
@@ -412,18 +412,11 @@ def check_binaries(proto):
 
 
 def private_dir(path):
-    """`path` as a directory only this user can use (0700, created so, and
-    checked: a directory, not a link, owned by this user, no group or other
-    access). UNSAFE_DIRECTORY otherwise."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.lstat(path)
-    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o077:
-        os.chmod(path, 0o700)  # this user's own, made open by an older tir: closed again
-        st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise _error(_PRECONDITION, "UNSAFE_DIRECTORY",
-                     "%s must be a directory owned by this user with mode 0700 (it holds binaries that are loaded)" % path)
-    return path
+    """`path` as a directory only this user can use (each level made here
+    0700; checked: a directory, not a link, owned by this user, no group or
+    other access, under directories only root and this user can change:
+    tir._paths). UNSAFE_DIRECTORY otherwise."""
+    return _paths.trusted_dir(path)
 
 
 class Bundle:
@@ -613,8 +606,7 @@ class Bundle:
     def _load_host(self):
         if self._host is not None:
             return self._host
-        work = private_dir(self._work_dir or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tir", "py"))
+        work = private_dir(self._work_dir or os.path.join(_paths.cache_dir(), "py"))
         calls = []
         for k in self.proto.kernels:
             # mkstemp: a new name (dlopen matches libraries by name), O_EXCL,

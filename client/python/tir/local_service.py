@@ -6,7 +6,12 @@ on first use and exiting when idle (client/local_service.h has the design).
     service.address, service.arch                    # "unix:/home/u/.cache/tir/service/sock", "host"
 
 A running service is found through its record (<cache>/service/service.json)
-and a call it answers. When none runs, `tirctl service start` starts it
+and a call it answers. The record is trusted first, as tirctl trusts it: its
+pid is a live process of this user's that has the service's lock file open
+while the lock is held, and owns the socket listening at the recorded
+address (/proc). Nothing, and no token, is sent to an address before; a
+stale record (its service gone, its TCP port perhaps taken by another local
+user) is replaced by starting a fresh service. When none runs, `tirctl service start` starts it
 (tirctl takes the lock, so simultaneous first users start one service);
 tirctl is found in $TIR_BIN_DIR, on PATH (deploy/install.sh puts it in
 PREFIX/bin), or in the bazel-bin of the checkout this package came from.
@@ -14,8 +19,10 @@ There is never a private store: when the service cannot start, the error
 says why (SERVICE_START_FAILED with its log, DEADLINE_EXCEEDED, ...).
 """
 
+import fcntl
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import time
@@ -23,6 +30,7 @@ import time
 import grpc
 from google.protobuf import json_format
 
+from tir import _paths
 from tir.client import Client, TirError
 from tir.v1 import local_service_pb2
 
@@ -65,11 +73,10 @@ def find_binary(what):
 
 
 def cache_dir(path=None):
-    """`path`, else $XDG_CACHE_HOME/tir, else ~/.cache/tir (as tirctl's)."""
-    if path:
-        return os.path.abspath(path)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.abspath(os.path.join(base, "tir"))
+    """`path`, else $XDG_CACHE_HOME/tir, else ~/.cache/tir, else the passwd
+    entry's home's (as tirctl's); never a shared directory such as /tmp
+    (NO_CACHE_DIRECTORY)."""
+    return os.path.abspath(path or _paths.cache_dir())
 
 
 def service_dir(path=None):
@@ -77,15 +84,150 @@ def service_dir(path=None):
 
 
 def _private(path):
-    """An existing service directory must be this user's alone."""
+    """An existing service directory must be this user's alone, under
+    directories only root and this user can change (UNSAFE_DIRECTORY);
+    False when there is none."""
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
-        raise TirError(grpc.StatusCode.FAILED_PRECONDITION, "UNSAFE_DIRECTORY",
-                       "%s must be a directory owned by this user with mode 0700 (the local service's socket and "
-                       "lock are in it)" % path)
+        _paths.trusted_dir(path, create=False)
+    except TirError as e:
+        if e.reason == "NOT_FOUND":
+            return False
+        raise
+    return True
+
+
+def _untrusted(why):
+    return TirError(grpc.StatusCode.FAILED_PRECONDITION, "UNTRUSTED_SERVICE_RECORD",
+                    "the local service's record is not trusted: " + why)
+
+
+def _lines(path):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()[1:]  # past the header
+    except OSError:
+        return []
+
+
+def _descriptors(pid):
+    """What process `pid` has open: files as (device, inode), socket inodes."""
+    fd_dir = "/proc/%d/fd" % pid
+    try:
+        names = os.listdir(fd_dir)
+    except OSError as e:
+        raise _untrusted("cannot list the descriptors of pid %d (%s)" % (pid, e.strerror)) from None
+    files, sockets = set(), set()
+    for name in names:
+        p = os.path.join(fd_dir, name)
+        try:
+            target = os.readlink(p)
+            if target.startswith("socket:[") and target.endswith("]"):
+                sockets.add(int(target[len("socket:["):-1]))
+                continue
+            st = os.stat(p)
+        except (OSError, ValueError):
+            continue
+        files.add((st.st_dev, st.st_ino))
+    return files, sockets
+
+
+_LOOPBACK = socket.htonl(0x7F000001)
+
+
+def _tcp_listeners(port):
+    """Inodes of the sockets that take connections made to 127.0.0.1:`port`
+    (listening there or on the any-address, IPv4 or IPv6)."""
+    out = set()
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        for line in _lines(table):
+            f = line.split()
+            if len(f) < 10 or f[3] != "0A":  # 0A: LISTEN
+                continue
+            addr, _, hex_port = f[1].partition(":")
+            try:
+                if int(hex_port, 16) != port:
+                    continue
+                if not v6 and len(addr) == 8:
+                    reaches = int(addr, 16) in (0, _LOOPBACK)
+                elif v6 and len(addr) == 32:
+                    w = [int(addr[i:i + 8], 16) for i in range(0, 32, 8)]
+                    reaches = not any(w) or w[:3] == [0, 0, socket.htonl(0xFFFF)] and w[3] == _LOOPBACK
+                else:
+                    reaches = False
+                if reaches:
+                    out.add(int(f[9]))
+            except ValueError:
+                continue
+    return out
+
+
+def _unix_listeners(path):
+    """Inodes of the Unix sockets listening at `path`."""
+    out = set()
+    for line in _lines("/proc/net/unix"):
+        f = line.split(None, 7)  # Num RefCount Protocol Flags Type St Inode Path
+        try:
+            if len(f) == 8 and f[7] == path and int(f[3], 16) & 0x10000:  # __SO_ACCEPTCON
+                out.add(int(f[6]))
+        except ValueError:
+            continue
+    return out
+
+
+def verify(service, path=None):
+    """Raises UNTRUSTED_SERVICE_RECORD unless `service` (a LocalService
+    record) names this user's running service of cache `path`: its address
+    is the service directory's socket (or loopback TCP with the directory's
+    token file), its pid a live process of this user's that has the lock
+    file open while the lock is held, and every socket listening at the
+    address one of that process's."""
+    d = service_dir(path)
+    sock, lock, token = os.path.join(d, "sock"), os.path.join(d, "lock"), os.path.join(d, "client.token")
+    unix = service.address == "unix:" + sock
+    port = 0
+    if not unix:
+        host, _, text = service.address.rpartition(":")
+        port = int(text) if host == "127.0.0.1" and text.isdigit() else 0
+        if not 0 < port < 65536:
+            raise _untrusted("its address %s is neither %s nor a loopback TCP port" % (service.address, sock))
+        if service.token_file != token:
+            raise _untrusted("it names TCP and not the token file %s" % token)
+    elif service.token_file and service.token_file != token:
+        raise _untrusted("its token file %s is not %s" % (service.token_file, token))
+    pid = service.pid
+    if pid <= 0:
+        raise _untrusted("it names no process")
+    try:
+        owner = os.stat("/proc/%d" % pid).st_uid
+    except OSError:
+        raise _untrusted("its process (pid %d) is gone: the service ended without removing it" % pid) from None
+    if owner != os.geteuid():
+        raise _untrusted("pid %d is another user's process (uid %d)" % (pid, owner))
+    files, sockets = _descriptors(pid)
+    try:
+        st = os.lstat(lock)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        raise _untrusted("%s is missing or not this user's file" % lock)
+    if (st.st_dev, st.st_ino) not in files:
+        raise _untrusted("pid %d does not hold %s (it is not the service)" % (pid, lock))
+    fd = os.open(lock, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held = False
+    except BlockingIOError:
+        held = True
+    finally:
+        os.close(fd)
+    if not held:
+        raise _untrusted("nobody holds %s" % lock)
+    listening = _unix_listeners(sock) if unix else _tcp_listeners(port)
+    if not listening:
+        raise _untrusted("nothing listens at %s" % service.address)
+    if not listening <= sockets:
+        raise _untrusted("a socket listening at %s is not pid %d's: another process holds that address"
+                         % (service.address, pid))
 
 
 def _read_token(path):
@@ -98,8 +240,9 @@ def _read_token(path):
 
 
 def client_for(service, timeout=30.0, **options):
-    """A tir.Client of `service` (a LocalService record): its address, and
-    its token when it serves on TCP."""
+    """A tir.Client of `service` (a LocalService record from find() or
+    ensure(), which trust it first): its address, and its token when it
+    serves on TCP."""
     token = _read_token(service.token_file) if service.token_file else None
     return Client(service.address, token=token, timeout=timeout, **options)
 
@@ -123,13 +266,18 @@ def _answers(service, timeout):
 
 
 def find(path=None, timeout=2.0):
-    """The running service's record (tir.v1.LocalService) when it answers
-    within `timeout` seconds, else None."""
-    _private(service_dir(path))
+    """The running service's record (tir.v1.LocalService) when it is
+    trusted (verify) and answers within `timeout` seconds, else None."""
+    if not _private(service_dir(path)):
+        return None
     service = _record(path)
-    if service is not None and service.address and _answers(service, timeout):
-        return service
-    return None
+    if service is None or not service.address:
+        return None
+    try:
+        verify(service, path)  # before anything is sent to its address
+    except (TirError, OSError):
+        return None  # stale: ensure() has tirctl replace it
+    return service if _answers(service, timeout) else None
 
 
 def ensure(path=None, backend=None, timeout=60.0):
@@ -167,6 +315,7 @@ def ensure(path=None, backend=None, timeout=60.0):
             reason, detail = "SERVICE_START_FAILED", message
         code = {"DEADLINE_EXCEEDED": grpc.StatusCode.DEADLINE_EXCEEDED,
                 "UNSAFE_DIRECTORY": grpc.StatusCode.FAILED_PRECONDITION,
+                "NO_CACHE_DIRECTORY": grpc.StatusCode.FAILED_PRECONDITION,
                 "SERVICE_MISMATCH": grpc.StatusCode.FAILED_PRECONDITION}.get(reason, grpc.StatusCode.UNAVAILABLE)
         raise TirError(code, reason, detail)
     return json_format.Parse(done.stdout, local_service_pb2.LocalService(), ignore_unknown_fields=True)
