@@ -1,6 +1,9 @@
 #include "server/bundles/assembly.h"
 
+#include <cmath>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/codegen/Emitter.h"
 #include "compiler/codegen/KernelBuild.h"
@@ -15,6 +18,59 @@ namespace tir::bundles {
 using google::protobuf::util::TimeUtil;
 
 google::protobuf::Timestamp NowTimestamp() { return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(absl::Now())); }
+
+namespace {
+
+double Finite(double x) { return std::isfinite(x) && x >= 0 ? x : 0; }
+
+}  // namespace
+
+tir::v1::Verification TakenVerification(const tir::v1::Verification &v, const std::string &where) {
+  tir::v1::Verification out;
+  const tir::v1::Verdict verdict =
+      tir::v1::Verdict_IsValid(v.verdict()) && v.verdict() != tir::v1::VERDICT_UNSPECIFIED ? v.verdict()
+                                                                                          : tir::v1::VERDICT_FAULT;
+  out.set_verdict(verdict);
+  out.set_relative_l2_error(Finite(v.relative_l2_error()));
+  out.set_tolerance(Finite(v.tolerance()));
+  std::string detail;
+  switch (verdict) {
+    case tir::v1::VERDICT_PASSED:
+    case tir::v1::VERDICT_WRONG:
+      detail = absl::StrCat(verdict == tir::v1::VERDICT_PASSED ? "matched" : "did not match",
+                            " the reference: relative L2 error ", out.relative_l2_error(), ", tolerance ",
+                            out.tolerance());
+      break;
+    default:
+      detail = "the worker's account is in the coordinator's log";
+  }
+  if (!where.empty()) absl::StrAppend(&detail, " (", where, ")");
+  out.set_detail(std::move(detail));
+  return out;
+}
+
+tir::v1::Measurement TakenMeasurement(const tir::v1::Measurement &m) {
+  tir::v1::Measurement out;
+  out.set_median_seconds(Finite(m.median_seconds()));
+  out.set_iqr_seconds(Finite(m.iqr_seconds()));
+  out.set_min_seconds(Finite(m.min_seconds()));
+  out.set_samples(m.samples());
+  if (tir::v1::TimingSource_IsValid(m.source())) out.set_source(m.source());
+  out.set_sm_clock_mhz(m.sm_clock_mhz());
+  out.set_temperature_c(m.temperature_c());
+  return out;
+}
+
+std::string ShownDeviceName(const std::string &name) {
+  std::string out;
+  for (char ch : name) {
+    if (out.size() >= 64) break;
+    const bool kept = absl::ascii_isalnum(static_cast<unsigned char>(ch)) ||
+                      absl::string_view(" ._-()/+:").find(ch) != absl::string_view::npos;
+    if (kept) out.push_back(ch);
+  }
+  return out;
+}
 
 tir::v1::KernelBundle NewBundle(const BundleIdentity &id, bool tuned) {
   tir::v1::KernelBundle b = id.signature;

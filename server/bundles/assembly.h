@@ -32,6 +32,17 @@ struct BundleIdentity {
 tir::v1::KernelBundle NewBundle(const BundleIdentity &id, bool tuned);
 // What kernel entry `partition` says about launching candidate `position`.
 void DescribeEntry(tir::v1::KernelEntry *e, size_t partition, const tuning::KernelWork &w, int position);
+// What a bundle (or a shape's record) keeps of a worker's verification:
+// the verdict and the measured error and tolerance, finite numbers, in the
+// coordinator's words (`where` appended: which worker, who confirmed);
+// never the worker's detail, nor a field the coordinator does not know.
+tir::v1::Verification TakenVerification(const tir::v1::Verification &v, const std::string &where = "");
+// The measured numbers of a worker's measurement (finite, >= 0; a timing
+// source the coordinator knows); nothing else.
+tir::v1::Measurement TakenMeasurement(const tir::v1::Measurement &m);
+// A worker's registered device name (or driver version) as a bundle records
+// it: letters, digits and " ._-()/+:" only, at most 64 bytes.
+std::string ShownDeviceName(const std::string &name);
 // Nanosecond resolution (TimeUtil::GetCurrentTime has whole seconds here).
 google::protobuf::Timestamp NowTimestamp();
 

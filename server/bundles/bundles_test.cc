@@ -1,9 +1,12 @@
+#include <cmath>
 #include <filesystem>
 
 #include "client/bundle_signature.h"
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "gtest/gtest.h"
+#include "server/bundles/assembly.h"
 #include "server/bundles/kernel_admin.h"
 #include "server/bundles/shape_source.h"
 #include "server/bundles/signing_source.h"
@@ -43,6 +46,43 @@ class BundlesTest : public ::testing::Test {
   std::unique_ptr<ledger::Ledger> ledger_;
   std::unique_ptr<ShapeSizer> sizer_;
 };
+
+// A worker's verification and measurement reach a bundle as numbers in the
+// coordinator's words: its detail, unknown fields and a made-up enum stay out.
+TEST(TakenFromWorkerTest, OnlyMeasuredNumbersAreKept) {
+  tir::v1::Verification v;
+  v.set_verdict(tir::v1::VERDICT_PASSED);
+  v.set_relative_l2_error(1e-7);
+  v.set_tolerance(std::nan(""));
+  v.set_detail("\x1b]0;rogue detail\x07" + std::string(1024, 'D'));
+  v.GetReflection()->MutableUnknownFields(&v)->AddLengthDelimited(77, "rogue payload");
+  const tir::v1::Verification kept = TakenVerification(v, "workers/a");
+  EXPECT_EQ(kept.verdict(), tir::v1::VERDICT_PASSED);
+  EXPECT_EQ(kept.relative_l2_error(), 1e-7);
+  EXPECT_EQ(kept.tolerance(), 0) << "not a number";
+  EXPECT_THAT(kept.detail(), ::testing::StartsWith("matched the reference"));
+  EXPECT_THAT(kept.detail(), ::testing::HasSubstr("(workers/a)"));
+  EXPECT_EQ(kept.SerializeAsString().find("rogue"), std::string::npos);
+  v.set_verdict(static_cast<tir::v1::Verdict>(99));
+  EXPECT_EQ(TakenVerification(v).verdict(), tir::v1::VERDICT_FAULT) << "a verdict the coordinator does not know";
+
+  tir::v1::Measurement m;
+  m.set_median_seconds(2e-6);
+  m.set_min_seconds(-1);
+  m.set_samples(5);
+  m.set_source(static_cast<tir::v1::TimingSource>(1234));
+  m.GetReflection()->MutableUnknownFields(&m)->AddLengthDelimited(77, "rogue payload");
+  const tir::v1::Measurement taken = TakenMeasurement(m);
+  EXPECT_EQ(taken.median_seconds(), 2e-6);
+  EXPECT_EQ(taken.min_seconds(), 0);
+  EXPECT_EQ(taken.samples(), 5u);
+  EXPECT_EQ(taken.source(), tir::v1::TimingSource());
+  EXPECT_EQ(taken.SerializeAsString().find("rogue"), std::string::npos);
+
+  EXPECT_EQ(ShownDeviceName("NVIDIA H100 80GB HBM3"), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(ShownDeviceName("x<script>\x1b[31m" + std::string(100, 'y')).size(), 64u);
+  EXPECT_EQ(ShownDeviceName("a<b>\nc"), "abc");
+}
 
 TEST_F(BundlesTest, TheStoreFindsWhatItHoldsAndSigningSignsIt) {
   tir::v1::KernelBundle b;

@@ -31,9 +31,13 @@ class DynamicShapesTest : public CoordinatorTest {
   }
   // Plays `worker` until `name` is done, counting the tuning items and the
   // shape checks (one candidate, verify only) it was leased.
+  // With `until_done` false it plays until it has reported `check_verdict`
+  // for a check and is then leased nothing (the operation left waiting).
   tir::v1::Operation ServeCounting(const std::string &worker, const std::string &name, int *tunes, int *checks,
-                                   tir::v1::Verdict check_verdict = tir::v1::VERDICT_PASSED) {
+                                   tir::v1::Verdict check_verdict = tir::v1::VERDICT_PASSED, bool until_done = true) {
+    bool reported = false;
     for (int i = 0; i < 100; ++i) {
+      const size_t before = checked_shapes_.size();
       auto op = c_->GetOperation(name);
       if (op.ok() && op->done()) return *op;
       for (const auto &item : Lease(worker)) {
@@ -49,10 +53,12 @@ class DynamicShapesTest : public CoordinatorTest {
           x->mutable_verification()->set_verdict(check_verdict);
           x->mutable_verification()->set_detail("relative L2 error 0.5 over the bound 1e-5");
           EXPECT_TRUE(c_->ReportResult(r).ok());
+          reported = true;
         } else {
           EXPECT_TRUE(Report(worker, item).ok());
         }
       }
+      if (!until_done && reported && checked_shapes_.size() == before) return *c_->GetOperation(name);
     }
     ADD_FAILURE() << name << " did not finish";
     return {};
@@ -138,25 +144,57 @@ TEST_F(DynamicShapesTest, OneTuningPerBucketAndACheckPerNewShape) {
   EXPECT_EQ(status.buckets(0).shapes_verified(), 3u);
 }
 
-TEST_F(DynamicShapesTest, AShapeItsKernelsAreWrongAtIsRefused) {
+// One worker's WRONG is not a verdict: the kernel is checked again by
+// another worker while the operation waits, checking. A second WRONG makes
+// the refusal, kept for good.
+TEST_F(DynamicShapesTest, AShapeTwoWorkersFindWrongIsRefused) {
+  options_.lost_after = absl::Seconds(30);  // one worker waits while the other plays
   Start();
-  const std::string w = Register();
+  const std::string w = Register(), w2 = Register();
   int tunes = 0, checks = 0;
   auto op = CompileAt(kDynamicExp, {"0=300x64"});
   ASSERT_TRUE(op.ok()) << op.status();
-  tir::v1::Operation done = ServeCounting(w, op->name(), &tunes, &checks, tir::v1::VERDICT_WRONG);
+  tir::v1::Operation pending = ServeCounting(w, op->name(), &tunes, &checks, tir::v1::VERDICT_WRONG, false);
+  EXPECT_FALSE(pending.done()) << "one worker's WRONG is not a verdict: " << pending.error().message();
+  EXPECT_EQ(pending.metadata().progress().stage(), tir::v1::STAGE_CHECKING_SHAPE);
+  EXPECT_EQ(checks, 1);
+  EXPECT_TRUE(Lease(w, 1, absl::Milliseconds(20)).empty()) << "the dissenter does not check again";
+  tir::v1::Operation done = ServeCounting(w2, op->name(), &tunes, &checks, tir::v1::VERDICT_WRONG);
   EXPECT_FALSE(done.has_response());
   EXPECT_EQ(done.error().reason(), "WRONG_AT_SHAPE") << done.error().message();
-  // The record keeps the refusal: no second check.
+  EXPECT_THAT(done.error().message(), HasSubstr(absl::StrCat(w, ", confirmed by ", w2)));
+  EXPECT_THAT(done.error().message(), ::testing::Not(HasSubstr("relative L2 error 0.5 over the bound")))
+      << "a worker's words stay in the log";
+  // The record keeps the refusal: no third check.
   auto again = CompileAt(kDynamicExp, {"0=300x64"});
   EXPECT_EQ(ReasonOf(again.status()), "WRONG_AT_SHAPE");
-  EXPECT_EQ(checks, 1);
-  EXPECT_TRUE(Lease(w, 1, absl::Milliseconds(20)).empty()) << "no second check queued";
+  EXPECT_EQ(checks, 2);
+  EXPECT_TRUE(Lease(w2, 1, absl::Milliseconds(20)).empty()) << "no check queued";
   // Another shape of the bucket is checked on its own.
   auto other = CompileAt(kDynamicExp, {"0=320x64"});
   ASSERT_TRUE(other.ok()) << other.status();
-  tir::v1::Operation d = ServeCounting(w, other->name(), &tunes, &checks);
+  tir::v1::Operation d = ServeCounting(w2, other->name(), &tunes, &checks);
   EXPECT_TRUE(d.has_response()) << d.error().message();
+}
+
+// A lone WRONG that another worker contradicts: the shape is served and the
+// dissenter distrusted.
+TEST_F(DynamicShapesTest, ALoneWrongContradictedServesTheShapeAndDistrustsItsWorker) {
+  options_.lost_after = absl::Seconds(30);  // one worker waits while the other plays
+  Start();
+  const std::string w = Register(), liar = Register();
+  int tunes = 0, checks = 0;
+  ASSERT_NO_FATAL_FAILURE(TuneTheBucket(w, &tunes, &checks));
+  auto op = CompileAt(kDynamicExp, {"0=280x64"});
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_FALSE(ServeCounting(liar, op->name(), &tunes, &checks, tir::v1::VERDICT_WRONG, false).done());
+  tir::v1::Operation d = ServeCounting(w, op->name(), &tunes, &checks);
+  ASSERT_TRUE(d.has_response()) << d.error().message();
+  EXPECT_TRUE(d.metadata().shape_checked());
+  EXPECT_EQ(StateOf(liar), "distrusted");
+  auto again = CompileAt(kDynamicExp, {"0=280x64"});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->has_response()) << "served from the record";
 }
 
 TEST_F(DynamicShapesTest, ACheckThatOnlyFaultedIsNotKeptAsARefusal) {

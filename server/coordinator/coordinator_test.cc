@@ -26,7 +26,7 @@ TEST_F(CoordinatorTest, TunesRoundByRoundAndStoresTheWinner) {
   EXPECT_EQ(b.kernels(0).binary_sha256(), Sha256Hex(b.kernels(0).binary()));
   EXPECT_EQ(b.provenance().builder(), "coordinator");
   EXPECT_EQ(b.provenance().builder_toolchain(), codegen::ToolchainOf("host"));
-  EXPECT_FALSE(b.provenance().measured_binary_checked()) << "the worker named no toolchain";
+  EXPECT_TRUE(b.provenance().measured_binary_checked()) << "what the winner's worker ran is checked";
   EXPECT_EQ(b.provenance().worker(), w);
   EXPECT_GT(b.tuning().default_seconds(), b.tuning().best_seconds());
   EXPECT_EQ(c_->jobs_in_flight(), 0);
@@ -434,7 +434,9 @@ TEST_F(CoordinatorTest, MeasuredBinariesAreCheckedAgainstTheCoordinatorsBuild) {
         EXPECT_EQ(ReasonOf(leased.status()), "WORKER_DISTRUSTED");
         return;
       }
-      for (const auto &item : leased->items()) ASSERT_TRUE(Report(rogue, item).ok());
+      for (const auto &item : leased->items()) {
+        ASSERT_TRUE(Report(rogue, item, 1, [](const auto &c) { return "made-up-" + c.source_hash().substr(0, 16); }).ok());
+      }
     }
     ADD_FAILURE() << rogue << " was never distrusted";
   };

@@ -7,10 +7,15 @@
 
 #include "server/coordinator/coordinator.h"
 
+#include <future>
+#include <limits>
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "compiler/reference/DynamicShapes.h"
 #include "client/bundle_signature.h"
+#include "compiler/codegen/KernelBuild.h"
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -45,9 +50,10 @@ class CoordinatorTest : public ::testing::Test {
     c_ = std::make_unique<Coordinator>(options_, store_, nullptr);
     ASSERT_TRUE(c_->Start().ok());
   }
-  // `toolchain`: the host compiler it says it builds with ("" leaves the
-  // hashes it reports unchecked).
-  std::string Register(const std::string &arch = "host", const std::string &toolchain = "") {
+  // `toolchain`: the host compiler it says it builds with (by default the
+  // coordinator's: a worker with another cannot be confirmed, and its
+  // winners are not served).
+  std::string Register(const std::string &arch = "host", const std::string &toolchain = codegen::ToolchainOf("host")) {
     tir::v1::RegisterWorkerRequest r;
     r.mutable_capabilities()->set_backend(arch == "host" ? "host" : "cuda");
     r.mutable_capabilities()->set_arch(arch);
@@ -75,24 +81,47 @@ class CoordinatorTest : public ::testing::Test {
     return {out->items().begin(), out->items().end()};
   }
   // Every candidate passes; time grows with the candidate's rank except
-  // `fastest`, which wins. Each names what it ran by `hash` (by default a
-  // made-up one).
+  // `fastest`, which wins. Each names what it ran by `hash`; by default the
+  // item's winner names its real build's (only a winner's hash is checked:
+  // see RealHash) and the others a made-up one.
   absl::StatusOr<tir::v1::ReportResultResponse> Report(
       const std::string &worker, const tir::v1::WorkItem &item, uint32_t fastest = 1,
       const std::function<std::string(const tir::v1::CandidateWork &)> &hash = nullptr) {
     tir::v1::ReportResultRequest r;
     r.set_name(worker);
     r.set_lease_id(item.lease_id());
+    // The winner by the times below: `fastest`, else the lowest index.
+    uint32_t winner = std::numeric_limits<uint32_t>::max();
+    for (const auto &c : item.candidates()) winner = std::min(winner, c.candidate_index());
+    for (const auto &c : item.candidates()) winner = c.candidate_index() == fastest ? fastest : winner;
     for (const auto &c : item.candidates()) {
       tir::v1::CandidateResult *x = r.add_results();
       x->set_candidate_index(c.candidate_index());
       x->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
       x->mutable_measurement()->set_samples(5);
       x->mutable_measurement()->set_median_seconds(c.candidate_index() == fastest ? 1e-6 : 1e-3 * (1 + c.candidate_index()));
-      x->set_binary_sha256(hash ? hash(c) : "made-up-" + std::to_string(c.candidate_index()));
+      x->set_binary_sha256(hash                             ? hash(c)
+                           : c.candidate_index() == winner ? RealHash(worker, c)
+                                                           : "made-up-" + std::to_string(c.candidate_index()));
       x->set_format(tir::v1::BINARY_FORMAT_HOST_SHARED_OBJECT);
     }
     return c_->ReportResult(r);
+  }
+  // The SHA-256 of `c` as the coordinator builds it (builds are
+  // deterministic), kept by source; `worker` heartbeats while it builds.
+  std::string RealHash(const std::string &worker, const tir::v1::CandidateWork &c) {
+    static auto *hashes = new std::map<std::string, std::string>;
+    const std::string id = absl::StrCat(c.source(), "\n", absl::StrJoin(c.compile_options(), " "));
+    if (auto it = hashes->find(id); it != hashes->end()) return it->second;
+    auto built = std::async(std::launch::async, [&] {
+      nvrtc::CompileCache unused;
+      return codegen::BuildKernel(c.source(), "host", {c.compile_options().begin(), c.compile_options().end()},
+                                  unused, absl::StrCat(std::getenv("TEST_TMPDIR"), "/worker_builds"));
+    });
+    while (built.wait_for(std::chrono::milliseconds(40)) != std::future_status::ready) Heartbeat(worker);
+    absl::StatusOr<codegen::KernelBinary> k = built.get();
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? ((*hashes)[id] = k->sha256) : "";
   }
   void Heartbeat(const std::string &worker) {
     tir::v1::HeartbeatRequest h;

@@ -40,12 +40,18 @@ struct Dispatcher::Metrics {
                            .Name("tir_leases_expired_total")
                            .Help("Leases re-queued because they passed their deadline unreported")
                            .Register(r)
-                           .Add({})) {}
+                           .Add({})),
+        distrusted(prometheus::BuildCounter()
+                       .Name("tir_workers_distrusted_total")
+                       .Help("Workers distrusted: a binary not the coordinator's build, a time below the kernel's "
+                             "physical floor, a WRONG verdict another worker contradicted, or unconfirmable winners")
+                       .Register(r)
+                       .Add({})) {}
   prometheus::Family<prometheus::Gauge> &queue_depth;
   prometheus::Gauge &leases;
   prometheus::Family<prometheus::Gauge> &workers;
   prometheus::Histogram &queue_wait_seconds, &measure_seconds;
-  prometheus::Counter &quarantines, &leases_expired;
+  prometheus::Counter &quarantines, &leases_expired, &distrusted;
 };
 
 Dispatcher::Dispatcher(DispatchOptions options, prometheus::Registry &registry, common::LimitCounter &limits)
@@ -146,8 +152,8 @@ absl::StatusOr<tir::v1::RegisterWorkerResponse> Dispatcher::Register(const tir::
       const std::string name = WorkerRegistry::NameOf(identity);
       if (const WorkerEntry *w = workers_.Find(name); w != nullptr && w->distrusted) {
         return MakeError(absl::StatusCode::kPermissionDenied, "WORKER_DISTRUSTED",
-                         "worker identity " + identity +
-                             " reported measuring a binary other than the coordinator's build; it takes no work");
+                         absl::StrCat("worker identity ", identity, " is distrusted (", w->distrust_reason,
+                                      "); it takes no work"));
       }
       bool replaced = false;
       out.set_name(workers_.RegisterIdentity(identity, caps, absl::Now(), session, &replaced));
@@ -205,8 +211,7 @@ absl::StatusOr<tir::v1::LeaseWorkResponse> Dispatcher::Lease(const tir::v1::Leas
       }
       if (w->distrusted) {
         refused = MakeError(absl::StatusCode::kPermissionDenied, "WORKER_DISTRUSTED",
-                            request.name() +
-                                " reported measuring a binary other than the coordinator's build; it takes no work");
+                            absl::StrCat(request.name(), " is distrusted (", w->distrust_reason, "); it takes no work"));
         break;
       }
       w->last_heartbeat = absl::Now();
@@ -264,11 +269,32 @@ void Dispatcher::Distrust(const std::string &worker, const std::string &why) {
   std::vector<Delivery> given_up;
   {
     absl::MutexLock l(&mu_);
-    if (!workers_.Distrust(worker)) return;
-    std::fprintf(stderr, "tir-coordinator: worker %s is distrusted and takes no more work: %s\n", worker.c_str(),
-                 why.c_str());
-    for (dispatch::Lease &lease : queue_.TakeHeldBy(worker)) Requeue(std::move(lease), false, &given_up);
-    Touch();
+    DistrustHeld(worker, why, &given_up);
+  }
+  Deliver(std::move(given_up));
+}
+
+void Dispatcher::DistrustHeld(const std::string &worker, const std::string &why, std::vector<Delivery> *given_up) {
+  if (!workers_.Distrust(worker, why)) return;
+  metrics_->distrusted.Increment();
+  std::fprintf(stderr, "tir-coordinator: worker %s is distrusted and takes no more work: %s\n", worker.c_str(),
+               why.c_str());
+  for (dispatch::Lease &lease : queue_.TakeHeldBy(worker)) Requeue(std::move(lease), false, given_up);
+  Touch();
+}
+
+void Dispatcher::Unconfirmed(const std::string &worker, const std::string &why) {
+  std::vector<Delivery> given_up;
+  {
+    absl::MutexLock l(&mu_);
+    std::fprintf(stderr, "tir-coordinator: a winner measured by %s cannot be confirmed and does not win: %s\n",
+                 worker.c_str(), why.c_str());
+    if (workers_.NoteUnconfirmed(worker, kUnconfirmedToDistrust)) {
+      DistrustHeld(worker,
+                   absl::StrCat("measured ", kUnconfirmedToDistrust,
+                                " winners whose binaries the coordinator could not check (", why, ")"),
+                   &given_up);
+    }
   }
   Deliver(std::move(given_up));
 }
@@ -348,9 +374,25 @@ absl::StatusOr<std::vector<tir::v1::CandidateResult>> InItemOrder(
   return out;
 }
 
+std::optional<std::string> BelowFloor(const QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results) {
+  if (work.floor_seconds.size() != results.size()) return std::nullopt;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const tir::v1::CandidateResult &r = results[i];
+    if (r.verification().verdict() != tir::v1::VERDICT_PASSED) continue;
+    const double floor = work.floor_seconds[i];
+    if (r.measurement().median_seconds() < floor) {
+      return absl::StrCat("a median of ", r.measurement().median_seconds(), " s for candidate ", r.candidate_index(),
+                          " of ", work.item.arch(), ", below its kernel's physical floor of ", floor,
+                          " s (bytes moved and flops at the fastest device's peak rates)");
+    }
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<tir::v1::ReportResultResponse> Dispatcher::Report(const tir::v1::ReportResultRequest &request) {
   std::vector<Delivery> deliveries;
   tir::v1::ReportResultResponse out;
+  absl::Status refused;
   {
     absl::MutexLock l(&mu_);
     // Results by candidate_index, in the item's order; one that names a
@@ -375,9 +417,24 @@ absl::StatusOr<tir::v1::ReportResultResponse> Dispatcher::Report(const tir::v1::
       case LeaseQueue::Report::kTaken:
         break;
     }
-    metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
-    out.set_accepted(true);
-    if (!lease.work.job.empty()) {
+    std::optional<std::string> lie;
+    if (ordered.ok() && !lease.work.job.empty()) lie = BelowFloor(lease.work, *ordered);
+    if (lie) {
+      // No device runs the kernel faster than its physical floor: the
+      // report is made up. Refused, and its worker takes no more work (the
+      // item goes back to the queue for another).
+      const std::string why = absl::StrCat("reported ", *lie);
+      Requeue(std::move(lease), false, &deliveries);
+      DistrustHeld(request.name(), why, &deliveries);
+      refused = MakeError(absl::StatusCode::kInvalidArgument, "INVALID_REPORT",
+                          absl::StrCat("the report of ", request.lease_id(), " ", why,
+                                       "; it is refused and this worker takes no more work"));
+    }
+    if (!lie) {
+      metrics_->measure_seconds.Observe(absl::ToDoubleSeconds(absl::Now() - lease.work.queued_at));
+      out.set_accepted(true);
+    }
+    if (!lie && !lease.work.job.empty()) {
       std::vector<tir::v1::CandidateResult> results = *std::move(ordered);
       NoteHealth(request.name(), lease.work.job, lease.work.kernel, results);
       const bool allSick = !results.empty() && std::all_of(results.begin(), results.end(), [](const auto &r) {
@@ -399,6 +456,7 @@ absl::StatusOr<tir::v1::ReportResultResponse> Dispatcher::Report(const tir::v1::
     Touch();
   }
   Deliver(std::move(deliveries));
+  if (!refused.ok()) return refused;
   return out;
 }
 

@@ -54,6 +54,7 @@ class WorkOwner {
 inline constexpr size_t kMaxWorkers = 1024;        // registered, lost ones included
 inline constexpr size_t kMaxWorkerField = 256;     // bytes of each capabilities string
 inline constexpr uint32_t kMaxLeaseItems = 16;     // items one LeaseWork takes
+inline constexpr int kUnconfirmedToDistrust = 2;   // unconfirmable winners a worker may measure
 
 struct DispatchOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
@@ -84,6 +85,11 @@ struct DispatchSnapshot {
 // INVALID_REPORT for a hash longer than 64 bytes, or a passing time that is
 // not finite and >= 0 (a failed candidate's time is dropped).
 absl::StatusOr<tir::v1::CandidateResult> TakenFromWorker(const tir::v1::CandidateResult &result);
+
+// What is wrong with `results` (in `work`'s item order) for `work`: a
+// passing median below its candidate's floor_seconds (no device runs the
+// kernel that fast); nullopt when nothing is, or the work has no floors.
+std::optional<std::string> BelowFloor(const QueuedWork &work, const std::vector<tir::v1::CandidateResult> &results);
 
 class Dispatcher {
  public:
@@ -116,9 +122,14 @@ class Dispatcher {
   tir::v1::DrainResponse Drain(const tir::v1::DrainRequest &request);
   absl::StatusOr<tir::v1::ReturnWorkResponse> Return(const tir::v1::ReturnWorkRequest &request);
   tir::v1::ListWorkersResponse ListWorkers(const std::string &arch) const;
-  // `worker` measured something other than what it was given: it takes no
-  // more work (its leases are re-queued). `why` is logged.
+  // `worker`'s word was found false (it measured something other than what
+  // it was given, or a second party contradicted its verdict): it takes no
+  // more work (its leases are re-queued). `why` is logged and shown.
   void Distrust(const std::string &worker, const std::string &why);
+  // A winner `worker` measured cannot be confirmed (its toolchain is not the
+  // coordinator's, or it named no hash): it does not win, and after
+  // kUnconfirmedToDistrust of them the worker is distrusted.
+  void Unconfirmed(const std::string &worker, const std::string &why);
 
   // Owners' API.
   void Push(QueuedWork work);
@@ -151,6 +162,9 @@ class Dispatcher {
                            std::vector<Delivery> *given_up) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells the owners, outside mu_.
   static void Deliver(std::vector<Delivery> deliveries) ABSL_LOCKS_EXCLUDED(mu_);
+  // Distrust under mu_: the leases it held join `given_up`'s re-queue.
+  void DistrustHeld(const std::string &worker, const std::string &why, std::vector<Delivery> *given_up)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void NoteHealth(const std::string &worker, const std::string &job, int kernel,
                   const std::vector<tir::v1::CandidateResult> &results) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Gauges and the long polls' wake-up.

@@ -12,6 +12,8 @@
 namespace tir::dispatch {
 namespace {
 
+using ::testing::HasSubstr;
+
 // An owner that records what it is told and, like the real owners, queues
 // more work from inside its callback (which would deadlock were the
 // dispatcher's lock held while it calls out).
@@ -115,6 +117,79 @@ TEST_F(DispatcherTest, AReportReachesItsOwnerWhoMayQueueTheNextRoundFromItsCallb
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->duplicate());
   EXPECT_EQ(owner_.reports.size(), 1u) << "a repeated report is not delivered twice";
+}
+
+// A passing time below the kernel's floor is made up: the report is
+// refused, its owner told nothing, the item measured by another worker and
+// the liar distrusted (it leases nothing more). A failed candidate's time,
+// and work without floors (a shape check), are not held to it.
+TEST_F(DispatcherTest, ATimeBelowTheFloorDistrustsItsWorker) {
+  const std::string liar = Register(), honest = Register();
+  QueuedWork q = Item("job", 2);
+  q.floor_seconds = {1e-6, 1e-6};
+  d_.Push(std::move(q));
+  auto leased = Lease(liar);
+  ASSERT_EQ(leased.items_size(), 1);
+  tir::v1::ReportResultRequest report;
+  report.set_name(liar);
+  report.set_lease_id(leased.items(0).lease_id());
+  for (int c = 0; c < 2; ++c) {
+    tir::v1::CandidateResult *r = report.add_results();
+    *r = Result(c == 0 ? tir::v1::VERDICT_WRONG : tir::v1::VERDICT_PASSED);
+    r->set_candidate_index(c);
+    r->mutable_measurement()->set_median_seconds(1e-9);
+  }
+  auto refused = d_.Report(report);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("physical floor"));
+  EXPECT_EQ(ReasonOf(refused.status()), "INVALID_REPORT");
+  EXPECT_TRUE(owner_.reports.empty()) << "nothing of the report reaches its owner";
+  tir::v1::LeaseWorkRequest again;
+  again.set_name(liar);
+  auto denied = d_.Lease(again, absl::Now());
+  EXPECT_EQ(ReasonOf(denied.status()), "WORKER_DISTRUSTED");
+  EXPECT_THAT(std::string(denied.status().message()), HasSubstr("physical floor"));
+  // The item waits for the honest worker, whose times are real.
+  auto remeasured = Lease(honest);
+  ASSERT_EQ(remeasured.items_size(), 1);
+  report.set_name(honest);
+  report.set_lease_id(remeasured.items(0).lease_id());
+  report.mutable_results(1)->mutable_measurement()->set_median_seconds(3e-6);
+  ASSERT_TRUE(d_.Report(report).ok());
+  ASSERT_EQ(owner_.reports.size(), 1u);
+  EXPECT_EQ(owner_.reports[0].worker, honest);
+
+  // Without floors (a shape check's times are not used) nothing is refused.
+  d_.Push(Item("check"));
+  auto check = Lease(honest);
+  ASSERT_EQ(check.items_size(), 1);
+  tir::v1::ReportResultRequest checked;
+  checked.set_name(honest);
+  checked.set_lease_id(check.items(0).lease_id());
+  *checked.add_results() = Result(tir::v1::VERDICT_PASSED);
+  checked.mutable_results(0)->mutable_measurement()->set_median_seconds(1e-9);
+  EXPECT_TRUE(d_.Report(checked).ok());
+}
+
+// An item kept from a worker (not_for) goes to another.
+TEST_F(DispatcherTest, AnItemKeptFromAWorkerGoesToAnother) {
+  const std::string dissenter = Register(), second = Register();
+  QueuedWork q = Item("recheck");
+  q.not_for = {dissenter};
+  d_.Push(std::move(q));
+  EXPECT_EQ(Lease(dissenter).items_size(), 0);
+  EXPECT_EQ(Lease(second).items_size(), 1);
+}
+
+// Winners a worker's word cannot confirm: the second distrusts it.
+TEST_F(DispatcherTest, RepeatedUnconfirmableWinnersDistrustTheirWorker) {
+  const std::string w = Register();
+  d_.Unconfirmed(w, "it builds with another toolchain");
+  EXPECT_EQ(Lease(w).items_size(), 0);  // still trusted: it may lease
+  d_.Unconfirmed(w, "it builds with another toolchain");
+  tir::v1::LeaseWorkRequest r;
+  r.set_name(w);
+  EXPECT_EQ(ReasonOf(d_.Lease(r, absl::Now()).status()), "WORKER_DISTRUSTED");
 }
 
 TEST_F(DispatcherTest, AllFaultsAreMeasuredAgainBeforeTheyCount) {

@@ -28,7 +28,7 @@ void LeaseQueue::Reprioritize(const std::string &job, int priority) {
 Lease *LeaseQueue::LeaseNext(const std::string &arch, const std::string &worker, absl::Time deadline) {
   auto best = queue_.end();
   for (auto q = queue_.begin(); q != queue_.end(); ++q) {
-    if (q->item.arch() != arch) continue;
+    if (q->item.arch() != arch || q->not_for.count(worker)) continue;
     if (best == queue_.end() || q->priority > best->priority || (q->priority == best->priority && q->seq < best->seq)) {
       best = q;
     }

@@ -38,6 +38,13 @@ struct QueuedWork {
   int attempts = 0;  // leases of it lost so far
   uint64_t seq = 0;  // order of arrival (set by Push)
   absl::Time queued_at;
+  // Workers that may not lease it: a second opinion is another worker's
+  // (one name per identity, so this excludes the identity).
+  std::set<std::string> not_for;
+  // Per candidate of `item`: the least time its kernel can take (a passing
+  // median below it is a lie, see tuning/time_floor.h); empty where the
+  // item's times are not used (a shape check).
+  std::vector<double> floor_seconds;
 };
 
 struct Lease {
@@ -55,8 +62,9 @@ class LeaseQueue {
   // Raises the priority of `job`'s queued items to `priority`.
   void Reprioritize(const std::string &job, int priority);
 
-  // Leases the next item of `arch` to `worker` until `deadline`: its item
-  // gets the lease id, attempt number and deadline. Null when none waits.
+  // Leases the next item of `arch` that `worker` may take (not in its
+  // not_for) until `deadline`: its item gets the lease id, attempt number
+  // and deadline. Null when none waits.
   Lease *LeaseNext(const std::string &arch, const std::string &worker, absl::Time deadline);
 
   enum class Report { kTaken, kDuplicate, kNotHeld, kOtherWorker };

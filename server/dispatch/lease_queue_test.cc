@@ -41,6 +41,24 @@ TEST(LeaseQueueTest, ServesTheArchHighestPriorityThenOldest) {
   EXPECT_EQ(q.leased(), 4u);
 }
 
+// An item kept from a worker (a second opinion is another's) waits for
+// another, while the worker takes what it may.
+TEST(LeaseQueueTest, AnItemIsNotLeasedToTheWorkersItIsKeptFrom) {
+  LeaseQueue q;
+  QueuedWork recheck = Work("recheck", "host", 9);
+  recheck.not_for = {"workers/dissenter"};
+  q.Push(std::move(recheck));
+  q.Push(Work("other", "host"));
+  const absl::Time deadline = absl::Now() + absl::Minutes(1);
+  const Lease *mine = q.LeaseNext("host", "workers/dissenter", deadline);
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine->work.job, "other");
+  EXPECT_EQ(q.LeaseNext("host", "workers/dissenter", deadline), nullptr) << "the re-check waits for another worker";
+  const Lease *second = q.LeaseNext("host", "workers/second", deadline);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->work.job, "recheck");
+}
+
 TEST(LeaseQueueTest, AReportIsTakenOnceAndOnlyFromTheHolder) {
   LeaseQueue q;
   q.Push(Work("a", "host"));

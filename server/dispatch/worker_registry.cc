@@ -144,11 +144,18 @@ std::vector<std::string> WorkerRegistry::MarkLost(absl::Time now, absl::Duration
   return lost;
 }
 
-bool WorkerRegistry::Distrust(const std::string &name) {
+bool WorkerRegistry::Distrust(const std::string &name, const std::string &why) {
   WorkerEntry *w = Find(name);
   if (w == nullptr || w->distrusted) return false;
   w->distrusted = true;
+  w->distrust_reason = why;
   return true;
+}
+
+bool WorkerRegistry::NoteUnconfirmed(const std::string &name, int limit) {
+  WorkerEntry *w = Find(name);
+  if (w == nullptr) return false;
+  return ++w->unconfirmed >= limit;
 }
 
 uint32_t WorkerRegistry::Allowance(const WorkerEntry &w, uint32_t asked, absl::Time now) const {

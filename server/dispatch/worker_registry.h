@@ -42,9 +42,16 @@ struct WorkerEntry {
   // time out, since its last passing candidate.
   std::set<std::pair<std::string, int>> sick;
   bool quarantined = false;
-  // It reported measuring a binary that is not the coordinator's build of
-  // the source (same toolchain): it takes no more work.
+  // Its word was found false: it reported measuring a binary that is not
+  // the coordinator's build of the source, a time below the kernel's
+  // physical floor, a WRONG verdict another worker contradicted, or winners
+  // the coordinator could not confirm more than once. It takes no more work;
+  // `distrust_reason` says why (the coordinator's words).
   bool distrusted = false;
+  std::string distrust_reason;
+  // Winners it measured whose binary the coordinator could not check (a
+  // toolchain not the coordinator's, or no hash).
+  int unconfirmed = 0;
   absl::Time lost_at;
   absl::Time next_probe;
   // "quarantined" while quarantined, else `state`.
@@ -102,9 +109,12 @@ class WorkerRegistry {
   // identity's, bounded by the credentials file and kept for their health).
   std::vector<std::string> MarkLost(absl::Time now, absl::Duration lost_after,
                                     absl::Duration forget_after = absl::Minutes(10));
-  // Takes no more work (see WorkerEntry::distrusted); false when unknown or
-  // distrusted already.
-  bool Distrust(const std::string &name);
+  // Takes no more work (see WorkerEntry::distrusted) for `why`; false when
+  // unknown or distrusted already.
+  bool Distrust(const std::string &name, const std::string &why = "");
+  // `name` measured a winner the coordinator could not confirm; true when
+  // that makes `limit` of them (it is to be distrusted).
+  bool NoteUnconfirmed(const std::string &name, int limit);
 
   // How many of `asked` items `w` may lease now: all of them, or for a
   // quarantined worker one when its probe is due (Leased moves the probe on).

@@ -1,10 +1,12 @@
 #include "server/tuning/shape_checks.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/api/rpc_status.h"
 #include "server/bundles/assembly.h"
 #include "server/tuning/bundle_shapes.h"
 
@@ -134,25 +136,60 @@ void ShapeChecks::Progress(const Check_ &c) {
 
 void ShapeChecks::OnResults(dispatch::QueuedWork work, std::vector<tir::v1::CandidateResult> results,
                             const std::string &worker) {
-  absl::MutexLock l(&mu_);
-  auto it = checks_.find(work.job);
-  if (it == checks_.end() || work.kernel < 0 || work.kernel >= static_cast<int>(it->second.results.size())) return;
-  Check_ &c = it->second;
-  tir::v1::Verification v;
-  if (results.empty()) {
-    v.set_verdict(tir::v1::VERDICT_FAULT);
-    v.set_detail("the worker reported no result");
-  } else {
-    v = results[0].verification();
-    if (v.verdict() == tir::v1::VERDICT_UNSPECIFIED) v.set_verdict(tir::v1::VERDICT_FAULT);
+  std::vector<std::pair<std::string, std::string>> distrust;  // (worker, why), acted on outside mu_
+  {
+    absl::MutexLock l(&mu_);
+    auto it = checks_.find(work.job);
+    if (it == checks_.end() || work.kernel < 0 || work.kernel >= static_cast<int>(it->second.results.size())) return;
+    Check_ &c = it->second;
+    const int k = work.kernel;
+    tir::v1::Verification v;
+    if (results.empty()) {
+      v.set_verdict(tir::v1::VERDICT_FAULT);
+    } else {
+      v = results[0].verification();
+      if (v.verdict() == tir::v1::VERDICT_UNSPECIFIED) v.set_verdict(tir::v1::VERDICT_FAULT);
+    }
+    const std::string what = absl::StrCat("kernel ", k, " of bundle ", c.key.substr(0, 16), " at shape ", c.shape.text);
+    if (v.verdict() != tir::v1::VERDICT_PASSED) {
+      // The worker's words go to the log, never to a client or a record.
+      std::fprintf(stderr, "tir-coordinator: %s reports %s %s: %s\n", worker.empty() ? "(given up)" : worker.c_str(),
+                   what.c_str(), tir::v1::Verdict_Name(v.verdict()).c_str(), api::ShownMessage(v.detail()).c_str());
+    }
+    auto dissent = c.dissent.find(k);
+    if (v.verdict() == tir::v1::VERDICT_WRONG && dissent == c.dissent.end() && !worker.empty()) {
+      // One worker's WRONG is not a verdict yet: another worker checks the
+      // kernel again (the operations wait, checking), and its word decides.
+      c.dissent[k] = worker;
+      std::fprintf(stderr, "tir-coordinator: %s is checked again by another worker before it counts\n", what.c_str());
+      work.not_for.insert(worker);
+      work.attempts = 0;
+      work.queued_at = absl::Now();
+      dispatcher_.Push(std::move(work));
+      Progress(c);
+      return;
+    }
+    std::string where = worker;
+    if (dissent != c.dissent.end()) {
+      const std::string &first = dissent->second;
+      if (v.verdict() == tir::v1::VERDICT_WRONG) {
+        where = absl::StrCat(first, ", confirmed by ", worker);
+      } else if (v.verdict() == tir::v1::VERDICT_PASSED) {
+        // Contradicted: the lone dissenter's word was false.
+        where = absl::StrCat(worker, "; ", first, " reported it WRONG and is distrusted");
+        distrust.emplace_back(first, absl::StrCat("reported ", what, " WRONG; ", worker, " found it correct"));
+      } else {
+        where = absl::StrCat(worker, "; ", first, "'s WRONG unconfirmed");
+      }
+    }
+    c.results[k] = bundles::TakenVerification(v, where);
+    if (!worker.empty()) c.worker = worker;
+    Progress(c);
+    bool all = true;
+    for (const auto &r : c.results) all &= r.has_value();
+    if (all) Complete(it);
   }
-  c.results[work.kernel] = v;
-  if (!worker.empty()) c.worker = worker;
-  Progress(c);
-  for (const auto &r : c.results) {
-    if (!r) return;  // kernels still to check
-  }
-  Complete(it);
+  for (const auto &[w, why] : distrust) dispatcher_.Distrust(w, why);
 }
 
 void ShapeChecks::Complete(Checks::iterator it) {
@@ -171,7 +208,8 @@ void ShapeChecks::Complete(Checks::iterator it) {
   *record.mutable_bundle_create_time() = c.sized.create_time();
   checked_.Add({{"result", passed ? "passed" : wrong ? "wrong" : "failed"}}).Increment();
   seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - c.start));
-  // Kept: a pass, and a wrong result (a refusal for good). A check whose
+  // Kept: a pass, and a wrong result two parties agree on (a refusal for
+  // good). A check whose
   // kernels only faulted, timed out or did not compile (after the attempts
   // a sick worker gets) fails its requests and is made again next time.
   sizer_.Verified(c.key, c.shape, c.sized, record, passed || wrong);

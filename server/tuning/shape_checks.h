@@ -7,6 +7,15 @@
 // asked again, checked again). The owner of its work items, beside the
 // tuning jobs; under its own lock (order: checks, then operations or
 // dispatch).
+//
+// One worker's WRONG is not a verdict: the bundle is the coordinator's own
+// build, verified where it was tuned. The kernel is checked again by another
+// worker (never the dissenter, so another identity) while the operations
+// wait, checking; a second WRONG makes the refusal, a pass serves the shape
+// and distrusts the dissenter. The coordinator runs no kernels itself, so
+// the second party is always a worker. What a record keeps of a verdict is
+// its numbers in the coordinator's words (bundles::TakenVerification); the
+// workers' own words go to the log.
 
 #ifndef TIR_SERVER_TUNING_SHAPE_CHECKS_H_
 #define TIR_SERVER_TUNING_SHAPE_CHECKS_H_
@@ -57,6 +66,8 @@ class ShapeChecks : public dispatch::WorkOwner {
     common::Shape shape;
     tir::v1::KernelBundle sized;  // the bundle at the shape (unsigned)
     std::vector<std::optional<tir::v1::Verification>> results;
+    // Per kernel: the worker whose WRONG waits for a second party.
+    std::map<int, std::string> dissent;
     std::string worker;
     std::vector<std::string> operations;
     absl::Time start;

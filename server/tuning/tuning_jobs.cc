@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/tuning/time_floor.h"
 
 namespace tir::tuning {
 
@@ -218,16 +219,21 @@ void TuningJobs::Advance(const std::string &key) {
         // The run deadline follows what the candidate took before (the cost
         // model's prediction can be far off, on the host above all).
         c->set_expected_seconds(kj.strategy->Median(p));
+        // A passing time below this is made up (time_floor.h).
+        q.floor_seconds.push_back(TimeFloorSeconds(c->candidate(), q.item.arch()));
       }
+      q.not_for = job.excluded;
       *q.item.mutable_policy() = round->policy;
       auto stored = job.stored_rounds.find({static_cast<int>(k), round->number});
       if (stored != job.stored_rounds.end()) {
         tir::v1::ReportResultRequest r = std::move(stored->second);
         job.stored_rounds.erase(stored);
-        bool same = r.results_size() == q.item.candidates_size();
+        bool same = r.results_size() == q.item.candidates_size() && !job.excluded.count(r.name());
         for (int i = 0; same && i < r.results_size(); ++i) {
           same = r.results(i).candidate_index() == q.item.candidates(i).candidate_index();
         }
+        // A stored round is held to the floor as a report is.
+        same = same && !dispatch::BelowFloor(q, {r.results().begin(), r.results().end()});
         if (same) {
           Record(job, q, {r.results().begin(), r.results().end()}, r.name(), true);
           round = kj.strategy->done() ? std::nullopt : kj.strategy->Next();
@@ -239,7 +245,22 @@ void TuningJobs::Advance(const std::string &key) {
     }
     if (kj.strategy->done()) {
       if (!kj.strategy->outcome().ok()) {
-        End(key, Annotate(kj.strategy->outcome(), absl::StrCat("kernel ", k)));
+        const absl::Status failed = Annotate(kj.strategy->outcome(), absl::StrCat("kernel ", k));
+        // No candidate passed. When every WRONG came from one worker, that
+        // is one party's word: the job is measured again without it, and
+        // fails only when another worker agrees.
+        std::set<std::string> parties;
+        for (const auto &[position, workers] : kj.wrong_by) parties.insert(workers.begin(), workers.end());
+        if (ReasonOf(failed) == "NO_CORRECT_CANDIDATE" && parties.size() == 1 && !parties.begin()->empty()) {
+          const std::string lone = *parties.begin();
+          std::set<uint32_t> &claims = job.wrong_claims[{static_cast<int>(k), lone}];
+          for (const auto &[position, workers] : kj.wrong_by) {
+            claims.insert(kj.work.item.candidates(position).candidate_index());
+          }
+          job.excluded.insert(lone);
+          if (Remeasure(key, failed)) return;
+        }
+        End(key, failed);
         return;
       }
       continue;
@@ -254,23 +275,45 @@ void TuningJobs::Advance(const std::string &key) {
   // mu_; answer once stored.
   std::vector<Measured> measured;
   tir::v1::KernelBundle b = Assemble(job, &measured);
+  // Workers whose lone WRONG the winners contradict (distrusted once the
+  // bundle is confirmed).
+  std::vector<std::pair<std::string, std::string>> contradicted;
+  for (const auto &[at, claims] : job.wrong_claims) {
+    const uint32_t winner = b.kernels(at.first).candidate().rank();
+    if (claims.count(winner)) {
+      contradicted.emplace_back(at.second, absl::StrCat("reported every candidate of kernel ", at.first, " of ",
+                                                        key.substr(0, 16), " WRONG; ", measured[at.first].worker,
+                                                        " found candidate ", winner, " correct"));
+    }
+  }
   const tir::v1::TuningSummary &t = b.tuning();
   if (t.default_seconds() > 0 && t.best_seconds() > 0) speedup_.Observe(t.default_seconds() / t.best_seconds());
   tune_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - job.start));
   job.storing = true;
   // The job that ends is this opening of the key (a job cancelled and
   // opened again meanwhile is another).
-  auto build = [this, key, epoch = job.epoch, b = std::move(b), measured = std::move(measured)]() mutable {
+  auto build = [this, key, epoch = job.epoch, b = std::move(b), measured = std::move(measured),
+                contradicted = std::move(contradicted)]() mutable {
     auto ours = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       auto it = jobs_.find(key);
       return it != jobs_.end() && it->second.epoch == epoch;
     };
-    if (absl::Status built = Build(b, measured); !built.ok()) {
+    std::string blame;
+    if (absl::Status built = Build(b, measured, &blame); !built.ok()) {
+      const bool unconfirmed = ReasonOf(built) == "UNCONFIRMED_WINNER";
+      if (unconfirmed) parts_.dispatcher.Unconfirmed(blame, std::string(built.message()));
       absl::MutexLock l(&mu_);
-      // A lying worker costs the job a new measurement, not its answer.
-      if (ours() && !(ReasonOf(built) == "BINARY_MISMATCH" && Remeasure(key, built))) End(key, built);
+      // A lying worker, or one whose word cannot be checked, costs the job a
+      // new measurement (by the other workers), not its answer.
+      if (!ours()) return;
+      if (unconfirmed || ReasonOf(built) == "BINARY_MISMATCH") {
+        if (!blame.empty()) jobs_.at(key).excluded.insert(blame);
+        if (Remeasure(key, built)) return;
+      }
+      End(key, built);
       return;
     }
+    for (const auto &[worker, why] : contradicted) parts_.dispatcher.Distrust(worker, why);
     parts_.writer.Post([this, key, epoch, b = std::move(b)] {
       const absl::Status stored = parts_.store.PutKernel(b);
       if (stored.ok() && stored_) stored_(key);
@@ -301,6 +344,7 @@ bool TuningJobs::Remeasure(const std::string &key, const absl::Status &why) {
     k.hashes.clear();
     k.best.clear();
     k.workers.clear();
+    k.wrong_by.clear();
   }
   job.stored_rounds.clear();
   job.storing = false;
@@ -310,18 +354,32 @@ bool TuningJobs::Remeasure(const std::string &key, const absl::Status &why) {
   return true;
 }
 
-absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured) {
+absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured, std::string *blame) {
   bool checked = !measured.empty();
+  const std::string ours = bundles::BinaryBuilder::Toolchain(b.arch());
+  for (int k = 0; k < b.kernels_size(); ++k) {
+    const Measured &m = measured.at(k);
+    // A winner is served only when what its worker measured is checked
+    // against the coordinator's build: a worker whose toolchain is not the
+    // coordinator's (or that named no hash) cannot be confirmed, so its
+    // measurements do not choose what clients get.
+    if (m.toolchain != ours || m.sha256.empty() || ours.empty()) {
+      *blame = m.worker;
+      return MakeError(
+          absl::StatusCode::kFailedPrecondition, "UNCONFIRMED_WINNER",
+          absl::StrCat("the winner of kernel ", k, " was measured by ", m.worker.empty() ? "a worker gone" : m.worker,
+                       m.sha256.empty() ? ", which named no hash of what it ran"
+                                        : absl::StrCat(", which builds with '", m.toolchain, "'"),
+                       "; the coordinator builds ", b.arch(), " with '", ours,
+                       "' and serves only winners whose binary it checked (a worker needs the coordinator's toolchain)"));
+    }
+  }
   for (int k = 0; k < b.kernels_size(); ++k) {
     tir::v1::KernelEntry *e = b.mutable_kernels(k);
     const Measured &m = measured.at(k);
     TIR_RETURN_IF_ERROR(Annotate(parts_.builder.Build(b.arch(), m.options, e), absl::StrCat("kernel ", k)));
-    const std::string ours = bundles::BinaryBuilder::Toolchain(b.arch());
-    if (m.toolchain != ours || m.sha256.empty()) {
-      checked = false;
-      continue;
-    }
     if (m.sha256 != e->binary_sha256()) {
+      *blame = m.worker;
       parts_.dispatcher.Distrust(m.worker, absl::StrCat("reported binary sha256 ", m.sha256, " for kernel ", k, " of ",
                                                         b.key(), "; the coordinator's build is ", e->binary_sha256()));
       return MakeError(absl::StatusCode::kAborted, "BINARY_MISMATCH",
@@ -332,7 +390,7 @@ absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measu
   }
   bundles::MarkBuilt(b);
   tir::v1::Provenance *p = b.mutable_provenance();
-  if (!measured.empty()) p->set_worker_toolchain(measured.front().toolchain);
+  if (checked) p->set_worker_toolchain(ours);  // the coordinator's words, which the worker's matched
   p->set_measured_binary_checked(checked);
   parts_.signer.Sign(b);
   return bundles::CheckServable(b, limits_.max_message_bytes);
@@ -350,6 +408,7 @@ tir::v1::KernelBundle TuningJobs::Assemble(const Job &job, std::vector<Measured>
     const tir::v1::CandidateResult &r = kj.best.at(w);
     Measured m;
     m.worker = kj.workers.count(w) ? kj.workers.at(w) : "";
+    const std::string measuredBy = m.worker;
     if (auto h = kj.hashes.find(w); h != kj.hashes.end()) m.sha256 = h->second;
     if (std::optional<tir::v1::WorkerCapabilities> caps = parts_.dispatcher.CapabilitiesOf(m.worker)) {
       m.toolchain = caps->backend() == "host" ? caps->host_compiler() : absl::StrCat("nvrtc ", caps->nvrtc_version());
@@ -360,8 +419,10 @@ tir::v1::KernelBundle TuningJobs::Assemble(const Job &job, std::vector<Measured>
     // The round that chose the winner: its time there, and the default's
     // from the same round (the default wins a tie, so the tuned time is
     // never above the default's).
-    *e->mutable_measurement() = kj.strategy->FinalMeasurement();
-    *e->mutable_verification() = r.verification();
+    // Of what workers wrote, only measured numbers go on (Taken*), in the
+    // coordinator's words.
+    *e->mutable_measurement() = bundles::TakenMeasurement(kj.strategy->FinalMeasurement());
+    *e->mutable_verification() = bundles::TakenVerification(r.verification(), measuredBy);
     t->set_candidates_total(t->candidates_total() + static_cast<uint32_t>(kj.work.space_size));
     t->set_candidates_measured(t->candidates_measured() + kj.strategy->measured());
     t->set_candidates_failed(t->candidates_failed() + kj.strategy->failed());
@@ -374,8 +435,10 @@ tir::v1::KernelBundle TuningJobs::Assemble(const Job &job, std::vector<Measured>
       const std::string worker = kj.workers.count(w) ? kj.workers.at(w) : "";
       p->set_worker(worker);
       if (std::optional<tir::v1::WorkerCapabilities> caps = parts_.dispatcher.CapabilitiesOf(worker)) {
-        p->set_device_name(caps->device_name());
-        p->set_driver_version(caps->driver_version());
+        // From its registration (validated then), bounded and reduced to
+        // the characters a device name has.
+        p->set_device_name(bundles::ShownDeviceName(caps->device_name()));
+        p->set_driver_version(bundles::ShownDeviceName(caps->driver_version()));
       }
       *p->mutable_measure_time() = TimeUtil::GetCurrentTime();
     }
@@ -462,6 +525,9 @@ void TuningJobs::Record(Job &job, const dispatch::QueuedWork &work,
       measured_counter_.Increment();
       ++measured_;
       parts_.ledger.PutTrial(work.job, work.kernel, work.round, work.item.lease_id(), trial);
+    }
+    if (r.verification().verdict() == tir::v1::VERDICT_WRONG && positions[i] >= 0) {
+      kj.wrong_by[positions[i]].insert(worker);
     }
     if (r.verification().verdict() == tir::v1::VERDICT_PASSED && positions[i] >= 0) {
       kj.hashes[positions[i]] = r.binary_sha256();

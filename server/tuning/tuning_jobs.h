@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,7 @@ class TuningJobs : public dispatch::WorkOwner {
     std::map<int, std::string> hashes;              // position -> SHA-256 of the binary its worker ran
     std::map<int, tir::v1::CandidateResult> best;   // position -> latest passing result
     std::map<int, std::string> workers;             // position -> worker that measured it
+    std::map<int, std::set<std::string>> wrong_by;  // position -> workers that reported it WRONG
   };
   struct Job {
     JobSpec spec;
@@ -126,7 +128,14 @@ class TuningJobs : public dispatch::WorkOwner {
     ledger::Rounds stored_rounds;                  // from before a restart, replayed
     bool cancelled = false;
     bool storing = false;  // the bundle is being written
-    int remeasured = 0;    // times measured again from round 0 (BINARY_MISMATCH)
+    int remeasured = 0;    // times measured again from round 0 (BINARY_MISMATCH, UNCONFIRMED_WINNER)
+    // Workers whose winner was refused (a binary not the coordinator's build,
+    // or one it could not check): they measure none of the job's items again.
+    std::set<std::string> excluded;
+    // Per kernel, the candidate indices a lone worker reported WRONG (every
+    // candidate it measured, failing the kernel) before the job was measured
+    // again without it: a winner among them contradicts it.
+    std::map<std::pair<int, std::string>, std::set<uint32_t>> wrong_claims;
     uint64_t epoch = 0;    // which opening of the key this is (work items carry it)
     absl::Time start;
   };
@@ -147,13 +156,19 @@ class TuningJobs : public dispatch::WorkOwner {
   tir::v1::KernelBundle Assemble(const Job &job, std::vector<Measured> *measured) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Builds every kernel's winner here and checks it against what its worker
-  // measured (same toolchain: the same hash, else BINARY_MISMATCH and the
-  // worker is distrusted); signs. Outside mu_ (compiles take seconds).
-  absl::Status Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured) ABSL_LOCKS_EXCLUDED(mu_);
+  // measured, whatever toolchain that worker names: the same hash, else
+  // BINARY_MISMATCH and the worker is distrusted; a worker whose toolchain
+  // is not the coordinator's, or that named no hash, cannot be confirmed
+  // (UNCONFIRMED_WINNER): its winner is not served. `*blame`: the worker
+  // refused. Signs. Outside mu_ (compiles take seconds).
+  absl::Status Build(tir::v1::KernelBundle &b, const std::vector<Measured> &measured, std::string *blame)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // After a winner's worker was found to have measured another binary
-  // (BINARY_MISMATCH, the worker distrusted): every kernel of `key`'s job
-  // measured again from round 0 by the workers left (its rounds forgotten,
-  // its operations kept), at most kMaxRemeasures times; false when spent.
+  // (BINARY_MISMATCH, the worker distrusted) or could not be confirmed
+  // (UNCONFIRMED_WINNER, the worker excluded from the job): every kernel of
+  // `key`'s job measured again from round 0 by the workers left (its rounds
+  // forgotten, its operations kept), at most kMaxRemeasures times; false
+  // when spent.
   bool Remeasure(const std::string &key, const absl::Status &why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static constexpr int kMaxRemeasures = 2;
   void End(const std::string &key, const absl::StatusOr<tir::v1::KernelBundle> &result)

@@ -1,8 +1,10 @@
 #include "server/tuning/tuning_jobs.h"
 
 #include <filesystem>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "compiler/codegen/KernelBuild.h"
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/support/status.h"
@@ -22,7 +24,9 @@ constexpr char kExp[] = R"(tir.graph @g(%x: tensor<64x64xf32>) -> tensor<64x64xf
 
 // The tuning jobs over the real dispatcher, operations and ledger, with the
 // worker played by the test: it leases what the job queues and reports made
-// up results (no compile, no run), so the rounds are followed exactly.
+// up times (no run), so the rounds are followed exactly; it names the
+// coordinator's toolchain and the hash of its build (else its winners could
+// not be confirmed).
 class TuningJobsTest : public ::testing::Test {
  protected:
   TuningJobsTest()
@@ -48,10 +52,24 @@ class TuningJobsTest : public ::testing::Test {
                           registry_},
         SuccessiveHalvingFactory(config), limits, [this](const std::string &key) { stored_.push_back(key); },
         [this](int n) { trials_ += n; });
+    worker_ = Register(codegen::ToolchainOf("host"));
+  }
+  std::string Register(const std::string &toolchain) {
     tir::v1::RegisterWorkerRequest r;
     r.mutable_capabilities()->set_backend("host");
     r.mutable_capabilities()->set_arch("host");
-    worker_ = dispatcher_.Register(r)->name();
+    r.mutable_capabilities()->set_host_compiler(toolchain);
+    return dispatcher_.Register(r)->name();
+  }
+  // The coordinator's build's hash of `c`, kept by source.
+  static std::string RealHash(const tir::v1::CandidateWork &c) {
+    static auto *hashes = new std::map<std::string, std::string>;
+    if (auto it = hashes->find(c.source()); it != hashes->end()) return it->second;
+    nvrtc::CompileCache unused;
+    absl::StatusOr<codegen::KernelBinary> k =
+        codegen::BuildKernel(c.source(), "host", {}, unused, absl::StrCat(std::getenv("TEST_TMPDIR"), "/worker"));
+    EXPECT_TRUE(k.ok()) << k.status();
+    return k.ok() ? ((*hashes)[c.source()] = k->sha256) : "";
   }
   std::vector<KernelWork> Plan() {
     auto ctx = makeTirContext();
@@ -73,18 +91,19 @@ class TuningJobsTest : public ::testing::Test {
   }
   // Leases every queued item and reports each candidate passing, the
   // earlier candidates faster; returns how many items were measured.
-  int MeasureAll(int batches = 1000) {
+  int MeasureAll(int batches = 1000, const std::string &worker = "") {
+    const std::string &w = worker.empty() ? worker_ : worker;
     int items = 0;
     for (int batch = 0; batch < batches; ++batch) {
       tir::v1::LeaseWorkRequest lease;
-      lease.set_name(worker_);
+      lease.set_name(w);
       lease.set_max_items(8);
       auto got = dispatcher_.Lease(lease, absl::Now());
       if (!got.ok() || got->items_size() == 0) return items;
       for (const tir::v1::WorkItem &item : got->items()) {
         ++items;
         tir::v1::ReportResultRequest report;
-        report.set_name(worker_);
+        report.set_name(w);
         report.set_lease_id(item.lease_id());
         for (const tir::v1::CandidateWork &c : item.candidates()) {
           tir::v1::CandidateResult *r = report.add_results();
@@ -92,7 +111,7 @@ class TuningJobsTest : public ::testing::Test {
           r->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
           r->mutable_measurement()->set_samples(5);
           r->mutable_measurement()->set_median_seconds(1e-3 * (1 + c.candidate_index()));
-          r->set_binary_sha256("made-up-" + std::to_string(c.candidate_index()));
+          r->set_binary_sha256(RealHash(c));
         }
         const auto reported = dispatcher_.Report(report);
         EXPECT_TRUE(reported.ok()) << reported.status();
@@ -155,6 +174,34 @@ TEST_F(TuningJobsTest, AJobTunesRoundByRoundAndAnswersEveryWaiterWithTheStoredBu
   EXPECT_TRUE(running.empty());
   ASSERT_EQ(recent.size(), 1u);
   EXPECT_EQ(recent[0].state(), "done");
+}
+
+// A winner measured by a worker whose toolchain is not the coordinator's
+// cannot be confirmed: it is not served, the job is measured again by the
+// others (never by it), and its second such winner distrusts it.
+TEST_F(TuningJobsTest, AWinnerThatCannotBeConfirmedIsNotServed) {
+  const std::string other = Register("another-cc 1.0");
+  for (const std::string key : {"a", "b"}) {
+    auto op = jobs_->Open(Spec(key), Plan(), std::nullopt, Waiter{}, false, {});
+    ASSERT_TRUE(op.ok()) << op.status();
+    EXPECT_GE(MeasureAll(1000, other), 2);
+    pool_.Drain();
+    writer_.Flush();
+    EXPECT_FALSE(ops_->Get(op->name())->done()) << "its winner was served";
+    EXPECT_EQ(jobs_->size(), 1u) << "measured again";
+    EXPECT_EQ(MeasureAll(1000, other), 0) << "not by it";
+    EXPECT_GE(MeasureAll(), 2) << "by the worker with the coordinator's toolchain";
+    pool_.Drain();
+    writer_.Flush();
+    writer_.Flush();
+    const std::optional<tir::v1::Operation> done = ops_->Get(op->name());
+    ASSERT_TRUE(done && done->has_response()) << (done ? done->error().message() : "gone");
+    EXPECT_EQ(done->response().provenance().worker(), worker_);
+    EXPECT_TRUE(done->response().provenance().measured_binary_checked());
+  }
+  tir::v1::LeaseWorkRequest lease;
+  lease.set_name(other);
+  EXPECT_EQ(ReasonOf(dispatcher_.Lease(lease, absl::Now()).status()), "WORKER_DISTRUSTED");
 }
 
 TEST_F(TuningJobsTest, PastTheJobLimitARequestThatWaitsIsRefusedAndAnUntunedOneAnswered) {

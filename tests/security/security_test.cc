@@ -35,16 +35,19 @@ using ::testing::HasSubstr;
 using namespace tir::security_testing;  // NOLINT: the suite's fixture and moves
 
 // 1. A rogue worker's binary never reaches a client: the bundle served
-// holds the coordinator's own build, named by its hash and signed.
+// holds the coordinator's own build, named by its hash and signed. (Its
+// made-up times distrust it; an honest worker's measurement is served.)
 TEST_F(Security, ARogueWorkersBinaryNeverReachesClients) {
   const Registered rogue = Register();  // names no toolchain: its hashes cannot be checked
   tir::v1::Operation op;
   ASSERT_TRUE(Compile(Graph("rogue", 8), &op).ok());
-  const tir::v1::Operation done = PlayRogue(rogue, op.name());
+  EXPECT_FALSE(PlayRogue(rogue, op.name()).done());
+  EXPECT_EQ(StateOf(rogue.name), "distrusted");
+  const tir::v1::Operation done = PlayHonest(op.name());
   ASSERT_TRUE(done.has_response()) << done.error().message();
   const tir::v1::KernelBundle &b = done.response();
   EXPECT_EQ(b.provenance().builder(), "coordinator");
-  EXPECT_FALSE(b.provenance().measured_binary_checked());
+  EXPECT_TRUE(b.provenance().measured_binary_checked());
   ASSERT_GT(b.kernels_size(), 0);
   for (const auto &k : b.kernels()) {
     EXPECT_EQ(k.binary().substr(0, 4), "\x7f" "ELF");
