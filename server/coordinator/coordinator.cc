@@ -66,8 +66,10 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
                [this](auto *running, auto *recent) { tuning_.Snapshot(running, recent); },
                [this](size_t n) { return sizer_.Top(n); }, [this] { return tuning_.measured(); }},
               counts_, store_, *registry_),
+      // At least three planning threads: two clients' first tasks leave
+      // one for a third (WorkPool's shares).
       planner_(options_.planning_threads > 0 ? options_.planning_threads
-                                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+                                             : static_cast<int>(std::max(3u, std::thread::hardware_concurrency())),
                options_.limits.max_planning_queue) {
   // Every label value exists from the start, so rates and alerts see zeros.
   cache_.Add({{"result", "hit"}});
