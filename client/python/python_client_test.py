@@ -113,7 +113,9 @@ for who, c, calls in [("no token", Client(address), ["compile", "workers", "get_
              "get_kernel": lambda: c.get_kernel(key), "delete_kernel": lambda: c.delete_kernel(key)}[name]()
             check("%s with %s is refused" % (name, who), False)
         except TirError as e:
-            check("%s with %s is UNAUTHENTICATED" % (name, who), e.reason == "UNAUTHENTICATED")
+            # The read token is known and may only read: a write is forbidden to it.
+            want = "READ_ONLY_ROLE" if c is reader else "UNAUTHENTICATED"
+            check("%s with %s is %s" % (name, who, want), e.reason == want)
 check("delete", client.delete_kernel(key))
 try:
     client.get_kernel(key)

@@ -141,6 +141,22 @@ absl::StatusOr<PlannedGraph> PlanGraph(GraphOp graph, const target::ArchInfo &ar
     }
     const CandidateSpace &ranked = hit->second.first;
     const std::vector<Prediction> &rankedPreds = hit->second.second;
+    // No tile of the arch runs the kernel (a domain too large for a grid: a
+    // broadcast to 2^48 elements is more blocks than a grid holds at any
+    // tile): the graph is refused here, naming why, not left to a later
+    // stage with nothing to compile. A zero-sized domain (nothing to
+    // compute) is refused where its kernel is built (INVALID_GRAPH).
+    const std::vector<int64_t> parallel = k.space.Parallel(), reduced = k.space.Reduced();
+    const bool empty = std::count(parallel.begin(), parallel.end(), 0) + std::count(reduced.begin(), reduced.end(), 0) > 0;
+    if (ranked.kept.empty() && !empty) {
+      std::vector<std::string> reasons;
+      for (const auto &[reason, n] : ranked.pruned) reasons.push_back(absl::StrCat(reason, " (", n, ")"));
+      return MakeError(absl::StatusCode::kInvalidArgument, "LIMIT_EXCEEDED",
+                       absl::StrCat("kernel ", k.index, " (", k.space.ToString(), ") has no tile ", arch.name,
+                                    " can run: each of its ", ranked.before_pruning, " candidates is refused: ",
+                                    absl::StrJoin(reasons, "; "),
+                                    "; split the computation into smaller tensors"));
+    }
     candidates += ranked.kept.size();
     if (options.max_candidates > 0 && candidates > options.max_candidates) {
       return MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",

@@ -8,6 +8,7 @@
 #include "compiler/conversion/GraphProto.h"
 #include "compiler/ir/Registration.h"
 #include "compiler/reference/ShapeSolver.h"
+#include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -502,6 +503,27 @@ TEST_F(PlanTest, EveryArchPlansEveryKind) {
         EXPECT_TRUE(k.has_default_candidate());
       }
     }
+  }
+}
+
+// A domain no tile can grid (2^48 points: more blocks than a grid holds at
+// any tile) is refused when planned, naming the kernel and why: not left
+// for a later stage to find nothing to compile (which answered INTERNAL).
+TEST_F(PlanTest, AKernelNoTileCanRunIsRefusedWithWhy) {
+  auto loaded = LoadGraphText(R"mlir(
+tir.graph @b(%x: tensor<1x1xf32>) -> tensor<16777216x16777216xf32> {
+  %y = broadcast %x : tensor<1x1xf32> -> tensor<16777216x16777216xf32>
+  results %y : tensor<16777216x16777216xf32>
+})mlir",
+                              ctx_.get());
+  ASSERT_TRUE(loaded.ok()) << loaded.status() << " (2^48 elements is within the type's limit)";
+  for (const target::ArchInfo &arch : target::AllArchs()) {
+    auto p = PlanGraph(loaded->graph, arch, model_, 5);
+    ASSERT_FALSE(p.ok()) << arch.name;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << arch.name;
+    EXPECT_EQ(ReasonOf(p.status()), "LIMIT_EXCEEDED") << arch.name;
+    EXPECT_THAT(p.status().message(), HasSubstr("kernel 0 (pointwise [16777216, 16777216]) has no tile"));
+    EXPECT_THAT(p.status().message(), HasSubstr("more blocks than a grid holds"));
   }
 }
 

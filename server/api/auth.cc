@@ -62,8 +62,17 @@ bool ValidIdentity(absl::string_view id) {
   return true;
 }
 
-// Grants `role`: a credential of that role, or (for a read) of kClient.
-bool Grants(Role credential, Role role) { return credential == role || (role == Role::kRead && credential == Role::kClient); }
+// Grants `role`: a credential of that role, or (for a read) of kClient; an
+// admin's grants what a client's does.
+bool Grants(Role credential, Role role) {
+  if (credential == Role::kAdmin) credential = Role::kClient;
+  return credential == role || (role == Role::kRead && credential == Role::kClient);
+}
+
+absl::Status ReadOnly(absl::string_view method) {
+  return MakeError(absl::StatusCode::kPermissionDenied, "READ_ONLY_ROLE",
+                   absl::StrCat(method, " writes: the token presented is a read token (role read), which reads only"));
+}
 
 }  // namespace
 
@@ -83,8 +92,14 @@ absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text
     std::vector<absl::string_view> f = absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     if (f.size() != 3) return invalid(n, "want \"<role> <identity> <token>\"");
     Credential c;
-    c.role = f[0] == "client" ? Role::kClient : f[0] == "read" ? Role::kRead : f[0] == "worker" ? Role::kWorker : Role::kUnknown;
-    if (c.role == Role::kUnknown) return invalid(n, absl::StrCat("role must be client, read or worker, got \"", f[0], "\""));
+    c.role = f[0] == "client" ? Role::kClient
+             : f[0] == "read"  ? Role::kRead
+             : f[0] == "admin" ? Role::kAdmin
+             : f[0] == "worker" ? Role::kWorker
+                                : Role::kUnknown;
+    if (c.role == Role::kUnknown) {
+      return invalid(n, absl::StrCat("role must be client, read, admin or worker, got \"", f[0], "\""));
+    }
     if (!ValidIdentity(f[1])) return invalid(n, "an identity is 1 to 64 of A-Z a-z 0-9 . _ -");
     if (f[2].size() < 16) return invalid(n, "a token has at least 16 bytes");
     // What an HTTP header value carries as is.
@@ -93,11 +108,11 @@ absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text
     }
     c.identity = std::string(f[1]);
     c.token = std::string(f[2]);
-    // Clients and read-only callers are one namespace (their limits are
-    // the identity's): a name is one or the other.
-    const Role space = c.role == Role::kRead ? Role::kClient : c.role;
+    // Clients, admins and read-only callers are one namespace (their limits
+    // and what they own are the identity's): a name is one of them.
+    const Role space = c.role == Role::kWorker ? Role::kWorker : Role::kClient;
     if (!identities.insert({space, c.identity}).second) {
-      return invalid(n, "identity " + c.identity + " is listed twice for its role (client and read are one)");
+      return invalid(n, "identity " + c.identity + " is listed twice for its role (client, read and admin are one)");
     }
     if (!tokens.insert(c.token).second) return invalid(n, "a token is listed twice (each identity has its own)");
     out.push_back(std::move(c));
@@ -112,7 +127,7 @@ absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text
 
 bool Tokens::ClientsNeedToken() const {
   return !client.empty() || std::any_of(credentials.begin(), credentials.end(), [](const Credential &c) {
-           return c.role == Role::kClient || c.role == Role::kRead;
+           return c.role == Role::kClient || c.role == Role::kRead || c.role == Role::kAdmin;
          });
 }
 
@@ -131,8 +146,9 @@ Role RoleOf(absl::string_view method) {
 }
 
 absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::string_view method,
-                                  std::string *identity) const {
+                                  std::string *identity, bool *admin) const {
   if (identity != nullptr) identity->clear();
+  if (admin != nullptr) *admin = false;
   const Role role = RoleOf(method);
   if (role == Role::kUnknown) {
     return MakeError(absl::StatusCode::kInternal, "INTERNAL",
@@ -149,12 +165,18 @@ absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::
     }
     if (found >= 0 && Grants(tokens_.credentials[found].role, role)) {
       if (identity != nullptr) *identity = tokens_.credentials[found].identity;
+      if (admin != nullptr) *admin = tokens_.credentials[found].role == Role::kAdmin;
       return absl::OkStatus();
     }
+    // Who the caller is is known, and that it may only read.
+    if (found >= 0 && role == Role::kClient && tokens_.credentials[found].role == Role::kRead) return ReadOnly(method);
   }
   const std::string &token = role == Role::kWorker ? tokens_.worker : tokens_.client;
   if (!token.empty() && Matches(got, token)) return absl::OkStatus();
-  if (role == Role::kRead && !tokens_.read.empty() && Matches(got, tokens_.read)) return absl::OkStatus();
+  if (!tokens_.read.empty() && Matches(got, tokens_.read)) {
+    if (role == Role::kRead) return absl::OkStatus();
+    if (role == Role::kClient) return ReadOnly(method);
+  }
   return MakeError(absl::StatusCode::kUnauthenticated, "UNAUTHENTICATED",
                    got ? "wrong token" : "this call needs a token (authorization: Bearer <token>)");
 }

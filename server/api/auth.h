@@ -9,9 +9,18 @@
 //  - worker: every worker call needs the worker token (when one is set).
 // Credentials (Tokens::credentials, the config's credentialsFile) give each
 // client and worker a token of its own and an identity: a call that presents
-// one is that identity's, for limits, request ids and worker names. A shared
-// token (or none) authenticates the role only: its callers are anonymous
-// (identified by their peer address, or their worker session).
+// one is that identity's, for limits, request ids, worker names and what it
+// owns (its operations, the bundles it asked for). A shared token (or none)
+// authenticates the role only: its callers are one anonymous identity ("")
+// for ownership, and are told apart by their peer address (or their worker
+// session) for limits.
+// An admin credential is a client's that also acts on what other identities
+// own (DeleteKernel of a bundle others asked for, CancelOperation of
+// another's operation).
+// A token refused: UNAUTHENTICATED when it is no token of the service (none,
+// a wrong one, another service's); PERMISSION_DENIED, READ_ONLY_ROLE, when it
+// is a read token (the shared one or a read credential) presented for a
+// client call that writes.
 
 #ifndef TIR_SERVER_API_AUTH_H_
 #define TIR_SERVER_API_AUTH_H_
@@ -26,10 +35,11 @@
 
 namespace tir::api {
 
-enum class Role { kClient, kRead, kWorker, kUnknown };
+enum class Role { kClient, kRead, kWorker, kAdmin, kUnknown };
 
 // One identity's token, for one role: kClient (every client call), kRead
-// (the read calls) or kWorker.
+// (the read calls), kAdmin (every client call, on what any identity owns)
+// or kWorker.
 struct Credential {
   Role role = Role::kUnknown;
   std::string identity;  // [A-Za-z0-9._-]{1,64}
@@ -37,9 +47,10 @@ struct Credential {
 };
 
 // The credentials file: one "<role> <identity> <token>" per line (role
-// client, read or worker; tokens of at least 16 bytes, each used once; an
-// identity once per role), "#" comments and blank lines skipped. Errors name
-// `path` and the line (INVALID_CONFIG).
+// client, read, admin or worker; tokens of at least 16 bytes, each used
+// once; an identity once per role, client, read and admin being one),
+// "#" comments and blank lines skipped. Errors name `path` and the line
+// (INVALID_CONFIG).
 absl::StatusOr<std::vector<Credential>> ParseCredentials(const std::string &text, const std::string &path);
 
 struct Tokens {
@@ -66,10 +77,12 @@ class Authenticator {
   explicit Authenticator(Tokens tokens);
   // OK when the call's credentials grant `method`; `identity` (when given)
   // is then the identity of the credential it presented, "" for a shared
-  // token or an open service. Errors: UNAUTHENTICATED (no token, a wrong
-  // one), INTERNAL for a method the table lacks.
+  // token or an open service, and `admin` (when given) whether that
+  // credential is an admin's. Errors: UNAUTHENTICATED (no token, a wrong
+  // one), PERMISSION_DENIED / READ_ONLY_ROLE (a read token for a client
+  // call), INTERNAL for a method the table lacks.
   absl::Status Check(const grpc::ServerContextBase &context, absl::string_view method,
-                     std::string *identity = nullptr) const;
+                     std::string *identity = nullptr, bool *admin = nullptr) const;
 
  private:
   const Tokens tokens_;

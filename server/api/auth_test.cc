@@ -62,7 +62,8 @@ TEST(AuthTest, CredentialsFilesAreParsedWithTheirLine) {
   EXPECT_EQ((*c)[1].identity, "viewer");
   EXPECT_EQ((*c)[2].token, "cccccccccccccccc");
   for (const auto &[text, why] : std::vector<std::pair<std::string, std::string>>{
-           {"admin root aaaaaaaaaaaaaaaa", "line 1: role must be"},
+           {"owner root aaaaaaaaaaaaaaaa", "line 1: role must be client, read, admin or worker"},
+           {"client a aaaaaaaaaaaaaaaa\nadmin a bbbbbbbbbbbbbbbb", "line 2: identity a is listed twice"},
            {"client team-a\n", "line 1: want"},
            {"\nclient a/b aaaaaaaaaaaaaaaa", "line 2: an identity is"},
            {"client a short", "at least 16 bytes"},
@@ -108,7 +109,13 @@ TEST(AuthTest, ACredentialNamesItsCaller) {
   EXPECT_EQ(who, "") << "the shared token is anonymous";
   EXPECT_TRUE(auth.Check(with("viewer-token-0000"), "ListKernels", &who).ok());
   EXPECT_EQ(who, "viewer");
-  EXPECT_EQ(ReasonOf(auth.Check(with("viewer-token-0000"), "Compile", &who)), "UNAUTHENTICATED");
+  // A read credential is known, and may only read: a write is forbidden to
+  // it, not unauthenticated.
+  for (const char *write : {"Compile", "DeleteKernel", "CancelOperation"}) {
+    const absl::Status refused = auth.Check(with("viewer-token-0000"), write, &who);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << write;
+    EXPECT_EQ(ReasonOf(refused), "READ_ONLY_ROLE") << write;
+  }
   EXPECT_EQ(ReasonOf(auth.Check(with("team-a-token-0000"), "LeaseWork", &who)), "UNAUTHENTICATED");
   EXPECT_TRUE(auth.Check(with("gpu-0-token-00000"), "LeaseWork", &who).ok());
   EXPECT_EQ(who, "gpu-0");
@@ -123,6 +130,52 @@ TEST(AuthTest, ACredentialNamesItsCaller) {
   EXPECT_NE(PeerKey("ipv6:[2001:db8:1:2::7]:1"), PeerKey("ipv6:[2001:db8:1:3::7]:1"));
   EXPECT_EQ(PeerKey("ipv6:[::ffff:10.0.0.1]:80"), "ipv6:::ffff:10.0.0.1");
   EXPECT_EQ(PeerKey("unix:/tmp/sock"), "unix:/tmp/sock");
+}
+
+// An admin credential opens what a client's does and says it is an
+// admin's; the shared read token, like a read credential, may not write.
+TEST(AuthTest, AnAdminIsAClientThatActsOnWhatOthersOwn) {
+  auto parsed = ParseCredentials("admin ops aaaaaaaaaaaaaaaa\nclient team-a bbbbbbbbbbbbbbbb\n", "creds");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ((*parsed)[0].role, Role::kAdmin);
+  Tokens t;
+  t.client = "shared-client-token";
+  t.read = "shared-read-token";
+  t.worker = "shared-worker-token";
+  t.credentials = *parsed;
+  EXPECT_TRUE(t.ClientsNeedToken());
+  const Authenticator auth(t);
+  struct Call {
+    grpc::ServerContext ctx;
+    grpc::testing::ServerContextTestSpouse spouse{&ctx};
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  auto with = [&](const std::string &token) -> grpc::ServerContext & {
+    calls.push_back(std::make_unique<Call>());
+    calls.back()->spouse.AddClientMetadata("authorization", "Bearer " + token);
+    return calls.back()->ctx;
+  };
+  std::string who;
+  bool admin = false;
+  for (const char *method : {"Compile", "DeleteKernel", "CancelOperation", "GetOperation", "ListKernels"}) {
+    EXPECT_TRUE(auth.Check(with("aaaaaaaaaaaaaaaa"), method, &who, &admin).ok()) << method;
+    EXPECT_EQ(who, "ops");
+    EXPECT_TRUE(admin) << method;
+    EXPECT_TRUE(auth.Check(with("bbbbbbbbbbbbbbbb"), method, &who, &admin).ok()) << method;
+    EXPECT_EQ(who, "team-a");
+    EXPECT_FALSE(admin) << "a client is no admin";
+    EXPECT_TRUE(auth.Check(with("shared-client-token"), method, &who, &admin).ok()) << method;
+    EXPECT_EQ(who, "") << "the shared client token is one anonymous identity";
+    EXPECT_FALSE(admin);
+  }
+  EXPECT_EQ(ReasonOf(auth.Check(with("aaaaaaaaaaaaaaaa"), "LeaseWork", &who, &admin)), "UNAUTHENTICATED")
+      << "an admin is no worker";
+  EXPECT_FALSE(admin);
+  EXPECT_TRUE(auth.Check(with("shared-read-token"), "GetKernel").ok());
+  const absl::Status refused = auth.Check(with("shared-read-token"), "DeleteKernel");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(ReasonOf(refused), "READ_ONLY_ROLE");
+  EXPECT_EQ(ReasonOf(auth.Check(with("wrong-token-000000"), "DeleteKernel")), "UNAUTHENTICATED");
 }
 
 }  // namespace

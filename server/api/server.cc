@@ -60,7 +60,7 @@ static std::vector<std::string> DashboardTokens(const Tokens &tokens) {
     if (!t->empty()) out.push_back(*t);
   }
   for (const Credential &c : tokens.credentials) {
-    if (c.role == Role::kClient || c.role == Role::kRead) out.push_back(c.token);
+    if (c.role == Role::kClient || c.role == Role::kRead || c.role == Role::kAdmin) out.push_back(c.token);
   }
   return out;
 }
@@ -130,7 +130,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
                                    [](const Credential &c) { return c.role == Role::kRead; });
     const bool writes = !tokens.client.empty() ||
                         std::any_of(tokens.credentials.begin(), tokens.credentials.end(),
-                                    [](const Credential &c) { return c.role == Role::kClient; });
+                                    [](const Credential &c) {
+                                      return c.role == Role::kClient || c.role == Role::kAdmin;
+                                    });
     for (const Credential &c : tokens.credentials) {
       if (c.token == tokens.client || c.token == tokens.read || c.token == tokens.worker) {
         return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",

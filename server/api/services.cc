@@ -46,23 +46,28 @@ CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tok
 grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) { return Counted(requests_, method, s); }
 
 grpc::Status CompilerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method,
-                                      const std::function<absl::Status()> &handler) {
-  absl::Status s = auth_.Check(*ctx, method);
-  if (s.ok()) s = handler();
+                                      const std::function<absl::Status(const Caller &caller)> &handler) {
+  Caller caller;
+  absl::Status s = auth_.Check(*ctx, method, &caller.identity, &caller.admin);
+  if (s.ok()) {
+    caller.client = ClientOf(*ctx, caller.identity);
+    s = handler(caller);
+  }
   return Done(method, s);
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext *ctx, const char *method,
-                                                     const std::function<Answer(const std::string &client)> &handler) {
+                                                     const std::function<Answer(const Caller &caller)> &handler) {
   grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
-  std::string identity;
-  const absl::Status allowed = auth_.Check(*ctx, method, &identity);
+  Caller caller;
+  const absl::Status allowed = auth_.Check(*ctx, method, &caller.identity, &caller.admin);
   if (!allowed.ok()) {
     r->Finish(Done(method, allowed));
     return r;
   }
-  const std::string client = ClientOf(*ctx, identity);
-  Answer a = handler(client);
+  caller.client = ClientOf(*ctx, caller.identity);
+  const std::string &client = caller.client;
+  Answer a = handler(caller);
   if (!a.slow) {
     r->Finish(Done(method, a.status));
     return r;
@@ -75,23 +80,25 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerContext *ctx,
                                                        const tir::v1::CompileRequest *req, tir::v1::Operation *out) {
-  return React(ctx, "Compile", [&](const std::string &client) -> Answer {
+  return React(ctx, "Compile", [&](const Caller &caller) -> Answer {
     // A cache hit answers here; anything else (parse, plan, join a job) on
-    // the slow-call pool.
-    absl::StatusOr<std::optional<tir::v1::Operation>> hit = c_->CompileIfCached(*req);
+    // the slow-call pool. The caller's identity owns what it asked for.
+    absl::StatusOr<std::optional<tir::v1::Operation>> hit = c_->CompileIfCached(*req, caller.identity);
     if (!hit.ok()) return {hit.status()};
     if (*hit) {
       *out = **std::move(hit);
       return {absl::OkStatus()};
     }
-    return {absl::OkStatus(), [this, client, req, out] { return Assign(c_->Compile(*req, client), out); }};
+    return {absl::OkStatus(), [this, client = caller.client, owner = caller.identity, req, out] {
+              return Assign(c_->Compile(*req, client, owner), out);
+            }};
   });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServerContext *ctx,
                                                             const tir::v1::GetOperationRequest *req,
                                                             tir::v1::Operation *out) {
-  return React(ctx, "GetOperation", [&](const std::string &) -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
+  return React(ctx, "GetOperation", [&](const Caller &) -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::WaitOperation(grpc::CallbackServerContext *ctx,
@@ -123,19 +130,22 @@ grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(
 
 grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,
                                                   tir::v1::Operation *out) {
-  return Run(ctx, "CancelOperation", [&] { return Assign(c_->CancelOperation(req->name()), out); });
+  // Only its owner (the identity that asked for it) or an admin cancels it.
+  return Run(ctx, "CancelOperation", [&](const Caller &caller) {
+    return Assign(c_->CancelOperation(req->name(), caller.identity, caller.admin), out);
+  });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetKernel(grpc::CallbackServerContext *ctx,
                                                          const tir::v1::GetKernelRequest *req, tir::v1::KernelBundle *out) {
   return React(ctx, "GetKernel",
-               [&](const std::string &) -> Answer { return {Assign(c_->GetKernel(req->name(), req->metadata_only()), out)}; });
+               [&](const Caller &) -> Answer { return {Assign(c_->GetKernel(req->name(), req->metadata_only()), out)}; });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServerContext *ctx,
                                                             const tir::v1::LookupKernelRequest *req,
                                                             tir::v1::LookupKernelResponse *out) {
-  return React(ctx, "LookupKernel", [&](const std::string &) -> Answer {
+  return React(ctx, "LookupKernel", [&](const Caller &) -> Answer {
     absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> known = c_->LookupIfKnown(*req);
     if (!known.ok()) return {known.status()};
     if (*known) {
@@ -149,18 +159,22 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServer
 grpc::ServerUnaryReactor *CompilerServiceImpl::ListKernels(grpc::CallbackServerContext *ctx,
                                                            const tir::v1::ListKernelsRequest *req,
                                                            tir::v1::ListKernelsResponse *out) {
-  return React(ctx, "ListKernels", [&](const std::string &) -> Answer { return {Assign(c_->ListKernels(*req), out)}; });
+  return React(ctx, "ListKernels", [&](const Caller &) -> Answer { return {Assign(c_->ListKernels(*req), out)}; });
 }
 
 grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const tir::v1::DeleteKernelRequest *req,
                                                tir::v1::DeleteKernelResponse *out) {
-  return Run(ctx, "DeleteKernel", [&] { return Assign(c_->DeleteKernel(req->name()), out); });
+  // Only the one identity that asked for it, or an admin, deletes a bundle
+  // (a bundle other clients asked for too serves them as well).
+  return Run(ctx, "DeleteKernel", [&](const Caller &caller) {
+    return Assign(c_->DeleteKernel(req->name(), caller.identity, caller.admin), out);
+  });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::ListWorkers(grpc::CallbackServerContext *ctx,
                                                            const tir::v1::ListWorkersRequest *req,
                                                            tir::v1::ListWorkersResponse *out) {
-  return React(ctx, "ListWorkers", [&](const std::string &) -> Answer {
+  return React(ctx, "ListWorkers", [&](const Caller &) -> Answer {
     *out = c_->ListWorkers(req->arch());
     return {absl::OkStatus()};
   });

@@ -79,12 +79,21 @@ class CompilerServiceImpl final : public CompilerServiceBase {
     absl::Status status;
     std::function<absl::Status()> slow;
   };
-  // Authorizes `method`, then answers with `handler` (counted), given who
-  // the call counts against (ClientOf).
+  // Who makes an authorized call: who it counts against for limits
+  // (ClientOf), its authenticated identity ("" for a shared token or an
+  // open service: what it owns) and whether that is an admin's.
+  struct Caller {
+    std::string client;
+    std::string identity;
+    bool admin = false;
+  };
+  // Authorizes `method`, then answers with `handler` (counted), given its
+  // caller.
   grpc::ServerUnaryReactor *React(grpc::CallbackServerContext *ctx, const char *method,
-                                  const std::function<Answer(const std::string &client)> &handler);
+                                  const std::function<Answer(const Caller &caller)> &handler);
   // The same for a synchronous handler.
-  grpc::Status Run(grpc::ServerContextBase *ctx, const char *method, const std::function<absl::Status()> &handler);
+  grpc::Status Run(grpc::ServerContextBase *ctx, const char *method,
+                   const std::function<absl::Status(const Caller &caller)> &handler);
   grpc::Status Done(const char *method, const absl::Status &s);
   coordinator::Coordinator *c_;
   Authenticator auth_;

@@ -174,7 +174,7 @@ TEST_F(BundlesTest, AdminServesSignedMetadataListsAndDeletesWithTheShapeRecords)
   k->set_binary("cubin");
   k->set_source("source");
   ASSERT_TRUE(store_->PutKernel(b).ok());
-  KernelAdmin admin(store_, signer_, *sizer_);
+  KernelAdmin admin(store_, signer_, *sizer_, *ledger_);
   auto meta = admin.Get("kernels/a", true);
   ASSERT_TRUE(meta.ok()) << meta.status();
   EXPECT_TRUE(meta->kernels(0).binary().empty());
@@ -189,12 +189,51 @@ TEST_F(BundlesTest, AdminServesSignedMetadataListsAndDeletesWithTheShapeRecords)
   tir::v1::ShapeVerification v;
   v.set_passed(true);
   ledger_->PutShape("a", "0=5x4", v);
-  auto deleted = admin.Delete("kernels/a");
-  ASSERT_TRUE(deleted.ok());
-  EXPECT_TRUE(deleted->deleted());
+  auto deleted = admin.Delete("kernels/a", "", false);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_TRUE(deleted->deleted()) << "no requester recorded: the anonymous client's";
   EXPECT_FALSE(ledger_->GetShape("a", "0=5x4")->has_value()) << "its shape records go with it";
-  EXPECT_FALSE(admin.Delete("kernels/a")->deleted());
+  EXPECT_FALSE(admin.Delete("kernels/a", "", false)->deleted());
   EXPECT_EQ(ReasonOf(admin.Get("a", false).status()), "NOT_FOUND");
+}
+
+// A bundle is deleted by the only identity that asked for it, or an admin;
+// one asked for by two identities by an admin only; the requesters are in
+// the ledger (a new KernelAdmin, as after a restart, knows them).
+TEST_F(BundlesTest, ABundleIsDeletedByItsOnlyRequesterOrAnAdmin) {
+  for (const std::string key : {"one", "two", "old"}) {
+    tir::v1::KernelBundle b;
+    b.set_key(key);
+    b.set_name("kernels/" + key);
+    ASSERT_TRUE(store_->PutKernel(b).ok());
+  }
+  {
+    KernelAdmin before(store_, signer_, *sizer_, *ledger_);
+    before.NoteRequester("one", "team-a");
+    before.NoteRequester("one", "team-a");
+    before.NoteRequester("two", "team-a");
+    before.NoteRequester("two", "team-b");
+  }
+  EXPECT_EQ(*ledger_->RequestersOf("two"), (std::vector<std::string>{"team-a", "team-b"}));
+  KernelAdmin admin(store_, signer_, *sizer_, *ledger_);
+  for (const auto &[key, who] : std::vector<std::pair<std::string, std::string>>{
+           {"one", "team-b"}, {"one", ""}, {"two", "team-a"}, {"two", "team-b"}, {"old", "team-a"}}) {
+    auto refused = admin.Delete("kernels/" + key, who, false);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kPermissionDenied) << key << " by " << who;
+    EXPECT_EQ(ReasonOf(refused.status()), "NOT_OWNER") << key << " by " << who;
+    EXPECT_TRUE(admin.Get(key, true).ok()) << key << " is still served";
+  }
+  auto mine = admin.Delete("kernels/one", "team-a", false);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_TRUE(mine->deleted());
+  EXPECT_TRUE(ledger_->RequestersOf("one")->empty()) << "its requesters go with it";
+  auto shared = admin.Delete("two", "root", true);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_TRUE(shared->deleted());
+  // Asked for again after a deletion: the new requester's alone.
+  admin.NoteRequester("one", "team-b");
+  EXPECT_EQ(*ledger_->RequestersOf("one"), (std::vector<std::string>{"team-b"}));
+  EXPECT_FALSE(admin.Delete("one", "team-b", false)->deleted()) << "nothing stored under it now";
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       served_(shape_source_, signer_),
       builder_(options_.work_dir, *registry_),
       defaults_(builder_, signer_),
-      admin_(store_, signer_, sizer_),
+      admin_(store_, signer_, sizer_, ledger_),
       keyer_(options_.limits, options_.tuner, Buckets(options_.shape_buckets), limits_),
       ops_(options_.limits.max_operations, limits_, ledger_),
       dispatcher_(DispatchOptionsOf(options_), *registry_, limits_),
@@ -99,7 +99,7 @@ absl::Status Coordinator::Start() {
   for (tir::v1::CompileRequest &r : pending) {
     r.clear_request_id();
     r.mutable_options()->set_mode(tir::v1::COMPILE_MODE_WAIT);
-    absl::StatusOr<tir::v1::Operation> op = CompileInternal(r, true, "");
+    absl::StatusOr<tir::v1::Operation> op = CompileInternal(r, true, "", "");
     if (!op.ok()) {
       IgnoreError(op.status(), "a persisted job no longer compiles; dropping it");
     } else if (op->metadata().cache_hit()) {
@@ -109,7 +109,9 @@ absl::Status Coordinator::Start() {
   // Operations from before the restart wait for their resumed jobs under
   // their own names (the others answer from the store: RestoredOperation).
   TIR_ASSIGN_OR_RETURN(auto persisted, ledger_.Operations());
-  for (const auto &[name, record] : persisted) tuning_.Restore(name, record.key(), record.shape());
+  for (const auto &[name, record] : persisted) {
+    if (tuning_.Restore(name, record.key(), record.shape())) ops_.SetOwner(name, record.owner());
+  }
   dispatcher_.Start();
   status_.Start();
   resumed_.Notify();
@@ -121,7 +123,8 @@ void Coordinator::CountLookup(bool hit) {
   ++(hit ? counts_.hits : counts_.misses);
 }
 
-absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CompileIfCached(const tir::v1::CompileRequest &request) {
+absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CompileIfCached(const tir::v1::CompileRequest &request,
+                                                                               const std::string &owner) {
   const std::string arch = request.options().target_arch();
   if (arch.empty() || request.options().force_retune() || !target::LookupArch(arch).ok()) return std::nullopt;
   std::shared_ptr<const frontend::Parsed> parsed = keyer_.Known(request.graph(), request.options(), arch);
@@ -130,6 +133,7 @@ absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CompileIfCached(c
   absl::StatusOr<std::optional<tir::v1::Operation>> hit = CacheHit(*parsed, &unchecked);
   if (!hit.ok() || !*hit) return std::nullopt;  // Compile answers (and counts) a miss, a check or an error
   ++counts_.requests;
+  admin_.NoteRequester(parsed->key, owner);
   return hit;
 }
 
@@ -151,12 +155,16 @@ absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CacheHit(const fr
   return op;
 }
 
-absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request, const std::string &client) {
-  return CompileInternal(request, false, client);
+absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request, const std::string &client,
+                                                        const std::string &owner) {
+  absl::StatusOr<tir::v1::Operation> op = CompileInternal(request, false, client, owner);
+  // Whoever is answered (a hit, a job, a default) asked for the key's bundle.
+  if (op.ok() && !op->metadata().key().empty()) admin_.NoteRequester(op->metadata().key(), owner);
+  return op;
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::CompileRequest &request, bool resume,
-                                                                const std::string &client) {
+                                                                const std::string &client, const std::string &owner) {
   const std::string arch = request.options().target_arch();
   if (arch.empty()) {
     return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
@@ -207,16 +215,19 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     return tir::v1::Operation();
   }
   tuning::Waiter waiter{requestId, [&parsed](tir::v1::Operation &op) { frontend::DescribeShape(op, parsed); },
-                        parsed.dynamic ? std::optional<common::Shape>(parsed.shape) : std::nullopt};
+                        parsed.dynamic ? std::optional<common::Shape>(parsed.shape) : std::nullopt, owner};
   const bool live = dispatcher_.HasHealthy(arch);
   // 2b. The bucket's bundle is checked at this shape first (in heuristic-now
   // mode, or without a worker, the check waits and the default answers now).
   if (checkOnly && !now && live) {
     TIR_ASSIGN_OR_RETURN(tir::v1::Operation op,
-                         ops_.New(arch, parsed.key, "", requestId, [&](tir::v1::Operation &o) {
-                           waiter.describe(o);
-                           o.mutable_metadata()->set_shape_checked(true);
-                         }));
+                         ops_.New(
+                             arch, parsed.key, "", requestId,
+                             [&](tir::v1::Operation &o) {
+                               waiter.describe(o);
+                               o.mutable_metadata()->set_shape_checked(true);
+                             },
+                             owner));
     ops_.Persist(op.name(), parsed.key, parsed.shape.text);
     checks_.Check(unchecked, parsed.shape, {op.name()}, priority);
     if (std::optional<tir::v1::Operation> answer = ops_.Get(op.name())) return *answer;
@@ -272,7 +283,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   TIR_RETURN_IF_ERROR(planned);
   if (checkOnly) {
     // The bundle is only being checked at the shape: the default answers.
-    TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, ops_.New(arch, parsed.key, "", requestId, waiter.describe));
+    TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, ops_.New(arch, parsed.key, "", requestId, waiter.describe, owner));
     ops_.Finish({op.name()}, *untuned);
     return ops_.Get(op.name()).value_or(op);
   }
@@ -282,7 +293,15 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     if (stored.ok()) rounds = *std::move(stored);
     IgnoreError(stored.status(), "without its stored rounds a resumed job tunes from round 0");
   }
-  tuning::JobSpec spec{IdentityOf(parsed, arch), request, parsed.graph_name, client, priority, parsed.width};
+  // A job behind an answer given now is stored within a bound (options_):
+  // requests that cost their client nothing must not fill the store.
+  bool persist = true;
+  if (answerNow) {
+    const size_t bytes = request.ByteSizeLong() - request.request_id().size();
+    persist = bytes <= options_.answered_job_record_bytes &&
+              ledger_.JobBytes() + bytes <= options_.answered_jobs_store_bytes;
+  }
+  tuning::JobSpec spec{IdentityOf(parsed, arch), request, parsed.graph_name, client, priority, parsed.width, persist};
   return tuning_.Open(std::move(spec), std::move(plan), std::move(untuned), waiter, resume, std::move(rounds));
 }
 
@@ -309,6 +328,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::str
     TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::KernelBundle> at, sizer_.AtShape(b, shape));
     if (!at) {
       ops_.Restore(name, b.arch(), record->key(), "");
+      ops_.SetOwner(name, record->owner());
       checks_.Check(b, shape, {name}, 0);
       if (std::optional<tir::v1::Operation> op = ops_.Get(name)) return *op;
       return NotFound("no operation " + name);
@@ -344,9 +364,11 @@ absl::StatusOr<tir::v1::Operation> Coordinator::WaitOperation(const std::string 
   return RestoredOperation(name);  // it reads the store (and may check a shape)
 }
 
-absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::string &name) {
-  if (operations::ParseCachedName(name)) return GetOperation(name);  // done already
-  if (!ops_.Contains(name)) return NotFound("no operation " + name);
+absl::StatusOr<tir::v1::Operation> Coordinator::CancelOperation(const std::string &name, const std::string &identity,
+                                                                bool admin) {
+  if (operations::ParseCachedName(name)) return GetOperation(name);  // done already: nothing is cancelled
+  // Its owner's, or an admin's, to cancel (NOT_FOUND when not kept).
+  TIR_RETURN_IF_ERROR(ops_.CanCancel(name, identity, admin));
   const std::string job = ops_.JobOf(name);
   ops_.Finish({name}, MakeError(absl::StatusCode::kCancelled, "CANCELLED", "cancelled by the client"));
   ops_.Forget({name});

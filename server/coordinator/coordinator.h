@@ -104,6 +104,17 @@ struct CoordinatorOptions {
   uint32_t max_lease_waits = 128;
   // How a dynamic graph's sizes fall into buckets ("pow2", "multiple:N", "bound").
   std::string shape_buckets = "pow2";
+  // A request answered at once (heuristic-now, or no worker) leaves a job
+  // to tune behind the answer; its record (the request, graph included) is
+  // stored for a restart to resume only when it has at most
+  // `answered_job_record_bytes` and the job records stored stay within
+  // `answered_jobs_store_bytes` with it. Past either, the job tunes while
+  // this process lives (its operation, answered already, keeps its record:
+  // after a restart it answers with the tuned bundle if one was stored, else
+  // NOT_FOUND, compile again). Requests that wait for tuning are always
+  // stored (the limits on jobs bound them).
+  size_t answered_job_record_bytes = size_t{1} << 20;
+  size_t answered_jobs_store_bytes = size_t{16} << 20;
 };
 
 class Coordinator {
@@ -116,12 +127,17 @@ class Coordinator {
   absl::Status Start();
   void Shutdown();
 
-  // Client API. `client` names the caller for the per-client job limit.
-  absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::CompileRequest &request, const std::string &client = "");
+  // Client API. `client` names the caller for the per-client job limit;
+  // `owner` is its authenticated identity ("" for the shared client token
+  // or an open service): it owns the operation, and is recorded as a
+  // requester of the bundle (bundles/kernel_admin.h).
+  absl::StatusOr<tir::v1::Operation> Compile(const tir::v1::CompileRequest &request, const std::string &client = "",
+                                             const std::string &owner = "");
   // The answer from the cache alone, without parsing or planning: the cached
   // operation of a request seen before whose bundle is stored; nullopt when
   // Compile must answer.
-  absl::StatusOr<std::optional<tir::v1::Operation>> CompileIfCached(const tir::v1::CompileRequest &request);
+  absl::StatusOr<std::optional<tir::v1::Operation>> CompileIfCached(const tir::v1::CompileRequest &request,
+                                                                    const std::string &owner = "");
   // LookupKernel for a request seen before (nullopt: LookupKernel must parse).
   absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> LookupIfKnown(
       const tir::v1::LookupKernelRequest &request);
@@ -130,7 +146,10 @@ class Coordinator {
   // (when >= 0), or `timeout`; `version` is updated.
   absl::StatusOr<tir::v1::Operation> WaitOperation(const std::string &name, absl::Duration timeout,
                                                    int64_t *version = nullptr);
-  absl::StatusOr<tir::v1::Operation> CancelOperation(const std::string &name);
+  // Cancelled for its owner (`identity`) or an admin; PERMISSION_DENIED /
+  // NOT_OWNER for anyone else.
+  absl::StatusOr<tir::v1::Operation> CancelOperation(const std::string &name, const std::string &identity,
+                                                     bool admin);
   absl::StatusOr<tir::v1::LookupKernelResponse> LookupKernel(const tir::v1::LookupKernelRequest &request);
   // Kernel admin (bundles/kernel_admin.h).
   absl::StatusOr<tir::v1::KernelBundle> GetKernel(const std::string &name, bool metadata_only) {
@@ -139,7 +158,11 @@ class Coordinator {
   absl::StatusOr<tir::v1::ListKernelsResponse> ListKernels(const tir::v1::ListKernelsRequest &request) {
     return admin_.List(request);
   }
-  absl::StatusOr<tir::v1::DeleteKernelResponse> DeleteKernel(const std::string &name) { return admin_.Delete(name); }
+  // Deleted for its only requester or an admin (bundles/kernel_admin.h).
+  absl::StatusOr<tir::v1::DeleteKernelResponse> DeleteKernel(const std::string &name, const std::string &identity,
+                                                             bool admin) {
+    return admin_.Delete(name, identity, admin);
+  }
   tir::v1::ListWorkersResponse ListWorkers(const std::string &arch) { return dispatcher_.ListWorkers(arch); }
 
   // Worker API (dispatch/).
@@ -177,7 +200,7 @@ class Coordinator {
  private:
   // `resume`: a job from the ledger after a restart (never answered with defaults).
   absl::StatusOr<tir::v1::Operation> CompileInternal(const tir::v1::CompileRequest &request, bool resume,
-                                                     const std::string &client);
+                                                     const std::string &client, const std::string &owner);
   // The served bundle of `parsed` as a cache-hit operation (counted); nullopt
   // when none is stored, or (setting `unchecked` to the stored bundle) when a
   // dynamic graph's bundle is not verified at the shape yet.

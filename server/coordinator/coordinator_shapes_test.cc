@@ -279,7 +279,7 @@ TEST_F(DynamicShapesTest, ACancelledCheckOperationEndsTheCheckGoesOn) {
   ASSERT_NO_FATAL_FAILURE(TuneTheBucket(w, &tunes, &checks));
   auto pending = CompileAt(kDynamicExp, {"0=270x64"});
   ASSERT_TRUE(pending.ok()) << pending.status();
-  auto cancelled = c_->CancelOperation(pending->name());
+  auto cancelled = c_->CancelOperation(pending->name(), "", false);
   ASSERT_TRUE(cancelled.ok()) << cancelled.status();
   EXPECT_EQ(cancelled->error().reason(), "CANCELLED");
   std::vector<tir::v1::WorkItem> items = Lease(w);

@@ -286,7 +286,7 @@ TEST_F(CoordinatorTest, CancellingTheLastWaiterEndsTheJobAndItsLeases) {
   ASSERT_TRUE(op.ok());
   auto items = Lease(w);
   ASSERT_EQ(items.size(), 1u);
-  auto cancelled = c_->CancelOperation(op->name());
+  auto cancelled = c_->CancelOperation(op->name(), "", false);
   ASSERT_TRUE(cancelled.ok());
   EXPECT_EQ(cancelled->error().reason(), "CANCELLED");
   EXPECT_EQ(c_->jobs_in_flight(), 0);
@@ -335,6 +335,40 @@ TEST_F(CoordinatorTest, AnOperationAnsweredAtOnceIsFoundAfterARestart) {
   const tir::v1::Operation done = Serve(w, op->name());
   ASSERT_TRUE(done.has_response()) << done.error().message();
   EXPECT_TRUE(done.response().tuning().tuned());
+}
+
+// A request answered at once stores its job (its whole request) only
+// within the bounds: past them the job tunes while the process lives and
+// a restart does not resume it; a request that waits is stored anyway.
+TEST_F(CoordinatorTest, AJobBehindAnAnswerGivenNowIsStoredWithinItsBounds) {
+  options_.lost_after = absl::Seconds(30);
+  options_.answered_job_record_bytes = 4096;
+  Start();
+  const std::string big = "// " + std::string(8192, 'x') + "\n" + Graph("bignow", 8);
+  auto op = Compile(big, 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_TRUE(op->done());
+  EXPECT_EQ(c_->jobs_in_flight(), 1) << "tuned behind the answer";
+  auto small = Compile(Graph("smallnow", 16), 0, tir::v1::COMPILE_MODE_HEURISTIC_NOW);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(c_->jobs_in_flight(), 2);
+  c_.reset();
+  Start();
+  EXPECT_EQ(c_->jobs_in_flight(), 1) << "only the small request's job is resumed";
+  EXPECT_EQ(ReasonOf(c_->GetOperation(op->name()).status()), "NOT_FOUND");
+  EXPECT_TRUE(c_->GetOperation(small->name()).ok());
+  c_.reset();
+  options_.answered_job_record_bytes = size_t{1} << 20;
+  options_.answered_jobs_store_bytes = 1;
+  Start();
+  const std::string w = Register();  // a request that waits is stored past the bound
+  auto waits = Compile(big);
+  ASSERT_TRUE(waits.ok()) << waits.status();
+  EXPECT_FALSE(waits->done());
+  c_.reset();
+  Start();
+  EXPECT_TRUE(c_->GetOperation(waits->name()).ok());
+  EXPECT_EQ(c_->jobs_in_flight(), 2) << "the waiting job and the small one are resumed";
 }
 
 TEST_F(CoordinatorTest, ARequestIdIsItsClientsAndReusedForAnotherGraphIsRefused) {

@@ -12,9 +12,11 @@ constexpr char kJob[] = "job/";
 constexpr char kRound[] = "round/";
 constexpr char kOperation[] = "op/";
 constexpr char kShape[] = "shape/";
+constexpr char kOwner[] = "owner/";
 
 std::string RoundPrefix(const std::string &key) { return absl::StrCat(kRound, key, "/"); }
 std::string ShapePrefix(const std::string &key) { return absl::StrCat(kShape, key, "/"); }
+std::string OwnerPrefix(const std::string &key) { return absl::StrCat(kOwner, key, "/"); }
 
 // An operation record: the typed one, or the text one stores from before it
 // ("<key>" or "<key>\n<shape>").
@@ -43,17 +45,35 @@ void Ledger::Post(std::function<void()> task) {
 }
 
 absl::Status Ledger::PutJob(const std::string &key, const tir::v1::CompileRequest &request, bool sync) {
-  return store_->Put(store::Family::kJobs, kJob + key, request.SerializeAsString(), sync);
+  const std::string value = request.SerializeAsString();
+  TIR_RETURN_IF_ERROR(store_->Put(store::Family::kJobs, kJob + key, value, sync));
+  absl::MutexLock l(&mu_);
+  size_t &bytes = job_bytes_[key];
+  job_total_ = job_total_ - bytes + value.size();
+  bytes = value.size();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<tir::v1::CompileRequest>> Ledger::Jobs() const {
   std::vector<tir::v1::CompileRequest> out;
-  TIR_RETURN_IF_ERROR(store_->Scan(store::Family::kJobs, kJob, [&](absl::string_view, absl::string_view value) {
+  std::map<std::string, size_t> bytes;
+  size_t total = 0;
+  TIR_RETURN_IF_ERROR(store_->Scan(store::Family::kJobs, kJob, [&](absl::string_view k, absl::string_view value) {
+    bytes[std::string(k.substr(sizeof(kJob) - 1))] = value.size();
+    total += value.size();
     tir::v1::CompileRequest r;
     if (r.ParseFromString(std::string(value))) out.push_back(std::move(r));
     return true;
   }));
+  absl::MutexLock l(&mu_);
+  job_bytes_ = std::move(bytes);
+  job_total_ = total;
   return out;
+}
+
+size_t Ledger::JobBytes() const {
+  absl::MutexLock l(&mu_);
+  return job_total_;
 }
 
 void Ledger::DropPrefix(const std::string &prefix, const char *what) {
@@ -71,6 +91,11 @@ void Ledger::DropJob(const std::string &key) {
   Post([this, key] {
     IgnoreError(store_->Delete(store::Family::kJobs, kJob + key), "a finished job's record stays until the next resume");
     DropPrefix(RoundPrefix(key), "a finished job's rounds stay until the next resume");
+    absl::MutexLock l(&mu_);
+    if (auto it = job_bytes_.find(key); it != job_bytes_.end()) {
+      job_total_ -= it->second;
+      job_bytes_.erase(it);
+    }
   });
 }
 
@@ -144,6 +169,27 @@ absl::StatusOr<std::optional<tir::v1::ShapeVerification>> Ledger::GetShape(const
 }
 
 void Ledger::DropShapes(const std::string &key) { DropPrefix(ShapePrefix(key), "stale shape records stay in the store"); }
+
+void Ledger::AddRequester(const std::string &key, const std::string &identity) {
+  Post([this, k = OwnerPrefix(key) + identity] {
+    IgnoreError(store_->Put(store::Family::kJobs, k, "", false),
+                "a requester not recorded may see the bundle deleted by another");
+  });
+}
+
+absl::StatusOr<std::vector<std::string>> Ledger::RequestersOf(const std::string &key) const {
+  std::vector<std::string> out;
+  const std::string prefix = OwnerPrefix(key);
+  TIR_RETURN_IF_ERROR(store_->Scan(store::Family::kJobs, prefix, [&](absl::string_view k, absl::string_view) {
+    out.emplace_back(k.substr(prefix.size()));
+    return true;
+  }));
+  return out;
+}
+
+void Ledger::DropRequesters(const std::string &key) {
+  Post([this, key] { DropPrefix(OwnerPrefix(key), "a deleted bundle's requesters stay recorded"); });
+}
 
 void Ledger::PutTrial(const std::string &job, int kernel, int round, const std::string &lease,
                       const tir::v1::CandidateResult &trial) {

@@ -7,6 +7,8 @@
 //   op/<name>                        tir.v1.OperationRecord: an operation
 //                                    waiting for a job or a shape check
 //   shape/<key>/<shape>              tir.v1.ShapeVerification
+//   owner/<key>/<identity>           (empty) an identity that asked for the
+//                                    bundle of <key> ("" for anonymous)
 // Trials family (the cost model's data, never read back by tuning):
 //   <job>/<kernel>/<candidate>/<round>/<lease>   tir.v1.CandidateResult
 //
@@ -15,7 +17,8 @@
 // directly. A failed write that only loses what a restart would resume is
 // reported on stderr and does not fail the caller (IgnoreError).
 //
-// Thread-safe (the store is; the ledger holds no state of its own).
+// Thread-safe (the store is; the ledger's own state, the bytes of the job
+// records stored, is under its lock).
 
 #ifndef TIR_SERVER_LEDGER_LEDGER_H_
 #define TIR_SERVER_LEDGER_LEDGER_H_
@@ -27,7 +30,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/common/work_queue.h"
 #include "server/store/kernel_store.h"
 #include "tir/v1/compiler_service.pb.h"
@@ -47,7 +52,10 @@ class Ledger {
 
   // Jobs.
   absl::Status PutJob(const std::string &key, const tir::v1::CompileRequest &request, bool sync);
-  absl::StatusOr<std::vector<tir::v1::CompileRequest>> Jobs() const;
+  absl::StatusOr<std::vector<tir::v1::CompileRequest>> Jobs() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Bytes of the job records stored: as Jobs() found them, and as PutJob
+  // and DropJob changed them since.
+  size_t JobBytes() const ABSL_LOCKS_EXCLUDED(mu_);
   // Posted: the job's record and its rounds.
   void DropJob(const std::string &key);
   // Posted.
@@ -73,6 +81,13 @@ class Ledger {
   // Direct: every shape record of `key` (a new or deleted bundle).
   void DropShapes(const std::string &key);
 
+  // Who asked for the bundle of `key` (ownership). Posted; idempotent.
+  void AddRequester(const std::string &key, const std::string &identity);
+  // The identities recorded for `key`, sorted ("" for anonymous callers).
+  absl::StatusOr<std::vector<std::string>> RequestersOf(const std::string &key) const;
+  // Posted: every requester record of `key` (a deleted bundle).
+  void DropRequesters(const std::string &key);
+
   // Trials. Posted.
   void PutTrial(const std::string &job, int kernel, int round, const std::string &lease,
                 const tir::v1::CandidateResult &trial);
@@ -87,6 +102,9 @@ class Ledger {
   void DropPrefix(const std::string &prefix, const char *what);
   std::shared_ptr<store::KernelStore> store_;
   common::StoreWriter *writer_;
+  mutable absl::Mutex mu_;
+  mutable std::map<std::string, size_t> job_bytes_ ABSL_GUARDED_BY(mu_);  // key -> record bytes
+  mutable size_t job_total_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tir::ledger

@@ -33,6 +33,7 @@ class OperationTable {
     tir::v1::Operation op;
     std::string job;      // the job key it waits for ("" once done)
     int64_t version = 0;  // changes whenever op does
+    std::string owner;    // the identity that asked for it ("" anonymous)
   };
 
   // Names: "operations/" and 16 hex digits from the CSPRNG.

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "compiler/reference/DynamicShapes.h"
+#include "compiler/support/status.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/bundles/shape_records.h"
 #include "server/common/shape.h"
@@ -47,7 +48,8 @@ Operations::Operations(uint32_t max_operations, common::LimitCounter &limits, le
 
 absl::StatusOr<tir::v1::Operation> Operations::New(const std::string &arch, const std::string &key,
                                                    const std::string &job, const std::string &request_id,
-                                                   const std::function<void(tir::v1::Operation &)> &describe) {
+                                                   const std::function<void(tir::v1::Operation &)> &describe,
+                                                   const std::string &owner) {
   absl::MutexLock l(&mu_);
   PruneIfDue(absl::Now());
   absl::StatusOr<std::string> name = table_.New(arch, key);
@@ -57,6 +59,7 @@ absl::StatusOr<tir::v1::Operation> Operations::New(const std::string &arch, cons
   }
   OperationTable::Entry *e = table_.Find(*name);
   e->job = job;
+  e->owner = owner;
   if (describe) describe(e->op);
   table_.RememberRequest(request_id, *name);
   return e->op;
@@ -69,6 +72,20 @@ bool Operations::Restore(const std::string &name, const std::string &arch, const
   table_.Restore(name, arch, key);
   table_.Find(name)->job = job;
   return true;
+}
+
+void Operations::SetOwner(const std::string &name, const std::string &owner) {
+  absl::MutexLock l(&mu_);
+  if (OperationTable::Entry *e = table_.Find(name)) e->owner = owner;
+}
+
+absl::Status Operations::CanCancel(const std::string &name, const std::string &identity, bool admin) const {
+  absl::MutexLock l(&mu_);
+  const OperationTable::Entry *e = table_.Find(name);
+  if (e == nullptr) return MakeError(absl::StatusCode::kNotFound, "NOT_FOUND", "no operation " + name);
+  if (admin || e->owner == identity) return absl::OkStatus();
+  return MakeError(absl::StatusCode::kPermissionDenied, "NOT_OWNER",
+                   absl::StrCat("operation ", name, " was asked for by another client: only its owner or an admin cancels it"));
 }
 
 std::optional<tir::v1::Operation> Operations::Get(const std::string &name) const {
@@ -146,6 +163,10 @@ void Operations::Persist(const std::string &name, const std::string &key, const 
   tir::v1::OperationRecord r;
   r.set_key(key);
   r.set_shape(shape);
+  {
+    absl::MutexLock l(&mu_);
+    if (const OperationTable::Entry *e = table_.Find(name)) r.set_owner(e->owner);
+  }
   ledger_.PutOperation(name, r);
 }
 

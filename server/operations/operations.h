@@ -6,6 +6,10 @@
 //
 // A cache hit's operation is not kept: it is named "operations/cached.<key>"
 // (a dynamic graph's "...<key>@<shape>") and answered from the store again.
+//
+// Each kept operation has an owner: the authenticated identity that asked
+// for it ("" for the shared client token or an open service), persisted
+// with its record. Only its owner, or an admin, cancels it (CanCancel).
 
 #ifndef TIR_SERVER_OPERATIONS_OPERATIONS_H_
 #define TIR_SERVER_OPERATIONS_OPERATIONS_H_
@@ -38,13 +42,19 @@ class Operations {
   Operations(uint32_t max_operations, common::LimitCounter &limits, ledger::Ledger &ledger);
 
   // A new operation for `key` on `arch` waiting for `job` ("" for none),
-  // `describe` filling its metadata, `request_id` naming it. Errors:
-  // LIMIT_EXCEEDED (maxOperations).
+  // `describe` filling its metadata, `request_id` naming it, owned by
+  // `owner`. Errors: LIMIT_EXCEEDED (maxOperations).
   absl::StatusOr<tir::v1::Operation> New(const std::string &arch, const std::string &key, const std::string &job,
                                          const std::string &request_id,
-                                         const std::function<void(tir::v1::Operation &)> &describe);
+                                         const std::function<void(tir::v1::Operation &)> &describe,
+                                         const std::string &owner);
   // Puts back an operation from before a restart (false when it is kept).
   bool Restore(const std::string &name, const std::string &arch, const std::string &key, const std::string &job);
+  // Sets the owner of a kept operation (one restored from its record).
+  void SetOwner(const std::string &name, const std::string &owner);
+  // OK when `identity` may cancel operation `name`: its owner, or an admin.
+  // Errors: NOT_FOUND (not kept), PERMISSION_DENIED / NOT_OWNER.
+  absl::Status CanCancel(const std::string &name, const std::string &identity, bool admin) const;
 
   std::optional<tir::v1::Operation> Get(const std::string &name) const;
   std::optional<tir::v1::Operation> ByRequest(const std::string &request_id);
@@ -62,7 +72,8 @@ class Operations {
   void Stop();
 
   // The ledger's side (outside the lock: a store write). Persist is synced:
-  // durable before the client learns the name.
+  // durable before the client learns the name; the record carries the
+  // operation's owner.
   void Persist(const std::string &name, const std::string &key, const std::string &shape);
   // Ended for good (cancelled, refused): a restart does not bring them back.
   void Forget(const std::vector<std::string> &names);

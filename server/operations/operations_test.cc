@@ -27,7 +27,8 @@ class OperationsTest : public ::testing::Test {
 };
 
 TEST_F(OperationsTest, AWaitEndsWhenTheOperationIsDoneFromAnotherThread) {
-  auto op = ops_->New("host", "k", "k", "req", [](tir::v1::Operation &o) { o.mutable_metadata()->add_notes("n"); });
+  auto op = ops_->New(
+      "host", "k", "k", "req", [](tir::v1::Operation &o) { o.mutable_metadata()->add_notes("n"); }, "");
   ASSERT_TRUE(op.ok()) << op.status();
   EXPECT_EQ(ops_->JobOf(op->name()), "k");
   EXPECT_EQ(ops_->ByRequest("req")->name(), op->name());
@@ -48,7 +49,7 @@ TEST_F(OperationsTest, AWaitEndsWhenTheOperationIsDoneFromAnotherThread) {
 }
 
 TEST_F(OperationsTest, AWaitWithAVersionEndsOnProgress) {
-  auto op = ops_->New("host", "k", "k", "", nullptr);
+  auto op = ops_->New("host", "k", "k", "", nullptr, "");
   ASSERT_TRUE(op.ok());
   int64_t version = -1;
   ASSERT_TRUE(ops_->Wait(op->name(), absl::Now(), &version).has_value());  // reads the version
@@ -66,10 +67,10 @@ TEST_F(OperationsTest, AWaitWithAVersionEndsOnProgress) {
 }
 
 TEST_F(OperationsTest, AFullTableRefusesWithTheLimitAndStopWakesWaiters) {
-  auto a = ops_->New("host", "a", "a", "", nullptr);
-  auto b = ops_->New("host", "b", "b", "", nullptr);
+  auto a = ops_->New("host", "a", "a", "", nullptr, "");
+  auto b = ops_->New("host", "b", "b", "", nullptr, "");
   ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(ReasonOf(ops_->New("host", "c", "c", "", nullptr).status()), "LIMIT_EXCEEDED");
+  EXPECT_EQ(ReasonOf(ops_->New("host", "c", "c", "", nullptr, "").status()), "LIMIT_EXCEEDED");
   std::thread stopper([&] { ops_->Stop(); });
   std::optional<tir::v1::Operation> woken = ops_->Wait(a->name(), absl::InfiniteFuture(), nullptr);
   stopper.join();
@@ -85,6 +86,31 @@ TEST_F(OperationsTest, PersistedOperationsAreInTheLedgerUntilForgotten) {
   EXPECT_EQ(r->shape(), "0=8");
   ops_->Forget({"operations/00000000000000aa"});
   EXPECT_TRUE(absl::IsNotFound(ledger_->GetOperation("operations/00000000000000aa").status()));
+}
+
+// An operation is cancelled by its owner or an admin only; its owner is in
+// its record (a restart restores it from there).
+TEST_F(OperationsTest, OnlyTheOwnerOrAnAdminCancelsAndTheOwnerIsPersisted) {
+  auto op = ops_->New("host", "k", "k", "", nullptr, "team-a");
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_TRUE(ops_->CanCancel(op->name(), "team-a", false).ok());
+  EXPECT_TRUE(ops_->CanCancel(op->name(), "root", true).ok());
+  for (const std::string who : {"team-b", ""}) {
+    const absl::Status refused = ops_->CanCancel(op->name(), who, false);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << who;
+    EXPECT_EQ(ReasonOf(refused), "NOT_OWNER") << who;
+  }
+  EXPECT_EQ(ReasonOf(ops_->CanCancel("operations/unknown", "team-a", false)), "NOT_FOUND");
+  ops_->Persist(op->name(), "k", "");
+  auto r = ledger_->GetOperation(op->name());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->owner(), "team-a");
+  // Restored (as after a restart): anonymous until its record's owner is set.
+  Operations again(2, limits_, *ledger_);
+  ASSERT_TRUE(again.Restore(op->name(), "host", "k", "k"));
+  again.SetOwner(op->name(), r->owner());
+  EXPECT_EQ(ReasonOf(again.CanCancel(op->name(), "team-b", false)), "NOT_OWNER");
+  EXPECT_TRUE(again.CanCancel(op->name(), "team-a", false).ok());
 }
 
 TEST_F(OperationsTest, CachedNamesCarryTheKeyAndTheShape) {

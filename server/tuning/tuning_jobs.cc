@@ -57,7 +57,7 @@ absl::Status TuningJobs::Fits(const std::string &client, size_t kernels) const {
 absl::StatusOr<tir::v1::Operation> TuningJobs::Attach(Job &job, const Waiter &waiter) {
   const std::string &key = job.spec.identity.key;
   TIR_ASSIGN_OR_RETURN(tir::v1::Operation op, parts_.operations.New(job.spec.identity.arch, key, key,
-                                                                    waiter.request_id, waiter.describe));
+                                                                    waiter.request_id, waiter.describe, waiter.owner));
   job.operations.push_back(op.name());
   if (waiter.shape) job.shapes[op.name()] = *waiter.shape;
   return op;
@@ -101,7 +101,7 @@ absl::StatusOr<tir::v1::Operation> TuningJobs::Open(JobSpec spec, std::vector<Ke
       if (!fits.ok() && !untuned) return fits;
       if (!fits.ok()) {
         TIR_ASSIGN_OR_RETURN(tir::v1::Operation op,
-                             parts_.operations.New(arch, key, "", waiter.request_id, waiter.describe));
+                             parts_.operations.New(arch, key, "", waiter.request_id, waiter.describe, waiter.owner));
         parts_.operations.Finish({op.name()}, *untuned);
         return parts_.operations.Get(op.name()).value_or(op);
       }
@@ -120,11 +120,12 @@ absl::StatusOr<tir::v1::Operation> TuningJobs::Open(JobSpec spec, std::vector<Ke
         job.kernels.push_back(std::move(k));
       }
       it = jobs_.find(key);
-      persistJob = !resume;
+      persistJob = !resume && job.spec.persist;
     }
     Job &job = it->second;
     absl::StatusOr<tir::v1::Operation> op =
-        untuned ? parts_.operations.New(arch, key, "", waiter.request_id, waiter.describe) : Attach(job, waiter);
+        untuned ? parts_.operations.New(arch, key, "", waiter.request_id, waiter.describe, waiter.owner)
+                : Attach(job, waiter);
     if (!op.ok()) {
       // No operation (maxOperations): a job just made for it goes too.
       if (fresh) jobs_.erase(it);

@@ -49,14 +49,16 @@ struct JobSpec {
   std::string client;  // who started it (per-client limit)
   int priority = 0;
   int width = 0;       // the request's candidates per kernel (0: configured)
+  bool persist = true;  // its record stored, so a restart resumes it
 };
 
 // An operation to create for a request: its request id, its metadata, a
-// dynamic graph's shape.
+// dynamic graph's shape, and its owner (the identity that asked).
 struct Waiter {
   std::string request_id;
   std::function<void(tir::v1::Operation &)> describe;
   std::optional<common::Shape> shape;
+  std::string owner;
 };
 
 class TuningJobs : public dispatch::WorkOwner {

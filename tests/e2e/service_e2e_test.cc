@@ -319,7 +319,8 @@ TEST(ServiceE2E, BadRequestsGetTheirCodeAndReason) {
   // Reads need a token too: the client's or the read token; the read token
   // allows nothing else.
   st = s.Compile(Graph("g", 4, 4), "host", &op, "look-only");
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(ReasonOf(st), "READ_ONLY_ROLE");
   const auto read = [&](const std::string &token) {
     std::vector<grpc::Status> out;
     const auto ctx = [&](grpc::ClientContext &c) {

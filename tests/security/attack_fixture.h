@@ -1,8 +1,8 @@
 // The live coordinator the attack suites play against: a coordinator with
 // client, read and worker tokens, credentials of their own for four clients,
-// a viewer and three workers, a bundle key and its dashboard, over loopback;
-// and the moves of a rogue worker, an honest one and a client. Each suite
-// (one test file) gets its own coordinator.
+// a viewer, an admin (ops) and three workers, a bundle key and its
+// dashboard, over loopback; and the moves of a rogue worker, an honest one
+// and a client. Each suite (one test file) gets its own coordinator.
 
 #ifndef TIR_TESTS_SECURITY_ATTACK_FIXTURE_H_
 #define TIR_TESTS_SECURITY_ATTACK_FIXTURE_H_
@@ -89,6 +89,7 @@ class Security : public ::testing::Test {
                                              "client team-c team-c-token-0123456789\n"
                                              "client team-d team-d-token-0123456789\n"
                                              "read viewer viewer-token-0123456789\n"
+                                             "admin ops admin-token-0123456789\n"
                                              "worker gpu-a gpu-a-token-0123456789\n"
                                              "worker gpu-b gpu-b-token-0123456789\n"
                                              "worker gpu-c gpu-c-token-0123456789\n";

@@ -480,7 +480,8 @@ TEST_F(Security, LeasePollsStarveNoHeartbeat) {
 TEST_F(Security, TokensAreRequired) {
   tir::v1::Operation op;
   EXPECT_EQ(Compile(Graph("t", 8), &op, "", "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(Compile(Graph("t", 8), &op, "", "read-token").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Compile(Graph("t", 8), &op, "", "read-token").error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << "the read token is known, and reads only";
   grpc::ClientContext ctx;
   Token(ctx, "client-token");
   tir::v1::RegisterWorkerRequest r;
@@ -596,7 +597,7 @@ TEST_F(Security, LimitsHoldPerClientIdentity) {
   EXPECT_NE(second.name(), first.name());
   // The read credential reads, and writes nothing.
   EXPECT_EQ(Compile(Graph("viewer", 8), &op, "", "viewer-token-0123456789").error_code(),
-            grpc::StatusCode::UNAUTHENTICATED);
+            grpc::StatusCode::PERMISSION_DENIED);
   grpc::ClientContext ctx;
   Token(ctx, "viewer-token-0123456789");
   tir::v1::ListWorkersResponse w;
