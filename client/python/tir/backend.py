@@ -200,10 +200,13 @@ class TirBackend:
     # -- torch >= 2 -------------------------------------------------------------------
 
     def _aot(self, gm, example_inputs):
-        from torch._decomp import core_aten_decompositions
         from torch._dynamo.backends.common import aot_autograd
         from torch._functorch.aot_autograd import make_boxed_func
         from tir import regions
+
+        # Attention's math above autograd: its backward is derived from the
+        # same ops its forward runs (and those are ops tir writes).
+        _attention_as_math(gm)
 
         def forward(fw_gm, fw_inputs):
             try:
@@ -217,7 +220,7 @@ class TirBackend:
             return make_boxed_func(bw_gm.forward)
 
         compiler = aot_autograd(fw_compiler=forward, bw_compiler=backward, inference_compiler=forward,
-                                decompositions=core_aten_decompositions())
+                                decompositions=decompositions())
         return compiler(gm, example_inputs)
 
     # -- torch 1.13: a symbolically traced GraphModule ---------------------------------
@@ -269,6 +272,60 @@ class TirBackend:
             setattr(fused, name, _Region(sub, compiled, self))
         fused.recompile()
         return fused
+
+
+# Fused ops whose decomposition (in core_aten_decompositions) does not
+# produce what their fused backward reads: decomposed, the forward is the
+# math and the backward still the fused kernel, fed the math's outputs, and
+# the gradients are silently wrong (torch 2.6: relative error 3-18 on q, k
+# and v through SDPA's CPU flash path). They stay whole: their autograd
+# formula then sees the outputs it was written for.
+_KEEP_WHOLE = (
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_flash_attention_forward",
+    "_efficient_attention_forward",
+)
+
+
+def decompositions():
+    """The ATen decompositions AOTAutograd applies: torch's core table less
+    the fused ops whose decomposed forward does not match their backward
+    (_KEEP_WHOLE)."""
+    from torch._decomp import core_aten_decompositions
+    whole = set()
+    for name in _KEEP_WHOLE:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is not None:
+            whole.update(getattr(packet, o) for o in packet.overloads())
+    return {op: fn for op, fn in core_aten_decompositions().items() if op not in whole}
+
+
+def _sdpa_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
+    """F.scaled_dot_product_attention as its reference math, an op that is
+    decomposed above autograd (its gradients come from the ops it runs)."""
+    return torch.ops.aten._scaled_dot_product_attention_math(query, key, value, attn_mask, dropout_p, is_causal,
+                                                            scale=scale, **kwargs)[0]
+
+
+def _attention_as_math(gm):
+    """Calls of F.scaled_dot_product_attention in Dynamo's graph become
+    _sdpa_math: on the CPU SDPA picks a fused kernel whose backward does not
+    match any decomposed forward, and its math is what tir writes."""
+    import torch.nn.functional as F
+    sdpa = getattr(F, "scaled_dot_product_attention", None)
+    if sdpa is None or not hasattr(torch.ops.aten, "_scaled_dot_product_attention_math"):
+        return
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is sdpa:
+            node.target = _sdpa_math
+            changed = True
+    if changed:
+        gm.recompile()
 
 
 def torch_backend(server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0, min_nodes=1,
