@@ -183,22 +183,44 @@ absl::Status Authenticator::Check(const grpc::ServerContextBase &context, absl::
 
 std::string PeerKey(std::string peer) {
   // "ipv4:127.0.0.1:5555", "ipv6:[::1]:5555" (or %5B...%5D), "unix:...".
-  if (!absl::StartsWith(peer, "ipv6:")) {
+  // This machine is one host, however it calls: any of 127.0.0.0/8 (a
+  // caller binds whichever it likes), ::1, ::ffff:127.x and Unix sockets.
+  if (absl::StartsWith(peer, "unix:") || absl::StartsWith(peer, "unix-abstract:")) return "local";
+  const bool v6 = absl::StartsWith(peer, "ipv6:");
+  if (!v6 && !absl::StartsWith(peer, "ipv4:")) {
     const size_t colon = peer.rfind(':');
     if (colon != std::string::npos && colon > peer.find(':')) peer.resize(colon);
     return peer;
   }
   std::string host = peer.substr(5);
-  host = absl::StrReplaceAll(host, {{"%5B", "["}, {"%5D", "]"}, {"%5b", "["}, {"%5d", "]"}});
-  if (!host.empty() && host.front() == '[') host = host.substr(1, host.find(']') - 1);
-  in6_addr a;
-  if (inet_pton(AF_INET6, host.c_str(), &a) != 1) return "ipv6:" + host;
-  // One host holds a /64 (it may take any address in it): the /64 is the
-  // key, but for loopback and IPv4 mapped into IPv6 (one address each).
-  if (!IN6_IS_ADDR_LOOPBACK(&a) && !IN6_IS_ADDR_V4MAPPED(&a)) std::memset(a.s6_addr + 8, 0, 8);
-  char text[INET6_ADDRSTRLEN];
-  inet_ntop(AF_INET6, &a, text, sizeof text);
-  return absl::StrCat("ipv6:", text, IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_V4MAPPED(&a) ? "" : "/64");
+  if (v6) {
+    host = absl::StrReplaceAll(host, {{"%5B", "["}, {"%5D", "]"}, {"%5b", "["}, {"%5d", "]"}});
+    if (!host.empty() && host.front() == '[') host = host.substr(1, host.find(']') - 1);
+    if (const size_t zone = host.find('%'); zone != std::string::npos) host.resize(zone);
+  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
+    host.resize(colon);
+  }
+  in_addr a4;
+  if (v6) {
+    in6_addr a6;
+    if (inet_pton(AF_INET6, host.c_str(), &a6) != 1) return "ipv6:" + host;
+    if (IN6_IS_ADDR_LOOPBACK(&a6)) return "local";
+    if (!IN6_IS_ADDR_V4MAPPED(&a6)) {
+      // One host holds a /64 (it may take any address in it): the /64 is
+      // the key.
+      std::memset(a6.s6_addr + 8, 0, 8);
+      char text[INET6_ADDRSTRLEN];
+      inet_ntop(AF_INET6, &a6, text, sizeof text);
+      return absl::StrCat("ipv6:", text, "/64");
+    }
+    std::memcpy(&a4.s_addr, a6.s6_addr + 12, 4);  // an IPv4 host: keyed as one
+  } else if (inet_pton(AF_INET, host.c_str(), &a4) != 1) {
+    return "ipv4:" + host;
+  }
+  if ((ntohl(a4.s_addr) >> 24) == 127) return "local";
+  char text[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &a4, text, sizeof text);
+  return absl::StrCat("ipv4:", text);
 }
 
 std::string ClientOf(const grpc::ServerContextBase &context, const std::string &identity) {

@@ -94,12 +94,16 @@ class Authenticator {
 
 // Who a call counts against for per-client limits and whose request ids it
 // uses: "id:<identity>" for a call with a credential of its own, else its
-// peer's address without the port (what the caller cannot choose; the
-// "tir-client" metadata it may send is a label, not a key).
+// peer's host (PeerKey: what the caller cannot choose; the "tir-client"
+// metadata it may send is a label, not a key).
 std::string ClientOf(const grpc::ServerContextBase &context, const std::string &identity = "");
-// The key of a peer address (ClientOf without a credential): the address
-// without its port; for IPv6 its /64, which one host may fill with
-// addresses of its own (loopback and IPv4-mapped addresses as they are).
+// Whether a ClientOf key is an authenticated identity's (not a host's).
+inline bool IsIdentity(const std::string &client) { return client.rfind("id:", 0) == 0; }
+// The key of a peer address (ClientOf without a credential): its host.
+// "ipv4:A.B.C.D"; for IPv6 its /64, which one host may fill with addresses
+// of its own ("ipv6:2001:db8:1:2::/64"); an IPv4-mapped address as its IPv4
+// host; and "local" for this machine however it calls: all of 127.0.0.0/8
+// (a local caller may bind any of them), ::1, ::ffff:127.x and Unix sockets.
 std::string PeerKey(std::string peer);
 
 }  // namespace tir::api

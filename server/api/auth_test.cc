@@ -124,12 +124,25 @@ TEST(AuthTest, ACredentialNamesItsCaller) {
   EXPECT_EQ(ReasonOf(auth.Check(none, "Heartbeat")), "UNAUTHENTICATED") << "worker credentials close the worker API";
   EXPECT_EQ(ClientOf(with("x"), "team-a"), "id:team-a");
   EXPECT_EQ(PeerKey("ipv4:10.1.2.3:5555"), "ipv4:10.1.2.3");
-  EXPECT_EQ(PeerKey("ipv6:[::1]:5555"), "ipv6:::1");
   EXPECT_EQ(PeerKey("ipv6:%5B2001:db8:1:2:aaaa:bbbb:cccc:dddd%5D:443"), "ipv6:2001:db8:1:2::/64");
   EXPECT_EQ(PeerKey("ipv6:[2001:db8:1:2::7]:1"), PeerKey("ipv6:[2001:db8:1:2:ffff::9]:2")) << "one /64, one key";
   EXPECT_NE(PeerKey("ipv6:[2001:db8:1:2::7]:1"), PeerKey("ipv6:[2001:db8:1:3::7]:1"));
-  EXPECT_EQ(PeerKey("ipv6:[::ffff:10.0.0.1]:80"), "ipv6:::ffff:10.0.0.1");
-  EXPECT_EQ(PeerKey("unix:/tmp/sock"), "unix:/tmp/sock");
+  EXPECT_EQ(PeerKey("ipv6:[::ffff:10.0.0.1]:80"), "ipv4:10.0.0.1") << "an IPv4 host however it is written";
+  EXPECT_NE(PeerKey("ipv4:10.0.0.1:80"), PeerKey("ipv4:10.0.0.2:80"));
+}
+
+// This machine is one host: a caller on it may bind any of 127.0.0.0/8, so
+// keying by address would give it 16 million clients' shares.
+TEST(AuthTest, EveryLoopbackAddressIsOneHost) {
+  for (const char *peer : {"ipv4:127.0.0.1:5555", "ipv4:127.0.0.2:1", "ipv4:127.255.3.4:65535", "ipv6:[::1]:5555",
+                           "ipv6:%5B::1%5D:7", "ipv6:[::ffff:127.0.0.9]:80", "ipv6:%5B::ffff:127.1.2.3%5D:80",
+                           "unix:/tmp/sock", "unix:", "unix-abstract:tir"}) {
+    EXPECT_EQ(PeerKey(peer), "local") << peer;
+  }
+  EXPECT_EQ(PeerKey("ipv4:128.0.0.1:5"), "ipv4:128.0.0.1") << "only 127/8 is loopback";
+  EXPECT_EQ(PeerKey("ipv4:126.255.255.255:5"), "ipv4:126.255.255.255");
+  EXPECT_FALSE(IsIdentity(PeerKey("ipv4:127.0.0.2:1")));
+  EXPECT_TRUE(IsIdentity("id:team-a"));
 }
 
 // An admin credential opens what a client's does and says it is an

@@ -96,8 +96,15 @@ grpc::ServerUnaryReactor *OperationWaits::Start(const std::string &name, absl::T
                           absl::StrCat("maxWaits: this client has ", kMaxPerClient,
                                        " WaitOperation calls waiting; wait for one to end"));
     }
+    const bool anonymous = !IsIdentity(client);
+    if (allowed.ok() && anonymous && anonymous_ >= kMaxAnonymous) {
+      allowed = MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                          absl::StrCat("maxWaits: callers without a credential of their own have ", kMaxAnonymous,
+                                       " WaitOperation calls waiting (the rest is kept for identities)"));
+    }
     waits_.emplace(w, std::move(owned));
     ++per_client_[client];
+    if (anonymous) ++anonymous_;
   }
   if (!allowed.ok()) {
     w->Answer(allowed);
@@ -114,6 +121,7 @@ void OperationWaits::Remove(Wait *w) {
   if (found == waits_.end()) return;
   auto it = per_client_.find(w->client());
   if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
+  if (!IsIdentity(w->client())) --anonymous_;
   last = std::move(found->second);
   waits_.erase(found);
 }

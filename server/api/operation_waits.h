@@ -4,8 +4,10 @@
 // is cancelled. A client that waits holds no server thread, so waits cannot
 // take the threads workers' calls need (a synchronous wait held one for up
 // to its timeout: a few hundred of them left every worker call refused).
-// At most kMaxPerClient waits per client and kMaxWaits in all
-// (RESOURCE_EXHAUSTED, LIMIT_EXCEEDED "maxWaits").
+// At most kMaxPerClient waits per client (an identity, else a host:
+// ClientOf), kMaxAnonymous of them for all callers without a credential of
+// their own together (the rest is kept for identities), and kMaxWaits in
+// all (RESOURCE_EXHAUSTED, LIMIT_EXCEEDED "maxWaits").
 
 #ifndef TIR_SERVER_API_OPERATION_WAITS_H_
 #define TIR_SERVER_API_OPERATION_WAITS_H_
@@ -21,6 +23,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_callback.h"
+#include "server/api/auth.h"
 #include "server/coordinator/coordinator.h"
 #include "tir/v1/compiler_service.pb.h"
 
@@ -30,6 +33,7 @@ class OperationWaits {
  public:
   static constexpr size_t kMaxWaits = 4096;
   static constexpr size_t kMaxPerClient = 64;
+  static constexpr size_t kMaxAnonymous = kMaxWaits / 2;
 
   // `done` counts each wait's outcome once it is answered.
   OperationWaits(coordinator::Coordinator *c, std::function<void(const absl::Status &)> done);
@@ -55,6 +59,7 @@ class OperationWaits {
   mutable absl::Mutex mu_;
   std::map<Wait *, std::shared_ptr<Wait>> waits_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, size_t> per_client_ ABSL_GUARDED_BY(mu_);
+  size_t anonymous_ ABSL_GUARDED_BY(mu_) = 0;  // waits of clients without an identity
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread poller_;
 };

@@ -47,6 +47,35 @@ absl::Status CheckKeyPair(const std::string &cert, const std::string &key, const
   return absl::OkStatus();
 }
 
+// The dashboard's and /metrics' threads and request timeout.
+dashboard::HttpLimits HttpLimitsOf(const tir::v1::CoordinatorConfig &config) {
+  dashboard::HttpLimits l;
+  l.threads = static_cast<int>(config.http_threads());
+  l.request_timeout_ms = static_cast<int>(config.http_request_timeout_ms());
+  return l;
+}
+
+// How long connections live: an idle one (no call) is closed after
+// maxConnectionIdleMs, every one after maxConnectionAgeMs (its calls given
+// maxConnectionAgeGraceMs to end; a call still receiving a message then is
+// cut), one that never finishes its HTTP/2 handshake after 20 s (or the
+// idle time, when shorter). The server pings a silent client every 2
+// minutes and drops it after 20 s without an answer; a client that pings
+// more often than once a minute without data is sent GOAWAY after two
+// strikes.
+void ConfigureConnections(const tir::v1::CoordinatorConfig &config, grpc::ServerBuilder &builder) {
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, static_cast<int>(config.max_connection_idle_ms()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, static_cast<int>(config.max_connection_age_ms()));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                             static_cast<int>(config.max_connection_age_grace_ms()));
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                             static_cast<int>(std::min<uint32_t>(20000, config.max_connection_idle_ms())));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 120000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 60000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+}
+
 }  // namespace
 
 // The tokens that open the dashboard's status: the read and client tokens
@@ -195,10 +224,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // A bounded server: at most this many threads serve calls (a flood of
-  // clients waits for one instead of growing the process without bound).
+  // clients waits for one instead of growing the process without bound),
+  // and the memory of its connections' buffers (messages being received
+  // among them) is bounded: past the quota gRPC cancels calls ("Buffers
+  // full"), closes idle connections and turns new ones away until it is
+  // back under it (a sender as fast as loopback may overshoot it for a
+  // moment: it reclaims behind it).
   grpc::ResourceQuota quota("tir-coordinator");
   quota.SetMaxThreads(static_cast<int>(config.max_server_threads()));
+  quota.Resize(static_cast<size_t>(config.max_grpc_memory_bytes()));
   builder.SetResourceQuota(quota);
+  ConfigureConnections(config, builder);
   builder.AddListeningPort(config.listen(), creds, &s->port_);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(MalformedRequestInterceptor());
@@ -219,11 +255,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
     TIR_ASSIGN_OR_RETURN(s->dashboard_,
                          dashboard::Dashboard::Start(s->coordinator_.get(),
                                                      absl::StrCat(config.dashboard_address(), ":", config.dashboard_port()),
-                                                     DashboardTokens(tokens)));
+                                                     DashboardTokens(tokens), HttpLimitsOf(config)));
   }
   if (config.metrics_port() > 0) {
-    s->exposer_ =
-        std::make_unique<prometheus::Exposer>(absl::StrCat(config.http_address(), ":", config.metrics_port()));
+    const std::string address = absl::StrCat(config.http_address(), ":", config.metrics_port());
+    try {
+      // civetweb reports a failed bind by throwing.
+      s->exposer_ = std::make_unique<prometheus::Exposer>(dashboard::CivetOptions(address, HttpLimitsOf(config)));
+    } catch (const std::exception &e) {
+      return MakeError(absl::StatusCode::kUnavailable, "LISTEN_FAILED",
+                       absl::StrCat("/metrics cannot serve on ", address, ": ", e.what()));
+    }
     s->exposer_->RegisterCollectable(s->registry_);
   }
   return s;

@@ -156,8 +156,15 @@ grpc::ServerWriteReactor<grpc::ByteBuffer> *WatchStreams::Start(grpc::CallbackSe
                           absl::StrCat("maxWatchStreams: this client has ", kMaxPerClient,
                                        " WatchOperation streams open; read or close one"));
     }
+    const bool anonymous = !IsIdentity(client);
+    if (allowed.ok() && anonymous && anonymous_ >= kMaxAnonymous) {
+      allowed = MakeError(absl::StatusCode::kResourceExhausted, "LIMIT_EXCEEDED",
+                          absl::StrCat("maxWatchStreams: callers without a credential of their own have ", kMaxAnonymous,
+                                       " WatchOperation streams open (the rest is kept for identities)"));
+    }
     streams_.emplace(s, std::move(owned));
     ++per_client_[client];
+    if (anonymous) ++anonymous_;
   }
   if (!allowed.ok()) s->End(allowed);
   return s;
@@ -170,6 +177,7 @@ void WatchStreams::Remove(Stream *s) {
   if (found == streams_.end()) return;
   auto it = per_client_.find(s->client());
   if (it != per_client_.end() && --it->second == 0) per_client_.erase(it);
+  if (!IsIdentity(s->client())) --anonymous_;
   last = std::move(found->second);
   streams_.erase(found);
 }

@@ -5,7 +5,9 @@
 // last (until the client reads or its connection goes). Every
 // stream of one operation version writes the same serialized bytes (one
 // copy, shared by reference however many streams send it). At most
-// kMaxPerClient streams per client and kMaxStreams in all
+// kMaxPerClient streams per client (an identity, else a host: ClientOf),
+// kMaxAnonymous of them for all callers without a credential of their own
+// together (the rest is kept for identities), and kMaxStreams in all
 // (RESOURCE_EXHAUSTED, LIMIT_EXCEEDED "maxWatchStreams").
 
 #ifndef TIR_SERVER_API_WATCH_STREAMS_H_
@@ -21,6 +23,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/server_callback.h"
+#include "server/api/auth.h"
 #include "server/coordinator/coordinator.h"
 
 namespace tir::api {
@@ -29,6 +32,7 @@ class WatchStreams {
  public:
   static constexpr size_t kMaxStreams = 1024;
   static constexpr size_t kMaxPerClient = 16;
+  static constexpr size_t kMaxAnonymous = kMaxStreams / 2;
 
   // `done` counts each stream's outcome (method, status) once it ends.
   WatchStreams(coordinator::Coordinator *c, std::function<void(const absl::Status &)> done);
@@ -53,6 +57,7 @@ class WatchStreams {
   mutable absl::Mutex mu_;
   std::map<Stream *, std::shared_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, size_t> per_client_ ABSL_GUARDED_BY(mu_);
+  size_t anonymous_ ABSL_GUARDED_BY(mu_) = 0;  // streams of clients without an identity
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread pump_;
 };

@@ -3,10 +3,12 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include <fstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -48,6 +50,12 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.planning_budget_ms() == 0) c.set_planning_budget_ms(20000);
   if (c.max_planned_candidates() == 0) c.set_max_planned_candidates(65536);
   if (c.max_kernels_per_graph() == 0) c.set_max_kernels_per_graph(1024);
+  if (c.http_threads() == 0) c.set_http_threads(32);
+  if (c.http_request_timeout_ms() == 0) c.set_http_request_timeout_ms(5000);
+  if (c.max_grpc_memory_bytes() == 0) c.set_max_grpc_memory_bytes(std::max<uint64_t>(256u << 20, 2 * c.max_message_bytes()));
+  if (c.max_connection_idle_ms() == 0) c.set_max_connection_idle_ms(300000);
+  if (c.max_connection_age_ms() == 0) c.set_max_connection_age_ms(1800000);
+  if (c.max_connection_age_grace_ms() == 0) c.set_max_connection_age_grace_ms(300000);
   if (c.shape_buckets().empty()) c.set_shape_buckets("pow2");
   {
     const std::string &b = c.shape_buckets();
@@ -67,6 +75,25 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   // gRPC takes the limit as an int.
   if (c.max_message_bytes() < (1u << 20) || c.max_message_bytes() > (1ull << 31) - 1) {
     return Invalid(absl::StrCat("max_message_bytes must be between 1 MiB and 2 GiB - 1 byte, got ", c.max_message_bytes()));
+  }
+  if (c.max_grpc_memory_bytes() < 2 * c.max_message_bytes()) {
+    return Invalid(absl::StrCat("max_grpc_memory_bytes (", c.max_grpc_memory_bytes(),
+                                ") must be at least twice max_message_bytes (", c.max_message_bytes(),
+                                "): a message being received is held in it"));
+  }
+  if (c.http_threads() < 2 || c.http_threads() > 1024) {
+    return Invalid(absl::StrCat("http_threads must be between 2 and 1024, got ", c.http_threads()));
+  }
+  if (c.http_request_timeout_ms() < 100 || c.http_request_timeout_ms() > 600000) {
+    return Invalid(absl::StrCat("http_request_timeout_ms must be between 100 and 600000, got ", c.http_request_timeout_ms()));
+  }
+  // gRPC takes these as ints.
+  for (const auto &[name, value] : {std::pair<const char *, uint32_t>{"max_connection_idle_ms", c.max_connection_idle_ms()},
+                                    {"max_connection_age_ms", c.max_connection_age_ms()},
+                                    {"max_connection_age_grace_ms", c.max_connection_age_grace_ms()}}) {
+    if (value < 100 || value > (1u << 31) - 1) {
+      return Invalid(absl::StrCat(name, " must be between 100 and 2^31 - 1, got ", value));
+    }
   }
   if (c.lost_after_ms() < 2 * c.heartbeat_interval_ms()) {
     return Invalid(absl::StrCat("lost_after_ms (", c.lost_after_ms(), ") must be at least twice heartbeat_interval_ms (",

@@ -1,5 +1,9 @@
 #include "server/config/config.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "compiler/support/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -48,6 +52,39 @@ TEST(ParseConfig, RefusesUnknownFieldsAndBadValuesNamingTheField) {
   auto notJson = ParseConfig("listen: 1");
   ASSERT_FALSE(notJson.ok());
   EXPECT_EQ(ReasonOf(notJson.status()), "INVALID_CONFIG");
+}
+
+// The network's limits have safe defaults, the memory quota holds at least
+// two of the largest messages, and a value gRPC or civetweb could not take
+// is refused naming its field.
+TEST(ParseConfig, NetworkLimitsHaveSafeDefaultsAndBounds) {
+  auto c = ParseConfig("{}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http_threads(), 32u);
+  EXPECT_EQ(c->http_request_timeout_ms(), 5000u);
+  EXPECT_EQ(c->max_grpc_memory_bytes(), 256u << 20);
+  EXPECT_EQ(c->max_connection_idle_ms(), 300000u);
+  EXPECT_EQ(c->max_connection_age_ms(), 1800000u);
+  EXPECT_EQ(c->max_connection_age_grace_ms(), 300000u);
+  auto big = ParseConfig(R"({"maxMessageBytes": 268435456})");
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(big->max_grpc_memory_bytes(), 512u << 20) << "the default quota grows with the largest message";
+  for (const auto &[json, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"maxGrpcMemoryBytes": 67108864})", "max_grpc_memory_bytes"},
+           {R"({"maxMessageBytes": 33554432, "maxGrpcMemoryBytes": 50331648})", "max_grpc_memory_bytes"},
+           {R"({"httpThreads": 1})", "http_threads"},
+           {R"({"httpThreads": 5000})", "http_threads"},
+           {R"({"httpRequestTimeoutMs": 10})", "http_request_timeout_ms"},
+           {R"({"maxConnectionIdleMs": 3000000000})", "max_connection_idle_ms"},
+           {R"({"maxConnectionAgeMs": 50})", "max_connection_age_ms"}}) {
+    auto bad = ParseConfig(json);
+    ASSERT_FALSE(bad.ok()) << json;
+    EXPECT_EQ(ReasonOf(bad.status()), "INVALID_CONFIG");
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr(field)) << json;
+  }
+  auto small = ParseConfig(
+      R"({"maxMessageBytes": 1048576, "maxGrpcMemoryBytes": 2097152, "maxConnectionIdleMs": 500, "httpThreads": 2})");
+  EXPECT_TRUE(small.ok()) << small.status();
 }
 
 TEST(ReadConfigFile, NamesTheFieldAndWhatIsWrongWithTheFile) {

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -107,14 +108,25 @@ std::string Dashboard::StatusJson(coordinator::Coordinator &c) {
   return out;
 }
 
+std::vector<std::string> CivetOptions(const std::string &address, const HttpLimits &limits) {
+  const std::string timeout = std::to_string(limits.request_timeout_ms);
+  // civetweb's reads of a request (its whole header) and each write of an
+  // answer end at request_timeout_ms; a connection between requests would
+  // wait keep_alive_timeout_ms, but none is kept. linger_timeout_ms stays
+  // unset: closing a socket never waits for its client.
+  return {"listening_ports",    address, "num_threads",           std::to_string(limits.threads),
+          "request_timeout_ms", timeout, "keep_alive_timeout_ms", timeout,
+          "enable_keep_alive",  "no"};
+}
+
 absl::StatusOr<std::unique_ptr<Dashboard>> Dashboard::Start(coordinator::Coordinator *c, const std::string &address,
-                                                            std::vector<std::string> tokens) {
+                                                            std::vector<std::string> tokens, const HttpLimits &limits) {
   auto d = std::unique_ptr<Dashboard>(new Dashboard());
   d->handlers_ = std::make_unique<Handlers>();
   d->handlers_->page = std::make_unique<Fixed>("text/html; charset=utf-8", [] { return Page(); });
   d->handlers_->status = std::make_unique<Fixed>("application/json", [c] { return StatusJson(*c); }, std::move(tokens));
   d->handlers_->health = std::make_unique<Fixed>("text/plain", [] { return std::string("ok\n"); });
-  const std::vector<std::string> options = {"listening_ports", address, "num_threads", "4"};
+  const std::vector<std::string> options = CivetOptions(address, limits);
   try {
     // CivetServer reports a failed bind by throwing; this is the one place.
     d->server_ = std::make_unique<CivetServer>(options);

@@ -25,12 +25,29 @@ class CivetServer;
 
 namespace tir::dashboard {
 
+// What one HTTP server (the dashboard, /metrics) gives its clients. Each
+// connection holds one of `threads` while it is read and answered, so a
+// client gets `request_timeout_ms` to send its whole request (and as long
+// to take each write of the answer) and is then cut: slow clients hold
+// threads for that long at most, and fewer of them than `threads` leave
+// every other request answered at once. No keep-alive: each connection
+// carries one request.
+struct HttpLimits {
+  int threads = 32;
+  int request_timeout_ms = 5000;
+};
+
+// civetweb's options (also prometheus::Exposer's) for serving on `address`
+// ("HOST:PORT") within `limits`.
+std::vector<std::string> CivetOptions(const std::string &address, const HttpLimits &limits);
+
 class Dashboard {
  public:
   // Serves on `address` ("0.0.0.0:PORT"). Errors: UNAVAILABLE / LISTEN_FAILED.
   // `tokens`: those that open /api/status (empty: open).
   static absl::StatusOr<std::unique_ptr<Dashboard>> Start(coordinator::Coordinator *c, const std::string &address,
-                                                          std::vector<std::string> tokens = {});
+                                                          std::vector<std::string> tokens = {},
+                                                          const HttpLimits &limits = {});
   ~Dashboard();
 
   // The status as the endpoint serves it.
