@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "compiler/support/cli.h"
 #include "server/config/config.h"
+#include "server/config/config_help.h"
 #include "server/api/server.h"
 #include "server/store/rocksdb_kernel_store.h"
 
@@ -34,6 +37,9 @@ ABSL_FLAG(bool, repair_store, false,
           "DIR.lost+found/TIME/ first; a sound store is left alone; a coordinator refuses to start on a damaged one");
 
 int main(int argc, char **argv) {
+  absl::SetProgramUsageMessage(absl::StrCat(
+      "the tir coordinator: tir-coordinator [--config=FILE] [flags]\n\n", tir::config::ConfigHelp(),
+      "\nLimits, quotas and budgets are the entries above; 0 or absent is the default named."));
   tir::ParseDashedFlags(argc, argv);
   tir::v1::CoordinatorConfig config;
   if (!absl::GetFlag(FLAGS_config).empty()) {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/flags/parse.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "compiler/support/status.h"
 
 namespace tir {
@@ -34,6 +36,12 @@ void ParseDashedFlags(int argc, char **argv) {
     }
     args.push_back(a.data());
   }
+  // --help lists the program's own flags (absl's default lists only those
+  // of a file named after the binary, which none of tir's are).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) { return !absl::StrContains(file, "absl/"); };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
 }
 
