@@ -30,26 +30,55 @@ bool WordAt(llvm::StringRef text, size_t i, llvm::StringRef word) {
   return end >= text.size() || !IdentChar(text[end]);
 }
 
-// The '<' that follows `word` at `i` (spaces between), or npos.
+// The first index at or after `j` that is not trivia: whitespace and `//`
+// comments, which MLIR's lexer skips between any two tokens.
+size_t SkipTrivia(llvm::StringRef text, size_t j) {
+  while (j < text.size()) {
+    const char c = text[j];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ++j;
+    } else if (c == '/' && j + 1 < text.size() && text[j + 1] == '/') {
+      while (j < text.size() && text[j] != '\n') ++j;
+    } else {
+      break;
+    }
+  }
+  return j;
+}
+
+// The '<' that follows `word` at `i` (trivia between), or npos.
 size_t AngleAfter(llvm::StringRef text, size_t i, size_t wordSize) {
-  size_t j = i + wordSize;
-  while (j < text.size() && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r')) ++j;
+  const size_t j = SkipTrivia(text, i + wordSize);
   return j < text.size() && text[j] == '<' ? j : llvm::StringRef::npos;
 }
 
-// Dims of the shaped type whose '<' is at `open`: `4x?x8xf32` has 3.
+// Dims of the shaped type whose '<' is at `open`: `4x?x8xf32` has 3, as
+// does `4 x ? x [8] x f32` (trivia around the `x`s, scalable dims).
 int64_t RankAt(llvm::StringRef text, size_t open) {
   int64_t rank = 0;
   size_t j = open + 1;
   while (true) {
-    while (j < text.size() && (text[j] == ' ' || text[j] == '\n' || text[j] == '\t' || text[j] == '\r')) ++j;
+    j = SkipTrivia(text, j);
     const size_t first = j;
-    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '?')) ++j;
-    if (j == first || j >= text.size() || text[j] != 'x') return rank;
+    if (j < text.size() && text[j] == '[') {
+      ++j;
+      while (j < text.size() && text[j] != ']' && text[j] != '>') ++j;
+      if (j < text.size() && text[j] == ']') ++j;
+    } else {
+      while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '?')) ++j;
+    }
+    if (j == first) return rank;
+    j = SkipTrivia(text, j);
+    if (j >= text.size() || text[j] != 'x') return rank;
     ++rank;
     ++j;
   }
 }
+
+// Whether `c` ends a run of arithmetic operators: a separator no affine
+// expression holds (parentheses do not end one: `(d0+d0)+(d0+d0)+...` is one
+// run for the affine parser).
+bool EndsRun(char c) { return std::strchr(",;{}[]=:%#@^\"", c) != nullptr; }
 
 }  // namespace
 
@@ -57,17 +86,21 @@ TextFacts ScanText(llvm::StringRef text) {
   TextFacts facts;
   int depth = 0;
   int minus = 0;  // a run of unary minus signs: the affine parser recurses once per sign
-  int affineDepth = -1;  // the depth inside an affine map's '<', or -1 outside one
+  // Operators since the last separator, wherever they are: the affine
+  // parser recurses once per operator of a run, however the map is spelled
+  // or introduced (an alias, trivia between `affine_map` and its '<').
   int64_t terms = 0;
+  auto term = [&] { facts.affine_terms = std::max(facts.affine_terms, ++terms); };
   const size_t n = text.size();
   for (size_t i = 0; i < n; ++i) {
     const char c = text[i];
     if (c == '-' && !(i + 1 < n && text[i + 1] == '>')) {
       facts.depth = std::max(facts.depth, depth + ++minus);
-      if (affineDepth >= 0) facts.affine_terms = std::max(facts.affine_terms, ++terms);
+      term();
       continue;
     }
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r') minus = 0;
+    if (EndsRun(c)) terms = 0;
     if (c == '"') {  // a string literal, with \" escapes
       for (++i; i < n && text[i] != '"'; ++i) {
         if (text[i] == '\\') ++i;
@@ -87,26 +120,12 @@ TextFacts ScanText(llvm::StringRef text) {
       if (!comparison) ++facts.assignments;
       continue;
     }
-    if (affineDepth >= 0) {
-      if (c == '+' || c == '*') {
-        facts.affine_terms = std::max(facts.affine_terms, ++terms);
-      } else if (c == 'm' || c == 'f' || c == 'c') {
-        for (llvm::StringRef op : {"mod", "floordiv", "ceildiv"}) {
-          if (WordAt(text, i, op)) {
-            facts.affine_terms = std::max(facts.affine_terms, ++terms);
-            i += op.size() - 1;
-            break;
-          }
-        }
-        continue;
-      }
-    } else if (c == 'a' && (WordAt(text, i, "affine_map") || WordAt(text, i, "affine_set"))) {
-      if (const size_t open = AngleAfter(text, i, 10); open != llvm::StringRef::npos) {
-        affineDepth = depth + 1;
-        terms = 0;
-        i = open - 1;  // the '<' opens below
-        continue;
-      }
+    if (c == '+' || c == '*') {
+      term();
+    } else if ((c == 'm' && WordAt(text, i, "mod")) || (c == 'f' && WordAt(text, i, "floordiv")) ||
+               (c == 'c' && WordAt(text, i, "ceildiv"))) {
+      term();
+      continue;
     } else if ((c == 't' && WordAt(text, i, "tensor")) || (c == 'm' && WordAt(text, i, "memref")) ||
                (c == 'v' && WordAt(text, i, "vector"))) {
       if (const size_t open = AngleAfter(text, i, 6); open != llvm::StringRef::npos) {  // all three have 6 letters
@@ -118,7 +137,6 @@ TextFacts ScanText(llvm::StringRef text) {
     } else if (c == '>' && i + 1 < n && text[i + 1] == '=') {
       ++i;  // `>=` compares (an affine set's constraint)
     } else if ((c == ')' || c == ']' || c == '}' || c == '>') && depth > 0) {
-      if (c == '>' && depth == affineDepth) affineDepth = -1;
       --depth;
     }
   }
@@ -137,7 +155,7 @@ absl::Status CheckTextNesting(llvm::StringRef text, llvm::StringRef what, int ma
   if (facts.affine_terms > kMaxAffineTerms) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",
                      absl::StrCat(what.str(), " has an affine map of ", facts.affine_terms,
-                                  " operators; graphs' affine maps may have at most ", kMaxAffineTerms));
+                                  " operators in a row; graphs' affine maps may have at most ", kMaxAffineTerms));
   }
   if (facts.rank > kMaxRank) {
     return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_GRAPH",

@@ -4,13 +4,16 @@
 // nesting, so a few kilobytes of `[[[[...]]]]` would exhaust a thread's
 // stack. Graph input from the network is bounded before MLIR sees it:
 //  - text (a graph's MLIR text, an attribute's text in the proto form) is
-//    scanned once, without recursion, before MLIR sees it: its bracket depth
-//    may not pass kMaxGraphNesting, an affine map or set may hold at most
-//    kMaxAffineTerms operators (the affine parser recurses once per
-//    operator and simplifies in time that grows with the square of the
-//    terms: a bracketless `d0+d0+...` of millions of terms overflowed any
-//    stack), and a shaped type (tensor, memref, vector) may have at most
-//    kMaxRank dims (building a type of rank 100,000 took minutes);
+//    scanned once, without recursion, before MLIR sees it, skipping what
+//    MLIR's lexer skips (whitespace, `//` comments) and string literals:
+//    its bracket depth may not pass kMaxGraphNesting; at most
+//    kMaxAffineTerms arithmetic operators may follow one another with no
+//    separator (`,` `;` `=` `:` brackets other than parentheses, SSA and
+//    symbol names) wherever they are (the affine parser recurses once per
+//    operator of a run and simplifies in time that grows with the square of
+//    the terms: a bracketless `d0+d0+...` of millions of terms overflowed
+//    any stack); and a shaped type (tensor, memref, vector) may have at
+//    most kMaxRank dims (building a type of rank 100,000 took minutes);
 //  - text and bytecode are parsed on a thread with a stack of
 //    kParseStackBytes (bytecode cannot be scanned without decoding it);
 //  - the parsed module's attributes and types are walked without recursion
@@ -38,8 +41,8 @@ namespace tir {
 // rank-6 constant, a type with an encoding).
 inline constexpr int kMaxGraphNesting = 256;
 
-// Most operators (+ - * mod floordiv ceildiv) one affine map or set may
-// hold. Access maps of real graphs have a few dozen.
+// Most operators (+ - * mod floordiv ceildiv) that may follow one another
+// without a separator. Access maps of real graphs have a few dozen.
 inline constexpr int64_t kMaxAffineTerms = 1024;
 
 // Largest graph bytecode taken (it cannot be scanned before it is parsed;
@@ -64,7 +67,7 @@ int TextNesting(llvm::StringRef text);
 // What one linear scan of MLIR text finds (strings and comments skipped).
 struct TextFacts {
   int depth = 0;              // TextNesting
-  int64_t affine_terms = 0;   // operators of the largest affine map or set
+  int64_t affine_terms = 0;   // most arithmetic operators in a row (no separator between)
   int64_t rank = 0;           // dims of the shaped type of highest rank
   int64_t assignments = 0;    // `=` signs (each op with results has one)
 };

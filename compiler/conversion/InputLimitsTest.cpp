@@ -40,12 +40,18 @@ TEST(TextNesting, CountsBracketsOutsideStringsCommentsAndArrows) {
 }
 
 TEST(ScanText, CountsAffineOperatorsAndRanks) {
+  // Runs of operators end at separators (a comma, a colon), not at
+  // parentheses.
   const TextFacts map = ScanText("#m = affine_map<(d0, d1) -> (d0 * 2 + d1 mod 3, d1 floordiv 4 - 1)>");
-  EXPECT_EQ(map.affine_terms, 5);
+  EXPECT_EQ(map.affine_terms, 3);
   EXPECT_EQ(ScanText("affine_set<(d0) : (d0 - 1 >= 0, d0 == 0)>").affine_terms, 1);
-  // Operators outside an affine map are not its terms; the map ends at its '>'.
-  EXPECT_EQ(ScanText("affine_map<(d0) -> (d0)> + + + mod").affine_terms, 0);
+  EXPECT_EQ(ScanText("(d0 + d0) + (d0 + d0) + (d0 * 2)").affine_terms, 5);
+  EXPECT_EQ(ScanText("dense<[-1.0, -2.0e-05, 3.0]> : tensor<3xf32>").affine_terms, 2);
   EXPECT_EQ(ScanText("tensor<4x?x8xf32>").rank, 3);
+  // What MLIR's lexer skips between tokens hides nothing.
+  EXPECT_EQ(ScanText("tensor // a comment\n <4 x ? x 8x f32>").rank, 3);
+  EXPECT_EQ(ScanText("tensor<1 x 1 //\n x [4] x 2xf32>").rank, 4);
+  EXPECT_EQ(ScanText("vector<[4]x[4]xf32>").rank, 2);
   EXPECT_EQ(ScanText("memref<2x2xbf16, affine_map<(d0, d1) -> (d1, d0)>>").rank, 2);
   EXPECT_EQ(ScanText("tensor<f32> vector<4xf32> tensor<*xf32>").rank, 1);
   EXPECT_EQ(ScanText("%a = exp %b {x = 1} %c == %d >= 0").assignments, 2);
@@ -75,6 +81,30 @@ TEST(InputLimits, AffineMapsOfMillionsOfTermsAreRefusedBeforeParsing) {
   // A map within the bound parses.
   src.set_mlir_text(AffineBomb(kMaxAffineTerms / 2, " mod 3 + d0"));
   EXPECT_TRUE(LoadGraphSource(src, ctx.get()).ok());
+}
+
+// The same bombs spelled so that a scan looking for `affine_map<` or
+// `tensor<` would miss them: a comment between the keyword and its '<',
+// parenthesized groups, spaces around the dims' `x`.
+TEST(InputLimits, BombsBehindTriviaAreRefusedBeforeParsing) {
+  auto ctx = makeTirContext();
+  std::string expr = "d0";
+  for (int i = 0; i < 200000; ++i) expr += "+d0";
+  tir::v1::GraphSource src;
+  src.set_mlir_text(GraphWith("affine_map// hidden\n<(d0) -> (" + expr + ")>"));
+  absl::StatusOr<LoadedGraph> g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("affine map of 200000 operators in a row"));
+  std::string groups = "(d0+d0)";
+  for (int i = 0; i < 100000; ++i) groups += "+(d0+d0)";
+  src.set_mlir_text(GraphWith("affine_map<(d0) -> (" + groups + ")>"));
+  EXPECT_EQ(ReasonOf(LoadGraphSource(src, ctx.get()).status()), "INVALID_GRAPH");
+  std::string dims;
+  for (int i = 0; i < 100000; ++i) dims += "1 x ";
+  src.set_mlir_text(GraphWith("tensor// hidden\n<" + dims + "f32>"));
+  g = LoadGraphSource(src, ctx.get());
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("a type of rank 100000"));
 }
 
 TEST(InputLimits, TypesOfHugeRankAreRefusedBeforeParsing) {

@@ -56,6 +56,18 @@ TEST_F(Security, AffineMapsOfMillionsOfTermsAreRefusedThroughTheReadToken) {
   tir::v1::Operation op;
   s = Compile(AffineBomb(3000000, "+d0"), &op);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  // Spelled to slip past a scan for `affine_map<`: a comment before the
+  // '<' (MLIR's lexer skips it), and the terms in parenthesized groups.
+  std::string expr = "d0";
+  for (int i = 0; i < 3000000; ++i) expr += "+d0";
+  s = Lookup(clients_,
+             absl::StrCat("module attributes {test.map = affine_map// x\n<(d0) -> (", expr, ")>} {\n",
+                          Graph("hidden", 4), "}\n"),
+             "read-token");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("operators in a row"));
+  s = Lookup(clients_, AffineBomb(1000000, "+(d0+d0)"), "read-token");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
 }
 
 // 2. A rank-100000 tensor type (800 KB) took 213 s before the rank limit
@@ -73,6 +85,15 @@ TEST_F(Security, TypesOfHugeRankAreRefusedBeforeTheyAreBuilt) {
   s = Lookup(clients_, absl::StrCat("module attributes {test.t = ", type, "} {\n", Graph("rank", 4), "}\n"),
              "read-token");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  // A comment before the '<' and spaces around the `x`s, as MLIR's lexer
+  // takes them.
+  std::string spaced;
+  for (int i = 0; i < 100000; ++i) spaced += "1 x ";
+  s = Lookup(clients_,
+             absl::StrCat("module attributes {test.t = tensor// x\n<", spaced, "f32>} {\n", Graph("spaced", 4), "}\n"),
+             "read-token");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("rank 100000"));
 }
 
 // 3. Text with far more ops than maxOpsPerGraph allows is refused before it
