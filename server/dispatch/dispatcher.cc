@@ -586,6 +586,11 @@ bool Dispatcher::HasHealthy(const std::string &arch) const {
   return workers_.HasHealthy(arch);
 }
 
+bool Dispatcher::HasHealthyOtherThan(const std::string &arch, const std::set<std::string> &besides) const {
+  absl::MutexLock l(&mu_);
+  return workers_.HasHealthyOtherThan(arch, besides);
+}
+
 std::string Dispatcher::DeviceOf(const std::string &arch) const {
   absl::MutexLock l(&mu_);
   return workers_.DeviceOf(arch);

@@ -142,6 +142,9 @@ class Dispatcher {
   // (maxQueueItems) saying what wanted them.
   absl::Status Room(size_t items, const std::string &what) const;
   bool HasHealthy(const std::string &arch) const;
+  // Whether another healthy worker of `arch` than those in `besides` exists:
+  // a second party that can check their word.
+  bool HasHealthyOtherThan(const std::string &arch, const std::set<std::string> &besides) const;
   // The device most healthy workers of `arch` report ("" when none).
   std::string DeviceOf(const std::string &arch) const;
   std::optional<tir::v1::WorkerCapabilities> CapabilitiesOf(const std::string &worker) const;

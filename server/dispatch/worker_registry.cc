@@ -112,6 +112,12 @@ bool WorkerRegistry::HasHealthy(const std::string &arch) const {
                      [&](const auto &w) { return w.second.capabilities.arch() == arch && w.second.healthy(); });
 }
 
+bool WorkerRegistry::HasHealthyOtherThan(const std::string &arch, const std::set<std::string> &besides) const {
+  return std::any_of(workers_.begin(), workers_.end(), [&](const auto &w) {
+    return w.second.capabilities.arch() == arch && w.second.healthy() && !besides.count(w.first);
+  });
+}
+
 std::string WorkerRegistry::DeviceOf(const std::string &arch) const {
   std::map<std::string, int> count;
   for (const auto &[name, w] : workers_) {

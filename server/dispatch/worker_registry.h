@@ -101,6 +101,9 @@ class WorkerRegistry {
   bool Heartbeat(const std::string &name, tir::v1::WorkerState state, uint64_t measured, absl::Time now);
   // A healthy worker of `arch` exists.
   bool HasHealthy(const std::string &arch) const;
+  // Whether a healthy worker of `arch` not named in `besides` exists (one
+  // that could check what those workers said).
+  bool HasHealthyOtherThan(const std::string &arch, const std::set<std::string> &besides) const;
   // The device name most healthy workers of `arch` report ("" when none):
   // the device whose figures planning ranks candidates for.
   std::string DeviceOf(const std::string &arch) const;

@@ -157,6 +157,21 @@ void ShapeChecks::OnResults(dispatch::QueuedWork work, std::vector<tir::v1::Cand
                    what.c_str(), tir::v1::Verdict_Name(v.verdict()).c_str(), api::ShownMessage(v.detail()).c_str());
     }
     auto dissent = c.dissent.find(k);
+    const bool second = !worker.empty() && dispatcher_.HasHealthyOtherThan(work.item.arch(), {worker});
+    if (v.verdict() == tir::v1::VERDICT_WRONG && dissent == c.dissent.end() && !worker.empty() && !second) {
+      // No other worker of the arch to check it: the requests waiting are
+      // answered WRONG_AT_SHAPE, but the verdict is not kept (one party's
+      // word); the next request checks the shape again.
+      c.unconfirmed = true;
+      c.results[k] = bundles::TakenVerification(
+          v, absl::StrCat(worker, " (unconfirmed: no other worker of ", work.item.arch(), " to check it)"));
+      c.worker = worker;
+      Progress(c);
+      bool all = true;
+      for (const auto &r : c.results) all &= r.has_value();
+      if (all) Complete(it);
+      return;
+    }
     if (v.verdict() == tir::v1::VERDICT_WRONG && dissent == c.dissent.end() && !worker.empty()) {
       // One worker's WRONG is not a verdict yet: another worker checks the
       // kernel again (the operations wait, checking), and its word decides.
@@ -212,7 +227,7 @@ void ShapeChecks::Complete(Checks::iterator it) {
   // good). A check whose
   // kernels only faulted, timed out or did not compile (after the attempts
   // a sick worker gets) fails its requests and is made again next time.
-  sizer_.Verified(c.key, c.shape, c.sized, record, passed || wrong);
+  sizer_.Verified(c.key, c.shape, c.sized, record, passed || (wrong && !c.unconfirmed));
   absl::StatusOr<tir::v1::KernelBundle> answer;
   if (passed) {
     answer = sizer_.ServedCopy(c.sized, record);

@@ -68,6 +68,9 @@ class ShapeChecks : public dispatch::WorkOwner {
     std::vector<std::optional<tir::v1::Verification>> results;
     // Per kernel: the worker whose WRONG waits for a second party.
     std::map<int, std::string> dissent;
+    // A WRONG no second party could check (no other worker of the arch):
+    // answered, not kept.
+    bool unconfirmed = false;
     std::string worker;
     std::vector<std::string> operations;
     absl::Time start;

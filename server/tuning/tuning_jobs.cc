@@ -154,12 +154,13 @@ absl::StatusOr<tir::v1::Operation> TuningJobs::Open(JobSpec spec, std::vector<Ke
   return *answer;
 }
 
-bool TuningJobs::Restore(const std::string &name, const std::string &key, const std::string &shape) {
+bool TuningJobs::Restore(const std::string &name, const std::string &key, const std::string &shape,
+                         const std::string &owner) {
   absl::MutexLock l(&mu_);
   auto it = jobs_.find(key);
   if (it == jobs_.end()) return false;
   Job &job = it->second;
-  if (!parts_.operations.Restore(name, job.spec.identity.arch, key, key)) return false;
+  if (!parts_.operations.Restore(name, job.spec.identity.arch, key, key, owner)) return false;
   job.operations.push_back(name);
   if (!shape.empty()) job.shapes[name] = common::ParseShapeText(shape);
   Progress(job);
@@ -258,8 +259,15 @@ void TuningJobs::Advance(const std::string &key) {
           for (const auto &[position, workers] : kj.wrong_by) {
             claims.insert(kj.work.item.candidates(position).candidate_index());
           }
-          job.excluded.insert(lone);
-          if (Remeasure(key, failed)) return;
+          // Measured again only by another worker (with none, the lone word
+          // ends the job: waiting for a second party that does not exist
+          // would hold it open for ever).
+          std::set<std::string> besides = job.excluded;
+          besides.insert(lone);
+          if (parts_.dispatcher.HasHealthyOtherThan(job.spec.identity.arch, besides)) {
+            job.excluded.insert(lone);
+            if (Remeasure(key, failed)) return;
+          }
         }
         End(key, failed);
         return;
@@ -308,8 +316,15 @@ void TuningJobs::Advance(const std::string &key) {
       // new measurement (by the other workers), not its answer.
       if (!ours()) return;
       if (unconfirmed || ReasonOf(built) == "BINARY_MISMATCH") {
-        if (!blame.empty()) jobs_.at(key).excluded.insert(blame);
-        if (Remeasure(key, built)) return;
+        Job &job = jobs_.at(key);
+        std::set<std::string> besides = job.excluded;
+        if (!blame.empty()) besides.insert(blame);
+        // Measured again only where another worker can (else the job ends
+        // with the reason, rather than wait for one).
+        if (parts_.dispatcher.HasHealthyOtherThan(job.spec.identity.arch, besides)) {
+          job.excluded = std::move(besides);
+          if (Remeasure(key, built)) return;
+        }
       }
       End(key, built);
       return;

@@ -98,7 +98,8 @@ class TuningJobs : public dispatch::WorkOwner {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Puts operation `name` from before a restart back on its resumed job;
   // false when no job of `key` is in flight.
-  bool Restore(const std::string &name, const std::string &key, const std::string &shape) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Restore(const std::string &name, const std::string &key, const std::string &shape,
+               const std::string &owner = "") ABSL_LOCKS_EXCLUDED(mu_);
   // Operation `op` no longer waits for job `key`; the job stops once none does.
   void Cancel(const std::string &op, const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
 
