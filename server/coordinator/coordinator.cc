@@ -110,7 +110,7 @@ absl::Status Coordinator::Start() {
   // their own names (the others answer from the store: RestoredOperation).
   TIR_ASSIGN_OR_RETURN(auto persisted, ledger_.Operations());
   for (const auto &[name, record] : persisted) {
-    if (tuning_.Restore(name, record.key(), record.shape())) ops_.SetOwner(name, record.owner());
+    tuning_.Restore(name, record.key(), record.shape(), record.owner());
   }
   dispatcher_.Start();
   status_.Start();
@@ -327,8 +327,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::RestoredOperation(const std::str
     const common::Shape shape = common::ParseShapeText(record->shape());
     TIR_ASSIGN_OR_RETURN(std::optional<tir::v1::KernelBundle> at, sizer_.AtShape(b, shape));
     if (!at) {
-      ops_.Restore(name, b.arch(), record->key(), "");
-      ops_.SetOwner(name, record->owner());
+      ops_.Restore(name, b.arch(), record->key(), "", record->owner());
       checks_.Check(b, shape, {name}, 0);
       if (std::optional<tir::v1::Operation> op = ops_.Get(name)) return *op;
       return NotFound("no operation " + name);

@@ -66,17 +66,14 @@ absl::StatusOr<tir::v1::Operation> Operations::New(const std::string &arch, cons
 }
 
 bool Operations::Restore(const std::string &name, const std::string &arch, const std::string &key,
-                         const std::string &job) {
+                         const std::string &job, const std::string &owner) {
   absl::MutexLock l(&mu_);
   if (table_.Contains(name)) return false;
   table_.Restore(name, arch, key);
-  table_.Find(name)->job = job;
+  OperationTable::Entry *e = table_.Find(name);
+  e->job = job;
+  e->owner = owner;
   return true;
-}
-
-void Operations::SetOwner(const std::string &name, const std::string &owner) {
-  absl::MutexLock l(&mu_);
-  if (OperationTable::Entry *e = table_.Find(name)) e->owner = owner;
 }
 
 absl::Status Operations::CanCancel(const std::string &name, const std::string &identity, bool admin) const {

@@ -49,9 +49,10 @@ class Operations {
                                          const std::function<void(tir::v1::Operation &)> &describe,
                                          const std::string &owner);
   // Puts back an operation from before a restart (false when it is kept).
-  bool Restore(const std::string &name, const std::string &arch, const std::string &key, const std::string &job);
-  // Sets the owner of a kept operation (one restored from its record).
-  void SetOwner(const std::string &name, const std::string &owner);
+  // `owner`: who may cancel it (set with the entry, so no caller sees it
+  // unowned).
+  bool Restore(const std::string &name, const std::string &arch, const std::string &key, const std::string &job,
+               const std::string &owner = "");
   // OK when `identity` may cancel operation `name`: its owner, or an admin.
   // Errors: NOT_FOUND (not kept), PERMISSION_DENIED / NOT_OWNER.
   absl::Status CanCancel(const std::string &name, const std::string &identity, bool admin) const;

@@ -105,10 +105,10 @@ TEST_F(OperationsTest, OnlyTheOwnerOrAnAdminCancelsAndTheOwnerIsPersisted) {
   auto r = ledger_->GetOperation(op->name());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->owner(), "team-a");
-  // Restored (as after a restart): anonymous until its record's owner is set.
+  // Restored (as after a restart) with its record's owner: never anonymous.
   Operations again(2, limits_, *ledger_);
-  ASSERT_TRUE(again.Restore(op->name(), "host", "k", "k"));
-  again.SetOwner(op->name(), r->owner());
+  ASSERT_TRUE(again.Restore(op->name(), "host", "k", "k", r->owner()));
+  EXPECT_EQ(ReasonOf(again.CanCancel(op->name(), "", false)), "NOT_OWNER");
   EXPECT_EQ(ReasonOf(again.CanCancel(op->name(), "team-b", false)), "NOT_OWNER");
   EXPECT_TRUE(again.CanCancel(op->name(), "team-a", false).ok());
 }
