@@ -325,6 +325,45 @@ TEST(RocksDbKernelStoreDamage, ATruncatedManifestIsRefusedAtEveryCutNeverServedS
   EXPECT_GT(refused, 10);
 }
 
+// An ordinary crash: a compaction recorded in the MANIFEST, the process
+// killed before its input files were deleted. The inputs hold old values
+// and keys deleted since; they are no loss, and the start opens.
+TEST(RocksDbKernelStoreDamage, ACompactionsLeftoverInputsAreNoLoss) {
+  const std::string dir = FreshDir("compaction_leftover");
+  Ran(dir, 3, 3);
+  const std::string aside = FreshDir("compaction_inputs");
+  fs::create_directories(aside);
+  for (const std::string& f : FilesOf(dir, ".sst")) fs::copy_file(f, aside + "/" + fs::path(f).filename().string());
+  {
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(internal::StoreOptions(), dir, internal::StoreFamilies(), &handles, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    rocksdb::WriteOptions w;
+    w.sync = true;
+    // Deleted and overwritten since the inputs were written.
+    ASSERT_TRUE(db->Delete(w, handles[1], BigBundle(0).key()).ok());
+    ASSERT_TRUE(db->Put(w, handles[1], BigBundle(1).key(), BigBundle(101).SerializeAsString()).ok());
+    ASSERT_TRUE(db->Delete(w, handles[3], "job/j0").ok());
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), {handles[1], handles[3]}).ok());
+    rocksdb::CompactRangeOptions all;
+    all.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    for (int f : {1, 3}) ASSERT_TRUE(db->CompactRange(all, handles[f], nullptr, nullptr).ok());
+    for (auto* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  // The inputs put back, as a crash before their deletion leaves them.
+  for (const auto& e : fs::directory_iterator(aside)) {
+    const fs::path to = fs::path(dir) / e.path().filename();
+    if (!fs::exists(to)) fs::copy_file(e.path(), to);
+  }
+  auto check = RocksDbKernelStore::Verify(dir);
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->sound) << check->report;
+  EXPECT_THAT(check->report, HasSubstr("the input of a compaction a crash left behind"));
+  EXPECT_EQ(Served(dir), 8u) << "nine bundles, one deleted";
+}
+
 TEST(RocksDbKernelStoreDamage, HalfAManifestNamesWhatItNoLongerLists) {
   const std::string dir = FreshDir("manifest_half");
   Ran(dir, 6, 3);

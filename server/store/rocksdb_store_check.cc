@@ -27,6 +27,7 @@
 #include "server/store/rocksdb_store_check.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdarg>
 #include <filesystem>
 #include <fstream>
@@ -305,11 +306,26 @@ Inspection Inspect(const std::string& path, bool deep) {
   for (const auto& f : live) {
     if (auto n = NumberOf(fs::path(f.name).filename(), ".sst")) live_family[*n] = f.column_family_name;
   }
+  // Per family, the newest table file the MANIFEST lists: file numbers only
+  // grow, so an unlisted file older than it was made before an edit that
+  // survived (a compaction's input, left by a crash before its deletion:
+  // old values and keys deleted since, not a loss), while a file the
+  // MANIFEST lost (a flush whose edit a truncation took) is newer than
+  // every file of its family that it lists.
+  std::map<std::string, uint64_t> newest;
+  for (const auto& [number, family] : live_family) newest[family] = std::max(newest[family], number);
   for (const auto& [number, file] : tables) {
     if (live_family.count(number)) continue;
     std::string family, error;
     std::optional<RecordCounts> missing = Uncovered(ro, file, &family, &error);
     const std::string name = FileName(number, ".sst");
+    if (missing && Total(*missing) > 0 && newest.count(family) && number < newest[family]) {
+      in.notes.push_back(absl::StrCat(name, " is not in ", manifest, " and is older than ",
+                                      FileName(newest[family], ".sst"), " of ", family,
+                                      ", which is: the input of a compaction a crash left behind (its old values and "
+                                      "deleted keys are no loss); a start removes it"));
+      continue;
+    }
     if (!missing) {
       in.notes.push_back(absl::StrCat(name, " is not in ", manifest, " and cannot be read (", error,
                                       "): a write a crash cut short; a start removes it"));
