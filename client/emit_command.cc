@@ -1,6 +1,14 @@
 #include "client/emit_command.h"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -138,9 +146,12 @@ absl::StatusOr<std::vector<std::string>> FieldNamesOf(const llvm::json::Object *
 
 }  // namespace
 
-absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
-                                         const tir::v1::LaunchRule &launch, const codegen::HostKernel &built,
-                                         bool &allPassed, bool tf32_operands) {
+namespace {
+
+// The verification itself, in this process (VerifyKernel runs it in a child).
+absl::StatusOr<std::string> VerifyInProcess(GraphOp kernel, const std::vector<std::string> &field_names,
+                                            const tir::v1::LaunchRule &launch, const codegen::HostKernel &built,
+                                            bool &allPassed, bool tf32_operands) {
   // Dynamic extents are verified at 8.
   TIR_RETURN_IF_ERROR(reference::CheckVerificationFits(kernel, 8));
   const bool lanes = built.form() == codegen::HostForm::kLanes;
@@ -181,6 +192,112 @@ absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::
                           ok ? "ok" : "WRONG");
   }
   return report;
+}
+
+bool WriteAll(int fd, const std::string &bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Seconds a kernel's verification may take before its process is killed
+// (TIR_VERIFY_TIMEOUT_S, default 600).
+int VerifyTimeoutSeconds() {
+  int seconds = 600;
+  if (const char *v = std::getenv("TIR_VERIFY_TIMEOUT_S"); v != nullptr && absl::SimpleAtoi(v, &seconds) &&
+                                                           seconds > 0) {
+    return seconds;
+  }
+  return 600;
+}
+
+}  // namespace
+
+// The verification runs in a child process, as the worker runs candidates
+// (its runner): a kernel that faults, traps (SIGILL) or hangs ends that
+// process, and tirctl reports it as the kernel's failure instead of dying
+// with it. The child hands its report and verdict back on a pipe.
+absl::StatusOr<std::string> VerifyKernel(GraphOp kernel, const std::vector<std::string> &field_names,
+                                         const tir::v1::LaunchRule &launch, const codegen::HostKernel &built,
+                                         bool &allPassed, bool tf32_operands) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return MakeError(absl::StatusCode::kInternal, "INTERNAL", absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    bool passed = true;
+    const absl::StatusOr<std::string> r = VerifyInProcess(kernel, field_names, launch, built, passed, tf32_operands);
+    const std::string message =
+        r.ok() ? absl::StrCat(passed ? "P" : "F", *r)
+               : absl::StrCat("E", static_cast<int>(r.status().code()), "\n", ReasonOf(r.status()), "\n",
+                              r.status().message());
+    _exit(WriteAll(fds[1], message) ? 0 : 3);
+  }
+  close(fds[1]);
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(VerifyTimeoutSeconds());
+  bool timedOut = false;
+  char buf[65536];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timedOut = true;
+      break;
+    }
+    struct pollfd p = {fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timedOut) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timedOut) {
+    allPassed = false;
+    return absl::StrFormat("  KERNEL_TIMEOUT: the kernel did not finish within %d s (TIR_VERIFY_TIMEOUT_S); its "
+                           "process was killed\n",
+                           VerifyTimeoutSeconds());
+  }
+  if (WIFSIGNALED(status)) {
+    allPassed = false;
+    return absl::StrFormat("  KERNEL_CRASHED: the kernel ended its process with signal %d (%s)\n", WTERMSIG(status),
+                           strsignal(WTERMSIG(status)));
+  }
+  if (got.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    allPassed = false;
+    return absl::StrFormat("  KERNEL_CRASHED: the kernel's process exited with status %d and no report\n",
+                           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  if (got[0] == 'E') {
+    std::vector<std::string> parts = absl::StrSplit(got.substr(1), absl::MaxSplits('\n', 2));
+    int code = static_cast<int>(absl::StatusCode::kInternal);
+    if (parts.size() < 3 || !absl::SimpleAtoi(parts[0], &code)) {
+      return MakeError(absl::StatusCode::kInternal, "INTERNAL", "an unreadable report from the verifying process");
+    }
+    return MakeError(static_cast<absl::StatusCode>(code), parts[1], parts[2]);
+  }
+  if (got[0] == 'F') allPassed = false;
+  return got.substr(1);
 }
 
 namespace {

@@ -54,6 +54,17 @@ cp "$out/mm_k0.orig" "$cu"
 check "verify --arch host exit" 0 $?
 check "verify --arch host runs the plain form" 1 "$(grep -c 'the plain host form' report.txt)"
 
+# A kernel that traps (SIGILL, as a kernel with a wrong index once did):
+# verify runs it in a child process, as the worker does, and reports it;
+# tirctl itself lives and says why.
+perl -0pi -e 's/(TIR_KERNEL [^{;]*\{)/$1 __builtin_trap();/' "$cu"
+check "the planted trap is in the kernel" 1 "$(grep -c -m1 '__builtin_trap();' "$cu")"
+"$tirctl" verify "$mm" --arch host > report.txt 2>&1
+check "a trapping kernel fails verify with exit 1 (not a signal)" 1 $?
+check "... reported as KERNEL_CRASHED with its signal" 1 \
+  "$(grep -c 'KERNEL_CRASHED: the kernel ended its process with signal 4' report.txt)"
+cp "$out/mm_k0.orig" "$cu"
+
 # The sm_90a form (wgmma, TMA, mbarriers): verified as emitted, then edited.
 hm="$out/hopper"
 "$tirctl" emit "$graphs/matmul_bf16_pipelined.mlir" --arch sm_90a -o "$hm" > emit.txt 2>&1
