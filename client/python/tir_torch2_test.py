@@ -308,6 +308,83 @@ for name, model, make in [("MLP", MLP(), lambda: torch.randn(6, 32)),
     check("training %s: the forward ran in tir, with no fallback" % name,
           be.regions_run >= 1 and not fallbacks(caught), "%d runs, %s" % (be.regions_run, fallbacks(caught)))
 
+# Every fallback visible: each node left eager is in `refusals` with its
+# reason, tir.explain says the same without compiling, a dynamic model with
+# SDPA still partitions (a refused node is refused once), options that
+# cannot work are an error, and progress goes to logging off a terminal.
+class Unwritten(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.lin = nn.Conv1d(4, 4, 3, padding=1), nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.lin(y).exp() + 1, torch.cumsum(y, -1), torch.topk(y, 2, dim=-1).values, torch.argmax(y, -1)
+
+
+torch._dynamo.reset()
+be = backend()
+x = torch.randn(2, 4, 8)
+m = Unwritten().eval()
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    with torch.no_grad():
+        ok, detail = close(torch.compile(m, backend=be)(x), m(x))
+check("a model with ops tir does not write matches eager", ok, detail)
+for op in ("convolution", "cumsum", "topk", "argmax"):
+    check("refusals name %s with its reason" % op,
+          any("aten::%s" % op in r and "not an op tir writes" in r for r in be.refusals), str(be.refusals))
+check("... and the region around them ran in tir", be.regions_run >= 1, "%d runs" % be.regions_run)
+explained = tir.explain(m, x)
+check("tir.explain lists the same nodes left eager, and the region",
+      len(explained.regions) == 1 and sum("not an op tir writes" in r for r in explained.refusals) == 4,
+      str(explained))
+
+torch._dynamo.reset()
+be = backend()
+attention = SdpaAttention().eval()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with torch.no_grad():
+        oks = []
+        for t in (8, 13):
+            x = torch.randn(2, t, 32)
+            oks.append(close(torch.compile(attention, backend=be, dynamic=True)(x), attention(x)))
+check("dynamic=True with SDPA matches eager at two lengths", all(ok for ok, _ in oks), str(oks))
+check("dynamic=True with SDPA partitions: no whole-graph fallback",
+      not any("refused %d times" % regions.MAX_ROUNDS in str(w.message) for w in caught)
+      and not any("refused %d times" % regions.MAX_ROUNDS in r for r in be.refusals),
+      str(be.warnings[:2]))
+refused = [r for r in be.refusals if "node " in r]
+check("... and each node it leaves eager is listed once", len(refused) == len(set(refused)), str(refused[:6]))
+
+try:
+    tir.torch_backend(server=address)
+    check("a backend with a server and no arch is an error", False, "no error")
+except ValueError as e:
+    check("a backend with a server and no arch is an error", "needs arch" in str(e), str(e))
+
+import logging  # noqa: E402
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+records = Records()
+logging.getLogger("tir").addHandler(records)
+logging.getLogger("tir").setLevel(logging.INFO)
+tir.compile("tir.graph @logged(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {\n  %y = exp %x : tensor<16x16xf32>\n"
+            "  results %y : tensor<16x16xf32>\n}\n", arch="host", client=client, max_candidates=2)
+logging.getLogger("tir").removeHandler(records)
+check("off a terminal, a compile's progress goes to the \"tir\" logger", any("tir: " in m for m in records.messages),
+      str(records.messages[:3]))
+
 # The entry point: torch.compile(model, backend="tir").
 check("\"tir\" is a registered torch.compile backend (torch_dynamo_backends entry point)",
       "tir" in torch._dynamo.list_backends(), str(torch._dynamo.list_backends()))

@@ -30,7 +30,7 @@ from tir.bundle import Bundle, TensorSpec  # noqa: E402
 from tir.client import Client, TirError, bundle_key_id, check_bundle  # noqa: E402
 
 __all__ = ["Bundle", "Client", "Progress", "TensorSpec", "TirError", "bundle_key_id", "check_bundle", "compile",
-           "connect", "torch_backend"]
+           "connect", "explain", "torch_backend"]
 
 
 def connect(server=None, token=None, bundle_key=None, tls_root_certs=None, timeout=30.0):
@@ -109,8 +109,24 @@ class _StderrProgress:
         self.stream.flush()
 
 
+class _LoggedProgress:
+    """Progress as log records of the "tir" logger (INFO), one per stage
+    and at the end: what a log file or a notebook shows, where a progress
+    bar drawn with carriage returns would be noise."""
+
+    def __init__(self):
+        import logging
+        self.log, self.stage = logging.getLogger("tir"), None
+
+    def __call__(self, p):
+        if p.done or p.stage != self.stage:
+            self.stage = p.stage
+            self.log.info("tir: %s", p)
+
+
 def _reporter(progress):
-    """progress=: a callable, False (none), or None (stderr when a terminal)."""
+    """progress=: a callable, False (none), or None (a bar on stderr when it
+    is a terminal, else records of the "tir" logger)."""
     if callable(progress):
         return progress
     if progress is None:
@@ -119,6 +135,7 @@ def _reporter(progress):
                 return _StderrProgress(sys.stderr)
         except (AttributeError, ValueError):
             pass
+        return _LoggedProgress()
     return None
 
 
@@ -186,7 +203,7 @@ def compile(graph, arch=None, shapes=None, server=None, client=None, token=None,
     report = _reporter(progress)
     own = client is None
     if own:
-        client = connect(server, token=token, bundle_key=bundle_key, timeout=min(30.0, timeout))
+        client = connect(server, token=token, bundle_key=bundle_key, timeout=timeout)
     elif getattr(client, "_local", False):
         _refresh_local(client, end)
     try:
@@ -220,3 +237,11 @@ def torch_backend(**options):
     """A torch.compile backend (torch >= 2): see tir.backend.torch_backend."""
     from tir.backend import torch_backend as make
     return make(**options)
+
+
+def explain(model, *args, dynamic=None, **kwargs):
+    """What torch.compile(model, backend="tir") runs in tir and what it
+    leaves eager, and why, for these arguments (torch >= 2): see
+    tir.backend.explain. Nothing is compiled or sent to a service."""
+    from tir.backend import explain as run
+    return run(model, *args, dynamic=dynamic, **kwargs)

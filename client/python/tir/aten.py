@@ -39,6 +39,11 @@ _HALF = ("f16", "bf16")
 _WIDER = {"f16": "f32", "bf16": "f32"}
 
 
+def describe(node):
+    """"node NAME (OP)", as refusals name a node."""
+    return "node %s (%s)" % (node.name, _target_name(node))
+
+
 class Refused(Exception):
     """The writer cannot write `node` (the caller leaves it eager)."""
 
@@ -255,34 +260,42 @@ def _zero_sized(node):
 def supported(node):
     """Whether the writer takes `node`: an ATen op it writes, tensors of
     dtypes tir has in and out, numbers where numbers go."""
+    return unsupported_reason(node) is None
+
+
+def unsupported_reason(node):
+    """Why the writer does not take `node` (None: it does)."""
     name = op_name(node)
     if name is None or (name not in _WRITTEN and name != "getitem"):
-        return False
+        return "%s is not an op tir writes" % _target_name(node)
     if name != "getitem" and _zero_sized(node):
-        return False
+        return "a zero-sized tensor"
     out = meta_value(node)
     outs = out if isinstance(out, (tuple, list)) else [out]
     for o in outs:
         if o is None:
             continue
-        if not isinstance(o, torch.Tensor) or tir_dtype(o.dtype) is None:
-            return False
+        if not isinstance(o, torch.Tensor):
+            return "its result is a %s, not a tensor" % type(o).__name__
+        if tir_dtype(o.dtype) is None:
+            return "its result's dtype %s is not one tir has" % o.dtype
 
     for a in node.all_input_nodes:
         v = meta_value(a)
         if isinstance(v, torch.Tensor):
             if tir_dtype(v.dtype) is None:
-                return False
+                return "its input %s has dtype %s, not one tir has" % (a.name, v.dtype)
         elif isinstance(v, (tuple, list)) and name == "getitem":
             continue
         elif not (isinstance(v, (torch.SymInt, torch.SymFloat, int, float, bool))):
-            return False
+            return "its input %s is a %s" % (a.name, type(v).__name__)
     if name == "getitem":
         src = node.args[0]
-        return isinstance(src, torch.fx.Node) and op_name(src) in ("split", "split_with_sizes", "unbind",
-                                                                     "native_layer_norm",
-                                                                     "_native_batch_norm_legit_no_training")
-    return True
+        if not (isinstance(src, torch.fx.Node) and op_name(src) in ("split", "split_with_sizes", "unbind",
+                                                                      "native_layer_norm",
+                                                                      "_native_batch_norm_legit_no_training")):
+            return "an item of %s's results" % (_target_name(src) if isinstance(src, torch.fx.Node) else src)
+    return None
 
 
 class Writer:
@@ -298,6 +311,7 @@ class Writer:
         self.symbols = {}   # symbol -> (input Val, dim)
         self.dim_values = {}  # (value name, dim) -> index SSA name
         self.fold = None  # the folded operands' Val while a pointwise node runs on their phys
+        self.scalars = []  # indices of the graph inputs that are run-time scalars
 
     # -- values -----------------------------------------------------------------
 
@@ -321,9 +335,18 @@ class Writer:
         """The graph's next input: `node`'s tensor (strides: a tir.stride
         list for a laid-out input, None for row-major)."""
         t = meta_value(node)
-        if isinstance(t, (torch.SymInt, int)):
+        if isinstance(t, (torch.SymInt, int)) and not isinstance(t, bool):
             self.env[node] = t  # a size: read through the shapes of the values that use it
             return None
+        if isinstance(t, (torch.SymFloat, float)):
+            # A number computed from symbols (a softmax scale from a symbolic
+            # head size): a run-time scalar input, one f32 element, that the
+            # region is handed at each call (Region.scalar_args).
+            v = Val("%%in%d" % len(self.args), [1], [None], "f32")
+            self.args.append((v, None))
+            self.scalars.append(len(self.args) - 1)
+            self.env[node] = v
+            return v
         if not isinstance(t, torch.Tensor):
             raise Refused(node, "a region input that is not a tensor")
         dtype = tir_dtype(t.dtype)

@@ -26,8 +26,8 @@ buffers restored after; with gradients required a region's outputs come from
 its bundle and its backward recomputes the region eagerly (tir.fx.Compiled).
 """
 
-import collections
 import copy
+import re
 import operator
 import threading
 import warnings
@@ -135,16 +135,28 @@ class TirBackend:
     and compiled for each shape it is called with."""
 
     MAX_WARNINGS = 32
+    MAX_REFUSALS = 4096
 
     def __init__(self, server=None, client=None, arch=None, token=None, bundle_key=None, timeout=600.0,
                  min_nodes=1, dynamic=None, progress=None, max_candidates=0):
+        if server is not None and client is None and not arch:
+            # Every region would be refused at its first compile and the
+            # model would run eagerly without a word: say so now.
+            raise ValueError("tir: a backend with server=%r needs arch (e.g. arch=\"sm_90a\" or \"host\"): only the "
+                             "local service knows its worker's arch" % (server,))
+        if timeout is not None and not timeout > 0:
+            raise ValueError("tir: timeout must be a positive number of seconds, not %r" % (timeout,))
         self.server, self.client, self.arch, self.token, self.bundle_key = server, client, arch, token, bundle_key
         self.timeout, self.min_nodes, self.dynamic, self.progress = timeout, min_nodes, dynamic, progress
         self.max_candidates = max_candidates
         self.regions_compiled = self.regions_eager = self.regions_run = 0
         self.warnings = []
         self.warnings_dropped = 0
-        self.refusals = collections.deque(maxlen=64)  # nodes the writer left eager, and why
+        # Every node left eager, and why ("node NAME (OP): REASON"), each once;
+        # at most MAX_REFUSALS, the number past it in refusals_dropped.
+        self.refusals = []
+        self.refusals_dropped = 0
+        self._refused = set()
         self._warned = False
         self._lock = threading.Lock()
         self._graphs = 0
@@ -160,6 +172,17 @@ class TirBackend:
             self._warned = True
         warnings.warn("tir: %s (further tir fallbacks are not reported)" % message, RuntimeWarning, stacklevel=3)
 
+    def refuse(self, text):
+        """Records a node left eager ("node NAME (OP): REASON"), once."""
+        with self._lock:
+            if text in self._refused:
+                return
+            if len(self.refusals) >= self.MAX_REFUSALS:
+                self.refusals_dropped += 1
+                return
+            self._refused.add(text)
+            self.refusals.append(text)
+
     def graph_name(self):
         with self._lock:
             self._graphs += 1
@@ -168,7 +191,7 @@ class TirBackend:
     def _client(self):
         if self.client is None:
             self.client = tir.connect(self.server, token=self.token, bundle_key=self.bundle_key,
-                                      timeout=min(30.0, self.timeout))
+                                      timeout=self.timeout)
         return self.client
 
     def compile_graph(self, text, shapes):
@@ -360,3 +383,55 @@ def dynamo_backend(gm, example_inputs, options=None, **kwargs):
     if _entry_backend is None:
         _entry_backend = torch_backend()
     return _entry_backend(gm, example_inputs)
+
+
+class Explanation:
+    """tir.explain's answer: `regions` (per region: its name and its ops, in
+    order) and `refusals` (every node left eager: "node NAME (OP): REASON")."""
+
+    def __init__(self, regions, refusals):
+        self.regions, self.refusals = regions, refusals
+
+    def __str__(self):
+        lines = ["%d tir region(s), %d node(s) left eager" % (len(self.regions), len(self.refusals))]
+        for name, ops in self.regions:
+            lines.append("  region %s: %d ops (%s)" % (name, len(ops), ", ".join(sorted(set(ops)))))
+        lines += ["  eager: " + r for r in self.refusals]
+        return "\n".join(lines)
+
+
+class _ExplainBackend(TirBackend):
+    """Writes regions as the backend does and keeps their ops, compiling
+    nothing: every region then runs eagerly."""
+
+    def __init__(self, dynamic):
+        TirBackend.__init__(self, client=object(), arch="host", dynamic=dynamic)
+        self.found = []
+
+    def compile_graph(self, text, shapes):
+        name = text.split("@", 1)[1].split("(", 1)[0]
+        ops = [re.match(r"\s*([\w.]*)", line.split("=", 1)[1]).group(1) for line in text.splitlines() if " = " in line]
+        self.found.append((name, ops))
+        raise TirError(grpc.StatusCode.OK, "EXPLAIN_ONLY", "explained, not compiled")
+
+    def warn(self, message):
+        pass  # every region "fails" to compile: nothing to warn of
+
+
+def explain(model, *args, dynamic=None, **kwargs):
+    """Runs `model(*args, **kwargs)` once under torch.compile with a backend
+    that writes tir's regions as torch.compile(backend="tir") would and
+    compiles none; returns an Explanation of the regions it would run in tir
+    and every node it would leave eager, with the reason."""
+    if not _DYNAMO:
+        raise RuntimeError("tir.explain needs torch >= 2 (torch.compile)")
+    import torch._dynamo
+    backend = _ExplainBackend(dynamic)
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            torch.compile(model, backend=backend, dynamic=dynamic)(*args, **kwargs)
+    finally:
+        torch._dynamo.reset()
+    explained = [r for r in backend.refusals if "EXPLAIN_ONLY" not in r]
+    return Explanation(backend.found, explained)

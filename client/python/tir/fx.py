@@ -1246,7 +1246,7 @@ def compile(module, example_inputs, arch=None, server=None, client=None, dynamic
     import tir
     exported = export(module, example_inputs, dynamic=dynamic)
     if client is None:
-        client = tir.connect(server, token=token, bundle_key=bundle_key, timeout=min(30.0, timeout))
+        client = tir.connect(server, token=token, bundle_key=bundle_key, timeout=timeout)
     arch = arch or getattr(client, "default_arch", None)
     if not arch:
         raise TirError(_INVALID, "INVALID_ARGUMENT", "arch is needed with a server (e.g. arch=\"sm_90a\" or \"host\")")

@@ -98,6 +98,7 @@ def fuse(gm, owner, min_nodes=1):
         partitioner = CapabilityBasedPartitioner(work, _Support(refused), allows_single_node_partition=True)
         partitions = [p for p in partitioner.propose_partitions() if len(p.nodes) >= min_nodes]
         if not partitions:
+            _note_unfused(owner, work, refused, min_nodes)
             return work, 0
         fused = partitioner.fuse_partitions(partitions)
         plans, again = {}, False
@@ -107,12 +108,21 @@ def fuse(gm, owner, min_nodes=1):
             try:
                 plans[name] = write("%s_%s" % (owner.graph_name(), name), sub)
             except aten.Refused as e:
-                refused.add(e.node.name)
+                owner.refuse(str(e))
+                if e.node.op == "placeholder":
+                    # A region input the writer cannot take (a value no
+                    # region computes): its readers in the region are what
+                    # stays eager (refusing the input itself would leave the
+                    # partition as it was).
+                    for user in e.node.users:
+                        refused.add(user.name)
+                        owner.refuse("%s: its input %s is %s" % (aten.describe(user), e.node.name, e.why))
+                else:
+                    refused.add(e.node.name)
                 if aten.op_name(e.node) == "getitem":
                     # The partitioner keeps a getitem with the node it reads:
                     # that node is refused with it.
                     refused.add(e.node.args[0].name)
-                owner.refusals.append(str(e))
                 again = True
         if again:
             continue
@@ -120,21 +130,51 @@ def fuse(gm, owner, min_nodes=1):
         for name, (text, where, dynamic, computes, metas) in plans.items():
             sub = getattr(fused, name)
             if not computes:
-                continue  # views and copies alone: eager, where they cost nothing
+                # Views and copies alone: eager, where they cost nothing.
+                _note_eager(owner, sub, "it only moves elements (a view or a copy), which costs nothing eagerly")
+                continue
             _, as_tuple = _outputs(sub)
             try:
                 region = Region(name, sub, text, where, dynamic, metas, as_tuple, owner)
             except TirError as e:
                 owner.regions_eager += 1
                 owner.warn("region %s runs eagerly: %s" % (name, e))
+                _note_eager(owner, sub, "its region %s did not compile: %s" % (name, e))
                 continue
             setattr(fused, name, region)
             owner.regions_compiled += 1
             count += 1
+        _note_unfused(owner, fused, refused, min_nodes)
         fused.recompile()
         return fused, count
     owner.warn("the graph's regions were refused %d times; it runs eagerly" % MAX_ROUNDS)
-    return _copy(gm), 0
+    work = _copy(gm)
+    for n in work.graph.nodes:
+        if n.op == "call_function":
+            owner.refuse("%s: the graph's regions were refused %d times" % (aten.describe(n), MAX_ROUNDS))
+    return work, 0
+
+
+def _note_eager(owner, sub, why):
+    for n in sub.graph.nodes:
+        if n.op == "call_function" and aten.op_name(n) != "getitem":
+            owner.refuse("%s: %s" % (aten.describe(n), why))
+
+
+def _note_unfused(owner, fused, refused, min_nodes):
+    """Records every op of the final graph outside a region (refused nodes
+    were recorded with their reason when refused)."""
+    for n in fused.graph.nodes:
+        if n.op != "call_function" or n.name in refused or aten.op_name(n) == "getitem":
+            continue
+        value = aten.meta_value(n)
+        values = value if isinstance(value, (tuple, list)) else [value]
+        if not any(isinstance(v, torch.Tensor) for v in values):
+            continue  # size arithmetic on symbols, not a tensor op
+        why = aten.unsupported_reason(n)
+        if why is None:
+            why = "its region would have fewer than %d nodes (min_nodes)" % min_nodes
+        owner.refuse("%s: %s" % (aten.describe(n), why))
 
 
 def _prod(sizes):
@@ -157,7 +197,11 @@ class Region(torch.nn.Module):
         # The graph's inputs: the region's tensor arguments (sizes it is
         # given are read through the tensors' shapes).
         placeholders = [aten.meta_value(n) for n in eager.graph.nodes if n.op == "placeholder"]
-        self.tensor_args = [i for i, m in enumerate(placeholders) if isinstance(m, torch.Tensor)]
+        # Numbers computed from symbols are run-time scalar inputs (one f32
+        # element each, aten.Writer.input).
+        self.scalar_args = {i for i, m in enumerate(placeholders) if isinstance(m, (torch.SymFloat, float))}
+        self.tensor_args = [i for i, m in enumerate(placeholders)
+                            if isinstance(m, torch.Tensor) or i in self.scalar_args]
         self.inputs = [placeholders[i] for i in self.tensor_args]
         self.disabled = False
         self._bundles = {}
@@ -178,6 +222,8 @@ class Region(torch.nn.Module):
                 elif self.owner.dynamic is False:
                     sizes = {}
                     for meta, shape in zip(self.inputs, key):
+                        if not isinstance(meta, torch.Tensor):
+                            continue  # a scalar input
                         for d, size in zip(meta.shape, shape):
                             if aten.symbol(d) is not None:
                                 sizes[aten.symbol(d)] = size
@@ -208,6 +254,9 @@ class Region(torch.nn.Module):
     def _run(self, args):
         tensors = []
         for i in self.tensor_args:
+            if i in self.scalar_args:
+                tensors.append(torch.tensor([float(args[i])], dtype=torch.float32))
+                continue
             t = args[i].detach()
             if t.dim() == 0:
                 t = t.reshape(1)
