@@ -330,6 +330,18 @@ absl::Status AwaitReady(int fd, absl::Time deadline, const LocalServicePaths &p,
   }
 }
 
+// A process that has exited but is not yet reaped (state Z or X in
+// /proc/<pid>/stat) holds nothing: its service is gone.
+bool Ended(int64_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  if (!in.is_open()) return true;
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return stat.empty();
+  const char state = stat[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
 }  // namespace
 
 LocalServicePaths::LocalServicePaths(const std::string &cache_dir)
@@ -373,7 +385,7 @@ absl::Status VerifyLocalService(const std::string &cache_dir, const tir::v1::Loc
   if (!unix_socket && service.token_file().empty()) return Untrusted("it names TCP and no token file");
   if (pid <= 0) return Untrusted("it names no process");
   struct stat st;
-  if (::stat(absl::StrCat("/proc/", pid).c_str(), &st) != 0) {
+  if (::stat(absl::StrCat("/proc/", pid).c_str(), &st) != 0 || Ended(pid)) {
     return Untrusted(absl::StrCat("its process (pid ", pid, ") is gone: the service ended without removing it"));
   }
   if (st.st_uid != ::geteuid()) {

@@ -313,6 +313,18 @@ TEST_F(LocalServiceTest, ARecordIsTrustedOnlyForTheLiveServiceThatHoldsItsLockAn
   // client removes it (the lock is free) and finds no service.
   ASSERT_EQ(::kill(static_cast<pid_t>(s->pid()), SIGKILL), 0);
   ASSERT_TRUE(GoneWithin(absl::Seconds(30)));
+  // The lock is freed while the process still exits; it is gone once it
+  // has no /proc entry or is a zombie nobody has reaped yet.
+  const auto exited = [pid = s->pid()] {
+    std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    return !in.is_open() || stat.empty() || (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z');
+  };
+  for (const absl::Time end = absl::Now() + absl::Seconds(30); !exited() && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(exited());
   const LocalServicePaths p(cache_);
   ASSERT_TRUE(std::filesystem::exists(p.record)) << "an unclean exit leaves the record";
   const absl::Status stale = VerifyLocalService(cache_, *s);
