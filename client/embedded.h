@@ -33,6 +33,16 @@ struct EmbeddedOptions {
   std::string client_token_file;
   std::string worker_token_file;
   std::string worker_token;
+  // The fleet asked on a miss (server/upstream/read_through.h): its address
+  // ("" : none), and the files of its client token, its bundle key and its
+  // CA (PEM, for TLS), each "" for none.
+  std::string upstream;
+  std::string upstream_token_file;
+  std::string upstream_bundle_key_file;
+  std::string upstream_ca_file;
+  // Longest call to the upstream (zero: the coordinator's default); an
+  // operation following its tuning gives it up after six of them.
+  absl::Duration upstream_timeout = absl::ZeroDuration();
 };
 
 class EmbeddedService {

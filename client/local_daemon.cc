@@ -100,6 +100,10 @@ absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
   EmbeddedOptions eo;
   eo.cache_dir = cache;
   eo.backend = o.backend;
+  eo.upstream = o.upstream.address;
+  eo.upstream_token_file = o.upstream.token_file;
+  eo.upstream_bundle_key_file = o.upstream.bundle_key_file;
+  eo.upstream_ca_file = o.upstream.ca_file;
   tir::v1::LocalService record;
   if (p.sock.size() <= kMaxSocketPath) {
     eo.listen = "unix:" + p.sock;
@@ -137,9 +141,13 @@ absl::Status Serve(const ServeOptions &o, ReadyPipe &ready, int &lock) {
   record.set_log(p.log);
   *record.mutable_start_time() = google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(start));
   record.set_idle_timeout_seconds(static_cast<uint32_t>(absl::ToInt64Seconds(o.idle_timeout)));
+  record.set_upstream(o.upstream.address);
+  record.set_upstream_token_file(o.upstream.token_file);
+  record.set_upstream_ca_file(o.upstream.ca_file);
   TIR_RETURN_IF_ERROR(WriteLocalServiceRecord(p.record, record));
   Log(absl::StrCat("serving on ", record.address(), " (", record.arch(), " worker, store ", record.store(),
-                   ") after ", absl::FormatDuration(absl::Now() - start),
+                   record.upstream().empty() ? "" : ", upstream " + record.upstream(), ") after ",
+                   absl::FormatDuration(absl::Now() - start),
                    o.idle_timeout > absl::ZeroDuration() ? absl::StrCat("; exits after ", absl::FormatDuration(o.idle_timeout), " idle")
                                                          : "; no idle timeout"));
   ready.Say("ready");

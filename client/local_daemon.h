@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "client/local_service.h"
 
 namespace tir::client {
 
@@ -30,6 +31,8 @@ struct ServeOptions {
   bool detach = false;
   // The binary serving, for the record.
   std::string binary;
+  // The fleet asked on a miss.
+  UpstreamSetting upstream;
 };
 
 // Serves until idle or signalled, then removes its record and socket.

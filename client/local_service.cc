@@ -258,6 +258,12 @@ absl::StatusOr<int> Spawn(const std::string &binary, const LocalServiceOptions &
                                    absl::StrCat("--idle-timeout=", absl::ToInt64Seconds(o.idle_timeout)),
                                    "--lock-fd=3",
                                    "--ready-fd=4"};
+  // The service reads none of its caller's environment for these: they
+  // are its flags (an empty one turns the environment's off).
+  argv.push_back("--upstream=" + o.upstream.address);
+  argv.push_back("--upstream-token-file=" + o.upstream.token_file);
+  argv.push_back("--upstream-bundle-key-file=" + o.upstream.bundle_key_file);
+  argv.push_back("--upstream-ca-file=" + o.upstream.ca_file);
   std::vector<char *> args;
   for (std::string &a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -421,6 +427,22 @@ absl::Duration DefaultIdleTimeout() {
   const char *env = std::getenv("TIR_SERVICE_IDLE_TIMEOUT");
   if (env != nullptr && absl::SimpleAtoi(env, &seconds) && seconds >= 0) return absl::Seconds(seconds);
   return absl::Minutes(15);
+}
+
+UpstreamSetting UpstreamFromEnvironment() {
+  auto env = [](const char *name) {
+    const char *v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  auto path = [&](const char *name) {
+    const std::string v = env(name);
+    if (v.empty()) return v;
+    std::error_code ec;
+    const std::filesystem::path p = std::filesystem::absolute(v, ec);
+    return ec ? v : p.lexically_normal().string();
+  };
+  return {env("TIR_UPSTREAM"), path("TIR_UPSTREAM_TOKEN_FILE"), path("TIR_UPSTREAM_BUNDLE_KEY_FILE"),
+          path("TIR_UPSTREAM_CA_FILE")};
 }
 
 absl::StatusOr<std::string> FindTirctl() {

@@ -64,6 +64,20 @@ absl::StatusOr<std::string> LocalCacheDir(const std::string &cache_dir);
 // jobs: $TIR_SERVICE_IDLE_TIMEOUT seconds (0: forever), else 15 minutes.
 absl::Duration DefaultIdleTimeout();
 
+// The fleet a service asks on a miss (server/upstream/read_through.h).
+struct UpstreamSetting {
+  // Its gRPC address ("" : none).
+  std::string address;
+  // Files (absolute paths) of its client token, of its bundle key (its
+  // bundles must be signed with it) and of its CA (PEM: TLS); "" for none.
+  std::string token_file;
+  std::string bundle_key_file;
+  std::string ca_file;
+};
+// $TIR_UPSTREAM, $TIR_UPSTREAM_TOKEN_FILE, $TIR_UPSTREAM_BUNDLE_KEY_FILE and
+// $TIR_UPSTREAM_CA_FILE (paths made absolute).
+UpstreamSetting UpstreamFromEnvironment();
+
 struct LocalServiceOptions {
   // "" : $XDG_CACHE_HOME/tir, else ~/.cache/tir (NO_CACHE_DIRECTORY when
   // the user has neither).
@@ -72,6 +86,10 @@ struct LocalServiceOptions {
   // cuda), its idle timeout (zero: none).
   std::string backend = "auto";
   absl::Duration idle_timeout = DefaultIdleTimeout();
+  // For a service started by this call: the fleet it asks on a miss. A
+  // running service keeps the upstream it was started with (its record
+  // names it).
+  UpstreamSetting upstream = UpstreamFromEnvironment();
   // The binary started as the service (run as `BINARY service serve ...`):
   // tirctl. "" : FindTirctl().
   std::string binary;

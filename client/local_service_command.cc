@@ -1,9 +1,12 @@
 #include "client/local_service_command.h"
 
 #include <algorithm>
+#include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "compiler/support/cli.h"
 #include "compiler/support/status.h"
 #include "google/protobuf/util/time_util.h"
@@ -27,7 +30,42 @@ std::string DescribeLocalService(const tir::v1::LocalService &s, absl::Time now)
                                            " without calls or running jobs")
                             : "no idle timeout");
   if (!s.token_file().empty()) absl::StrAppendFormat(&out, "  token:   %s (calls need it: TCP)\n", s.token_file());
+  if (!s.upstream().empty()) absl::StrAppendFormat(&out, "  upstream: %s\n", s.upstream());
   return out;
+}
+
+std::string UpstreamHealth(const tir::v1::LocalService &s, absl::Time deadline) {
+  if (s.upstream().empty()) return "";
+  ClientOptions o;
+  o.address = s.upstream();
+  o.max_attempts = 1;
+  o.call_timeout = std::min(absl::Seconds(5), std::max(deadline - absl::Now(), absl::Milliseconds(1)));
+  absl::Status why;
+  if (!s.upstream_token_file().empty()) {
+    std::ifstream in(s.upstream_token_file());
+    std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.is_open()) why = MakeError(absl::StatusCode::kFailedPrecondition, "NO_TOKEN", "cannot read " + s.upstream_token_file());
+    o.token = std::string(absl::StripAsciiWhitespace(token));
+  }
+  if (why.ok() && !s.upstream_ca_file().empty()) {
+    std::ifstream in(s.upstream_ca_file());
+    o.tls_root_certs.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!in.is_open()) why = MakeError(absl::StatusCode::kFailedPrecondition, "NO_CA", "cannot read " + s.upstream_ca_file());
+  }
+  std::string workers;
+  if (why.ok()) {
+    absl::StatusOr<std::unique_ptr<Client>> c = Client::Connect(o);
+    absl::StatusOr<tir::v1::ListWorkersResponse> r = c.ok() ? (*c)->ListWorkers() : c.status();
+    if (r.ok()) {
+      std::map<std::string, int> arches;
+      for (const tir::v1::WorkerInfo &w : r->workers()) ++arches[w.arch()];
+      for (const auto &[arch, n] : arches) absl::StrAppend(&workers, workers.empty() ? "" : ", ", n, " ", arch);
+      return absl::StrFormat("  upstream health: answers (workers: %s)\n", workers.empty() ? "none" : workers);
+    }
+    why = r.status();
+  }
+  return absl::StrFormat("  upstream health: does not answer (%s: %s); the service tunes here until it does\n",
+                         ReasonOf(why), why.message());
 }
 
 absl::StatusOr<std::string> ServiceCommand(const std::string &what, const ServiceCommandOptions &o) {
@@ -48,7 +86,8 @@ absl::StatusOr<std::string> ServiceCommand(const std::string &what, const Servic
   } else {
     return MakeError(absl::StatusCode::kInvalidArgument, "USAGE", "service takes status, start or stop");
   }
-  return o.json ? LocalServiceJson(service) + "\n" : DescribeLocalService(service, absl::Now());
+  if (o.json) return LocalServiceJson(service) + "\n";
+  return DescribeLocalService(service, absl::Now()) + (what == "status" ? UpstreamHealth(service, deadline) : "");
 }
 
 }  // namespace tir::client

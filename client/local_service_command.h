@@ -29,6 +29,10 @@ absl::StatusOr<std::string> ServiceCommand(const std::string &what, const Servic
 
 // The record in a few lines, as `status` prints it.
 std::string DescribeLocalService(const tir::v1::LocalService &service, absl::Time now);
+// The service's upstream asked (ListWorkers) as the service asks it, with its
+// token and CA: a line saying it answers (and its workers' arches) or why
+// not; "" without an upstream.
+std::string UpstreamHealth(const tir::v1::LocalService &service, absl::Time deadline);
 
 }  // namespace tir::client
 

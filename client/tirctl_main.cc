@@ -94,6 +94,13 @@ flags:
   --cache-dir=DIR          the cache (default $XDG_CACHE_HOME/tir, else ~/.cache/tir)
   --idle-timeout=SECONDS   a local service started by this command exits after this long
                            without calls or running jobs (0: never)
+  --upstream=ADDR          a local service started by this command asks this coordinator (the
+                           fleet) on a miss and keeps what it tuned; down, it tunes here
+                           (default $TIR_UPSTREAM)
+  --upstream-token-file=F, --upstream-bundle-key-file=F, --upstream-ca-file=F
+                           the fleet's client token, bundle key (its bundles must be signed
+                           with it) and TLS CA (defaults $TIR_UPSTREAM_TOKEN_FILE,
+                           $TIR_UPSTREAM_BUNDLE_KEY_FILE, $TIR_UPSTREAM_CA_FILE)
   --token-file=F           client token for a coordinator that requires one
   --bundle-key-file=F      the coordinator's bundle key: refuse bundles not signed with it
   --tls-ca=F               PEM CA certificate of a coordinator serving TLS
@@ -170,7 +177,8 @@ int main(int argc, char **argv) {
   static const std::set<std::string> kValueFlags = {
       "--arch",      "--server", "--token-file", "--bundle-key-file", "--tls-ca", "--backend",   "--budget",
       "--timeout",   "--candidate", "--output",  "--precision",       "--shape",  "--device",    "--cache-dir",
-      "--idle-timeout", "--lock-fd", "--ready-fd"};
+      "--idle-timeout", "--lock-fd", "--ready-fd", "--upstream", "--upstream-token-file",
+      "--upstream-bundle-key-file", "--upstream-ca-file"};
   static const std::set<std::string> kBoolFlags = {"--verify", "--wait", "--heuristic-now", "--explain", "--report",
                                                    "--detach"};
   std::vector<std::string> positional;
@@ -240,6 +248,14 @@ int main(int argc, char **argv) {
     }
     lo.idle_timeout = absl::Seconds(idle);
   }
+  // The fleet a local service started here asks on a miss: the flags, else
+  // the environment's (UpstreamFromEnvironment).
+  if (flags.count("--upstream")) lo.upstream.address = flags["--upstream"];
+  for (auto [name, field] : {std::pair{"--upstream-token-file", &lo.upstream.token_file},
+                             std::pair{"--upstream-bundle-key-file", &lo.upstream.bundle_key_file},
+                             std::pair{"--upstream-ca-file", &lo.upstream.ca_file}}) {
+    if (flags.count(name)) *field = flags[name].empty() ? "" : Absolute(flags[name]);
+  }
   if (verb == "service") {
     if (positional.size() != 2) return Usage("service takes status, start, stop (or serve)");
     if (positional[1] == "serve") {
@@ -249,6 +265,7 @@ int main(int argc, char **argv) {
       so.backend = lo.backend;
       so.idle_timeout = lo.idle_timeout;
       so.binary = lo.binary;
+      so.upstream = lo.upstream;
       so.detach = flags.count("--detach") > 0;
       if ((flags.count("--lock-fd") && !absl::SimpleAtoi(flags["--lock-fd"], &so.lock_fd)) ||
           (flags.count("--ready-fd") && !absl::SimpleAtoi(flags["--ready-fd"], &so.ready_fd))) {

@@ -141,6 +141,21 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   if (!config.bundle_key_file().empty()) {
     TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file(), "bundleKeyFile"));
   }
+  o.upstream.address = config.upstream();
+  o.upstream.timeout = absl::Milliseconds(config.upstream_timeout_ms());
+  o.upstream.retry = absl::Milliseconds(config.upstream_retry_ms());
+  o.upstream.max_retry = std::max(o.upstream.retry, absl::Minutes(1));
+  o.upstream.max_message_bytes = static_cast<int>(config.max_message_bytes());
+  if (!config.upstream_token_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(o.upstream.token, config::ReadSecret(config.upstream_token_file(), "upstreamTokenFile"));
+  }
+  if (!config.upstream_bundle_key_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(o.upstream.bundle_key,
+                         config::ReadSecret(config.upstream_bundle_key_file(), "upstreamBundleKeyFile"));
+  }
+  if (!config.upstream_ca_file().empty()) {
+    TIR_ASSIGN_OR_RETURN(o.upstream.ca_pem, config::ReadConfigFile(config.upstream_ca_file(), "upstreamCaFile", 1 << 20));
+  }
   Tokens tokens;
   if (!config.client_token_file().empty()) {
     TIR_ASSIGN_OR_RETURN(tokens.client, config::ReadSecret(config.client_token_file(), "clientTokenFile"));

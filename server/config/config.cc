@@ -57,6 +57,13 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.max_connection_age_ms() == 0) c.set_max_connection_age_ms(1800000);
   if (c.max_connection_age_grace_ms() == 0) c.set_max_connection_age_grace_ms(300000);
   if (c.shape_buckets().empty()) c.set_shape_buckets("pow2");
+  if (c.upstream_timeout_ms() == 0) c.set_upstream_timeout_ms(5000);
+  if (c.upstream_retry_ms() == 0) c.set_upstream_retry_ms(5000);
+  if (c.upstream().empty() && (!c.upstream_token_file().empty() || !c.upstream_bundle_key_file().empty() ||
+                               !c.upstream_ca_file().empty())) {
+    return Invalid("upstream_token_file, upstream_bundle_key_file and upstream_ca_file need upstream");
+  }
+  if (!c.upstream().empty() && c.upstream() == c.listen()) return Invalid("upstream is this coordinator's own address");
   {
     const std::string &b = c.shape_buckets();
     int64_t n = 0;
@@ -130,7 +137,8 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
     return Invalid("tls_client_ca_file needs tls_cert_file and tls_key_file");
   }
   for (const std::string &f : {c.tls_cert_file(), c.tls_key_file(), c.tls_client_ca_file(), c.client_token_file(),
-                               c.worker_token_file(), c.read_token_file(), c.bundle_key_file(), c.credentials_file()}) {
+                               c.worker_token_file(), c.read_token_file(), c.bundle_key_file(), c.credentials_file(),
+                               c.upstream_token_file(), c.upstream_bundle_key_file(), c.upstream_ca_file()}) {
     if (!f.empty() && !std::ifstream(f).good()) return Invalid("cannot read " + f);
   }
   return absl::OkStatus();

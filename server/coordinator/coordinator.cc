@@ -74,11 +74,26 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
   // Every label value exists from the start, so rates and alerts see zeros.
   cache_.Add({{"result", "hit"}});
   cache_.Add({{"result", "miss"}});
+  if (!options_.upstream.address.empty()) {
+    absl::StatusOr<std::unique_ptr<upstream::Upstream>> up = upstream::Upstream::Connect(options_.upstream, *registry_);
+    if (!up.ok()) {
+      upstream_error_ = up.status();
+      return;
+    }
+    upstream_ = *std::move(up);
+    read_through_ = std::make_unique<upstream::ReadThrough>(upstream::ReadThrough::Parts{
+        *upstream_, ops_, *store_, signer_,
+        [this](const tir::v1::CompileRequest &request, const std::string &owner) {
+          return CompileInternal(request, false, "", owner, /*ask_upstream=*/false);
+        }},
+        6 * options_.upstream.timeout);
+  }
 }
 
 Coordinator::~Coordinator() { Shutdown(); }
 
 void Coordinator::Shutdown() {
+  if (read_through_) read_through_->Stop();
   dispatcher_.Stop();
   ops_.Stop();
   status_.Stop();
@@ -92,6 +107,7 @@ void Coordinator::Shutdown() {
 }
 
 absl::Status Coordinator::Start() {
+  TIR_RETURN_IF_ERROR(upstream_error_);
   models_.Refit(ledger_);
   // Unfinished jobs are planned again and their stored rounds replayed, so
   // tuning goes on where it stopped.
@@ -152,7 +168,14 @@ absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CacheHit(const fr
   // to find it again).
   tir::v1::Operation op = operations::CachedOperation(std::move(found->bundle));
   frontend::DescribeShape(op, parsed);
+  op.mutable_metadata()->set_tier("local");
   return op;
+}
+
+tir::v1::ServiceStatus Coordinator::Status() {
+  tir::v1::ServiceStatus s = status_.Render();
+  if (upstream_) *s.mutable_upstream() = upstream_->Snapshot(read_through_->following());
+  return s;
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRequest &request, const std::string &client,
@@ -164,7 +187,8 @@ absl::StatusOr<tir::v1::Operation> Coordinator::Compile(const tir::v1::CompileRe
 }
 
 absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::CompileRequest &request, bool resume,
-                                                                const std::string &client, const std::string &owner) {
+                                                                const std::string &client, const std::string &owner,
+                                                                bool ask_upstream) {
   const std::string arch = request.options().target_arch();
   if (arch.empty()) {
     return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
@@ -214,7 +238,20 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     ledger_.DropJob(parsed.key);
     return tir::v1::Operation();
   }
-  tuning::Waiter waiter{requestId, [&parsed](tir::v1::Operation &op) { frontend::DescribeShape(op, parsed); },
+  // 2a. A miss here is asked of the upstream tier, when there is one: its
+  // tuned bundle (kept here), its tuning followed, or its untuned answer now.
+  std::string upstreamNote;
+  if (read_through_ && ask_upstream && !resume && !checkOnly && !request.options().force_retune()) {
+    upstream::Miss miss{parsed.key, arch, parsed.dynamic ? parsed.shape.text : "", requestId, owner,
+                        [&parsed](tir::v1::Operation &op) { frontend::DescribeShape(op, parsed); }};
+    if (std::optional<tir::v1::Operation> op = read_through_->Compile(request, miss, &upstreamNote)) return *op;
+  }
+  tuning::Waiter waiter{requestId,
+                        [&parsed, &upstreamNote](tir::v1::Operation &op) {
+                          frontend::DescribeShape(op, parsed);
+                          op.mutable_metadata()->set_tier("local");
+                          if (!upstreamNote.empty()) op.mutable_metadata()->add_notes(upstreamNote);
+                        },
                         parsed.dynamic ? std::optional<common::Shape>(parsed.shape) : std::nullopt, owner};
   const bool live = dispatcher_.HasHealthy(arch);
   // 2b. The bucket's bundle is checked at this shape first (in heuristic-now
@@ -381,7 +418,7 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
   const std::string arch = request.options().target_arch();
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
   TIR_ASSIGN_OR_RETURN(frontend::Parsed parsed, keyer_.Parse(request.graph(), request.options(), arch));
-  return LookupByKey(parsed);
+  return LookupByKey(parsed, request, true);
 }
 
 absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::LookupIfKnown(
@@ -390,11 +427,27 @@ absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::Lookup
   if (!target::LookupArch(arch).ok()) return std::nullopt;
   std::shared_ptr<const frontend::Parsed> parsed = keyer_.Known(request.graph(), request.options(), arch);
   if (!parsed) return std::nullopt;
-  return LookupByKey(*parsed);
+  if (read_through_) {
+    // A miss here is the upstream's to answer, off this (callback) thread.
+    TIR_ASSIGN_OR_RETURN(std::optional<bundles::FoundBundle> found, store_source_.Find({parsed->key}));
+    if (!found) return std::nullopt;
+  }
+  return LookupByKey(*parsed, request, false);
 }
 
-absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const frontend::Parsed &parsed) {
+absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupByKey(const frontend::Parsed &parsed,
+                                                                       const tir::v1::LookupKernelRequest &request,
+                                                                       bool ask_upstream) {
   TIR_ASSIGN_OR_RETURN(std::optional<bundles::FoundBundle> found, store_source_.Find({parsed.key}));
+  if (!found && ask_upstream && read_through_) {
+    upstream::Miss miss{parsed.key, request.options().target_arch(), parsed.dynamic ? parsed.shape.text : "", "", "",
+                        nullptr};
+    if (std::optional<tir::v1::LookupKernelResponse> there = read_through_->Lookup(request, miss)) {
+      ++counts_.requests;
+      CountLookup(false);
+      return *there;
+    }
+  }
   tir::v1::LookupKernelResponse out;
   out.set_key(parsed.key);
   if (found && parsed.dynamic) {

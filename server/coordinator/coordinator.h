@@ -62,6 +62,8 @@
 #include "server/tuning/shape_checks.h"
 #include "server/tuning/successive_halving.h"
 #include "server/tuning/tuning_jobs.h"
+#include "server/upstream/read_through.h"
+#include "server/upstream/upstream.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
 #include "tir/v1/status.pb.h"
 #include "tir/v1/worker_service.grpc.pb.h"
@@ -115,6 +117,9 @@ struct CoordinatorOptions {
   // stored (the limits on jobs bound them).
   size_t answered_job_record_bytes = size_t{1} << 20;
   size_t answered_jobs_store_bytes = size_t{16} << 20;
+  // The tier above this coordinator, asked on a miss (address "" : none;
+  // server/upstream/read_through.h).
+  upstream::UpstreamOptions upstream;
 };
 
 class Coordinator {
@@ -192,21 +197,31 @@ class Coordinator {
   }
 
   // The dashboard's snapshot.
-  tir::v1::ServiceStatus Status() { return status_.Render(); }
-  // Jobs in flight and items queued (for tests and metrics).
-  int jobs_in_flight() const { return static_cast<int>(tuning_.size()); }
+  tir::v1::ServiceStatus Status();
+  // Jobs in flight (compiles following the upstream's tuning among them) and
+  // items queued (for tests and metrics).
+  int jobs_in_flight() const {
+    return static_cast<int>(tuning_.size()) + (read_through_ ? static_cast<int>(read_through_->following()) : 0);
+  }
   int queue_depth() const { return static_cast<int>(dispatcher_.queued()); }
 
  private:
   // `resume`: a job from the ledger after a restart (never answered with defaults).
+  // `ask_upstream`: false for the local path of a request the upstream did
+  // not answer.
   absl::StatusOr<tir::v1::Operation> CompileInternal(const tir::v1::CompileRequest &request, bool resume,
-                                                     const std::string &client, const std::string &owner);
+                                                     const std::string &client, const std::string &owner,
+                                                     bool ask_upstream = true);
   // The served bundle of `parsed` as a cache-hit operation (counted); nullopt
   // when none is stored, or (setting `unchecked` to the stored bundle) when a
   // dynamic graph's bundle is not verified at the shape yet.
   absl::StatusOr<std::optional<tir::v1::Operation>> CacheHit(const frontend::Parsed &parsed,
                                                              tir::v1::KernelBundle *unchecked);
-  absl::StatusOr<tir::v1::LookupKernelResponse> LookupByKey(const frontend::Parsed &parsed);
+  // `ask_upstream`: a miss here is looked up there (never on a callback
+  // thread: LookupIfKnown leaves such a miss to LookupKernel).
+  absl::StatusOr<tir::v1::LookupKernelResponse> LookupByKey(const frontend::Parsed &parsed,
+                                                            const tir::v1::LookupKernelRequest &request,
+                                                            bool ask_upstream);
   // An operation from before a restart that is not in memory: its job's
   // bundle if one is stored (a dynamic graph's checked at its shape first).
   absl::StatusOr<tir::v1::Operation> RestoredOperation(const std::string &name);
@@ -234,6 +249,11 @@ class Coordinator {
   tuning::ShapeChecks checks_;
   tuning::TuningJobs tuning_;
   status::StatusBoard status_;
+  // The upstream (null without one, or when it could not be set up:
+  // `upstream_error`, which Start returns).
+  std::unique_ptr<upstream::Upstream> upstream_;
+  absl::Status upstream_error_;
+  std::unique_ptr<upstream::ReadThrough> read_through_;
   // Notified once Start() has resumed the stored jobs and their operations.
   absl::Notification resumed_;
   // Last: they stop (running what they hold) before the parts above go.
