@@ -345,6 +345,8 @@ absl::StatusOr<std::string> CompileAt(Client &client, const std::string &text, c
                                        : b.tuning().tuned() ? "tuned"
                                                             : "answered with the defaults",
                                        absl::ToDoubleSeconds(absl::Now() - start));
+  if (op.metadata().tier() == "upstream") absl::StrAppend(&report, "  answered by the upstream (the fleet)\n");
+  for (const std::string &note : op.metadata().notes()) absl::StrAppend(&report, "  note: ", note, "\n");
   absl::StrAppend(&report, DescribeBundle(b), verified, "  bundle written to ", path, "\n");
   return report;
 }
