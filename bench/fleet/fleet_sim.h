@@ -76,6 +76,7 @@ struct RunResult {
   uint64_t host_hits = 0;          // answered from the host's store
   uint64_t host_coalesced = 0;     // waited on a request already upstream
   uint64_t heuristic_answers = 0;  // answered untuned while the fleet tuned
+  uint64_t local_heuristic = 0;    // of those, by the host at once
   uint64_t fleet_requests = 0;     // requests that reached a coordinator
   uint64_t fleet_hits = 0;
   uint64_t fleet_misses = 0;
@@ -93,6 +94,9 @@ struct RunResult {
   // A host-tier miss until the host had an answer (bundle or "tuning").
   LogHistogram fleet_latency;
   LogHistogram fleet_hit_latency;  // of those, answered with a bundle
+  // Every lookup a process made: answered by its host at once (the measured
+  // host-tier hit latency's distribution) or through the fleet as above.
+  LogHistogram lookup_latency;
   LogHistogram queue_wait;         // work item enqueued -> leased
   LogHistogram queue_wait_new_model;
   LogHistogram queue_wait_retune;

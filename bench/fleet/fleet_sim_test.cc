@@ -127,6 +127,29 @@ TEST(FleetSim, LosingAShardRetunesOnlyItsKeys) {
   EXPECT_GE(lost.retune_last_done_s, 0);
 }
 
+// With warm host tiers most lookups are host hits: every lookup has a
+// latency, and the median is the measured host-tier hit's.
+TEST(FleetSim, WarmHostsAnswerAtTheMeasuredHitLatency) {
+  Calibration cal = QuickCalibration();
+  cal.shape.hosts = 20;
+  cal.shape.processes = 4000;
+  cal.shape.models = 300;  // a long tail: some lookups miss the host
+  RunSpec spec;
+  spec.name = "warm";
+  spec.shards = 2;
+  spec.host_tier = HostTier::kWarm;
+  spec.arrivals = Arrivals::kSteady;
+  spec.window_s = 600;
+  spec.horizon_s = 700;
+  RunResult r = RunFleet(cal, spec);
+  ASSERT_GT(r.lookups, 10000u);
+  EXPECT_GT(r.host_hits, r.lookups / 2);
+  ASSERT_GT(r.fleet_latency.count(), 0u);
+  EXPECT_EQ(r.lookup_latency.count(), r.lookups);
+  EXPECT_NEAR(r.lookup_latency.Quantile(0.5), cal.costs.host_hit_p50_s, cal.costs.host_hit_p50_s * 0.02);
+  EXPECT_GT(r.fleet_latency.Quantile(0.5), cal.costs.host_fleet_rtt_s) << "a fleet answer faster than its round trip";
+}
+
 // Through any coordinator, a request for a key another shard owns is
 // forwarded (3 in 4 with 4 shards); sent to the owner, none is.
 TEST(FleetSim, RoutingToTheOwnerNeverForwards) {

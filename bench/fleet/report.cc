@@ -45,7 +45,7 @@ Table InputsTable(const Calibration &calibration) {
 Table ResultsTable(const std::vector<RunResult> &results) {
   Table t;
   t.header = {"scenario", "shards", "host tier", "lookups", "host hit %", "fleet req/s peak", "hits/s/shard max",
-              "hits/s/shard mean", "max/capacity", "peak util", "fleet p50", "fleet p99", "untuned answers", "queue wait p50",
+              "hits/s/shard mean", "max/capacity", "peak util", "lookup p50", "lookup p99", "fleet p50", "fleet p99", "untuned answers", "queue wait p50",
               "queue wait p99", "new model tuned in", "re-tuned keys", "extra GPU-h", "last re-tune done", "wall s"};
   for (const RunResult &r : results) {
     const RunSpec &s = r.spec;
@@ -73,6 +73,8 @@ Table ResultsTable(const std::vector<RunResult> &results) {
         Count(mean),
         absl::StrFormat("%.2f", max_peak / r.shard_capacity_per_s),
         absl::StrFormat("%.2f", peak_util),
+        Duration(r.lookup_latency.Quantile(0.5)),
+        Duration(r.lookup_latency.Quantile(0.99)),
         Duration(r.fleet_latency.Quantile(0.5)),
         Duration(r.fleet_latency.Quantile(0.99)),
         Count(r.heuristic_answers),
