@@ -81,13 +81,13 @@ int main(int argc, char **argv) {
   tir::fleet::Table table = tir::fleet::ResultsTable(results);
   const std::string text = tir::fleet::FormatText(table);
   std::printf("fleet model results (%d hosts, %d GPUs, %ld processes; %d tuning workers; shard capacity %.0f hits/s, "
-              "%d servers each):\n%s",
+              "%d server(s) each):\n%s",
               calibration.shape.hosts, calibration.shape.hosts * calibration.shape.gpus_per_host,
               calibration.shape.processes, results.empty() ? 0 : results.front().tuning_workers,
               calibration.costs.shard_hits_per_s, results.empty() ? 0 : results.front().servers_per_shard,
               text.c_str());
   if (!WriteFile(out + "/table.txt", absl::StrCat("inputs:\n", inputs, "\nresults:\n", text)) ||
-      !WriteFile(out + "/table.csv", tir::fleet::FormatCsv(table)) ||
+      !WriteFile(out + "/table.csv", tir::fleet::FormatCsv(tir::fleet::ResultsTable(results, /*numeric=*/true))) ||
       !WriteFile(out + "/inputs.csv", tir::fleet::FormatCsv(tir::fleet::InputsTable(calibration)))) {
     std::fprintf(stderr, "fleet: cannot write the tables into %s\n", out.c_str());
     return 1;

@@ -42,11 +42,22 @@ Table InputsTable(const Calibration &calibration) {
   return t;
 }
 
-Table ResultsTable(const std::vector<RunResult> &results) {
+Table ResultsTable(const std::vector<RunResult> &results, bool numeric) {
+  auto duration = [numeric](double s) { return numeric ? (s < 0 ? "" : absl::StrFormat("%.6g", s)) : Duration(s); };
+  auto count = [numeric](double v) { return numeric ? absl::StrFormat("%.0f", v) : Count(v); };
+  const std::string none = numeric ? "" : "-";
   Table t;
   t.header = {"scenario", "shards", "host tier", "lookups", "host hit %", "fleet req/s peak", "hits/s/shard max",
               "hits/s/shard mean", "max/capacity", "peak util", "lookup p50", "lookup p99", "fleet p50", "fleet p99", "untuned answers", "queue wait p50",
               "queue wait p99", "new model tuned in", "re-tuned keys", "extra GPU-h", "last re-tune done", "wall s"};
+  if (numeric) {
+    for (std::string &h : t.header) {
+      if (h.find("p50") != std::string::npos || h.find("p99") != std::string::npos || h == "new model tuned in" ||
+          h == "last re-tune done") {
+        h += " s";
+      }
+    }
+  }
   for (const RunResult &r : results) {
     const RunSpec &s = r.spec;
     double window = s.window_s;
@@ -66,24 +77,24 @@ Table ResultsTable(const std::vector<RunResult> &results) {
         s.name,
         absl::StrCat(s.shards),
         TierName(s.host_tier),
-        Count(r.lookups),
-        s.host_tier == HostTier::kNone ? "-" : absl::StrFormat("%.2f", host_hit),
-        Count(r.fleet_request_rate.MaxRate()),
-        Count(max_peak),
-        Count(mean),
+        count(r.lookups),
+        s.host_tier == HostTier::kNone ? none : absl::StrFormat("%.2f", host_hit),
+        count(r.fleet_request_rate.MaxRate()),
+        count(max_peak),
+        count(mean),
         absl::StrFormat("%.2f", max_peak / r.shard_capacity_per_s),
         absl::StrFormat("%.2f", peak_util),
-        Duration(r.lookup_latency.Quantile(0.5)),
-        Duration(r.lookup_latency.Quantile(0.99)),
-        Duration(r.fleet_latency.Quantile(0.5)),
-        Duration(r.fleet_latency.Quantile(0.99)),
-        Count(r.heuristic_answers),
-        wait.count() ? Duration(wait.Quantile(0.5)) : "-",
-        wait.count() ? Duration(wait.Quantile(0.99)) : "-",
-        s.new_model_at_s >= 0 ? Duration(r.new_model_all_tuned_s) : "-",
-        s.lose_shard >= 0 ? Count(r.retuned_keys) : "-",
-        s.lose_shard >= 0 ? absl::StrFormat("%.1f", r.retune_gpu_seconds / 3600) : "-",
-        s.lose_shard >= 0 ? Duration(r.retune_last_done_s) : "-",
+        duration(r.lookup_latency.Quantile(0.5)),
+        duration(r.lookup_latency.Quantile(0.99)),
+        duration(r.fleet_latency.Quantile(0.5)),
+        duration(r.fleet_latency.Quantile(0.99)),
+        count(r.heuristic_answers),
+        wait.count() ? duration(wait.Quantile(0.5)) : none,
+        wait.count() ? duration(wait.Quantile(0.99)) : none,
+        s.new_model_at_s >= 0 ? duration(r.new_model_all_tuned_s) : none,
+        s.lose_shard >= 0 ? count(r.retuned_keys) : none,
+        s.lose_shard >= 0 ? absl::StrFormat("%.1f", r.retune_gpu_seconds / 3600) : none,
+        s.lose_shard >= 0 ? duration(r.retune_last_done_s) : none,
         absl::StrFormat("%.1f", r.wall_s),
     });
   }

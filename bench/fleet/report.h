@@ -18,7 +18,9 @@ struct Table {
 };
 
 Table InputsTable(const Calibration &calibration);
-Table ResultsTable(const std::vector<RunResult> &results);
+// `numeric`: plain numbers (seconds, counts) for table.csv; otherwise in
+// the units that read best ("1.5 ms", "36.5M").
+Table ResultsTable(const std::vector<RunResult> &results, bool numeric = false);
 
 // Columns padded to their widest cell.
 std::string FormatText(const Table &table);
