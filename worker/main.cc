@@ -18,6 +18,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "compiler/support/cli.h"
 #include "grpcpp/grpcpp.h"
@@ -27,7 +28,8 @@
 #include "worker/runner_locator.h"
 #include "worker/worker.h"
 
-ABSL_FLAG(std::string, coordinator, "localhost:7070", "coordinator address HOST:PORT");
+ABSL_FLAG(std::string, coordinator, "localhost:7070",
+          "coordinator address HOST:PORT; a sharded fleet's shards, comma-separated (the worker leases from each)");
 ABSL_FLAG(std::string, backend, "auto", "cuda, host, or auto (cuda when a driver and device are present, else host)");
 ABSL_FLAG(int, device, 0, "CUDA device index");
 ABSL_FLAG(int, compile_threads, 0, "compiles at once (0: one per core)");
@@ -96,20 +98,48 @@ int main(int argc, char **argv) {
     }
     creds = grpc::SslCredentials(ssl);
   }
-  auto channel = grpc::CreateCustomChannel(absl::GetFlag(FLAGS_coordinator), creds, channelArgs);
-  tir::worker::Worker worker(options, std::move(*backend), channel, registry);
-  if (absl::Status started = worker.StartRunner(); !started.ok()) {
-    std::fprintf(stderr, "tir-worker: %s\n", std::string(started.message()).c_str());
+  // A sharded fleet: a worker per coordinator, sharing this device (one
+  // item measured at a time) and the metrics, labelled by coordinator.
+  const std::vector<std::string> coordinators =
+      absl::StrSplit(absl::GetFlag(FLAGS_coordinator), ',', absl::SkipWhitespace());
+  if (coordinators.empty()) {
+    std::fprintf(stderr, "tir-worker: --coordinator names no coordinator\n");
     return 2;
+  }
+  if (coordinators.size() > 1) options.device_lock = std::make_shared<absl::Mutex>();
+  std::vector<std::unique_ptr<tir::worker::Worker>> workers;
+  for (size_t i = 0; i < coordinators.size(); ++i) {
+    std::unique_ptr<tir::worker::Backend> own;
+    if (i == 0) {
+      own = std::move(*backend);
+    } else {
+      auto another = tir::worker::SelectBackend(absl::GetFlag(FLAGS_backend), absl::GetFlag(FLAGS_device), workDir);
+      if (!another.ok()) {
+        std::fprintf(stderr, "tir-worker: %s\n", std::string(another.status().message()).c_str());
+        return 1;
+      }
+      own = std::move(*another);
+    }
+    tir::worker::WorkerOptions o = options;
+    if (coordinators.size() > 1) o.metric_labels = {{"coordinator", coordinators[i]}};
+    workers.push_back(std::make_unique<tir::worker::Worker>(
+        o, std::move(own), grpc::CreateCustomChannel(coordinators[i], creds, channelArgs), registry));
+    if (absl::Status started = workers.back()->StartRunner(); !started.ok()) {
+      std::fprintf(stderr, "tir-worker: %s\n", std::string(started.message()).c_str());
+      return 2;
+    }
   }
   std::fprintf(stderr, "tir-worker: runner %s\n", options.runner_path.c_str());
   {
     // SIGTERM / SIGINT drain.
     tir::SignalWatcher watcher([&] {
       std::fprintf(stderr, "tir-worker: draining\n");
-      worker.Stop();
+      for (auto &w : workers) w->Stop();
     });
-    worker.Run();
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < workers.size(); ++i) threads.emplace_back([w = workers[i].get()] { w->Run(); });
+    workers[0]->Run();
+    for (std::thread &t : threads) t.join();
   }
   std::fprintf(stderr, "tir-worker: drained, exiting\n");
   return 0;

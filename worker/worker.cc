@@ -17,17 +17,17 @@ namespace tir::worker {
 using google::protobuf::util::TimeUtil;
 
 struct Worker::Metrics {
-  explicit Metrics(prometheus::Registry &r)
+  Metrics(prometheus::Registry &r, const std::map<std::string, std::string> &labels)
       : compiled(prometheus::BuildCounter()
                      .Name("tir_worker_candidates_compiled_total")
                      .Help("Candidates compiled (cache hits included)")
                      .Register(r)
-                     .Add({})),
+                     .Add(labels)),
         measured(prometheus::BuildCounter()
                      .Name("tir_worker_candidates_measured_total")
                      .Help("Candidates verified and timed")
                      .Register(r)
-                     .Add({})),
+                     .Add(labels)),
         failed(prometheus::BuildCounter()
                    .Name("tir_worker_candidates_failed_total")
                    .Help("Candidates that did not pass, by reason")
@@ -42,16 +42,24 @@ struct Worker::Metrics {
                             .Help("Wall time of verifying and timing one candidate in the runner")
                             .Register(r)
                             .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30})),
-        leases(prometheus::BuildCounter().Name("tir_worker_leases_total").Help("Work items leased").Register(r).Add({})),
+        leases(prometheus::BuildCounter().Name("tir_worker_leases_total").Help("Work items leased").Register(r).Add(labels)),
         restarts(prometheus::BuildCounter()
                      .Name("tir_worker_runner_restarts_total")
                      .Help("Runner child processes started to replace one that faulted or hung")
                      .Register(r)
-                     .Add({})) {}
+                     .Add(labels)),
+        labels(labels) {}
   prometheus::Counter &compiled, &measured;
   prometheus::Family<prometheus::Counter> &failed;
   prometheus::Histogram &compile_seconds, &measure_seconds;
   prometheus::Counter &leases, &restarts;
+  // The worker's own labels (its coordinator, when it leases from several).
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> With(const std::string &name, const std::string &value) const {
+    std::map<std::string, std::string> l = labels;
+    l[name] = value;
+    return l;
+  }
 };
 
 namespace {
@@ -77,9 +85,9 @@ Worker::Worker(WorkerOptions options, std::unique_ptr<Backend> backend, std::sha
       stub_(tir::v1::WorkerService::NewStub(channel)),
       registry_(registry ? registry : std::make_shared<prometheus::Registry>()),
       metrics_([this] {
-        auto m = std::make_unique<Metrics>(*registry_);
+        auto m = std::make_unique<Metrics>(*registry_, options_.metric_labels);
         // Every reason exists from the start, so rates and alerts see zeros.
-        for (const char *reason : {"wrong", "fault", "timeout", "compile_failed"}) m->failed.Add({{"reason", reason}});
+        for (const char *reason : {"wrong", "fault", "timeout", "compile_failed"}) m->failed.Add(m->With("reason", reason));
         return m;
       }()),
       runner_([&] {
@@ -239,7 +247,7 @@ std::string KernelName(const tir::v1::WorkItem &item) {
 void Worker::RecordFailure(const tir::v1::WorkItem &item, const tir::v1::CandidateResult &r) {
   const char *label = FailureLabel(r.verification().verdict());
   if (label == nullptr) return;
-  metrics_->failed.Add({{"reason", label}}).Increment();
+  metrics_->failed.Add(metrics_->With("reason", label)).Increment();
   std::fprintf(stderr, "tir-worker: kernel %s candidate %u: %s: %s\n", KernelName(item).c_str(), r.candidate_index(),
                tir::v1::Verdict_Name(r.verification().verdict()).c_str() + sizeof("VERDICT_") - 1,
                FirstLine(r.verification().detail()).c_str());
@@ -401,7 +409,15 @@ void Worker::Run() {
         absl::MutexLock l(&mu_);
         leases_.insert(item.lease_id());
       }
-      absl::StatusOr<tir::v1::ReportResultRequest> report = Process(item);
+      absl::StatusOr<tir::v1::ReportResultRequest> report;
+      if (options_.device_lock) {
+        // Workers of several coordinators on one device measure one item
+        // at a time, so none times its kernels beside another's.
+        absl::MutexLock device(options_.device_lock.get());
+        report = Process(item);
+      } else {
+        report = Process(item);
+      }
       if (report.ok()) {
         report->set_name(name());
         if (!Cancelled(item.lease_id())) Report(*report);

@@ -21,6 +21,7 @@
 #define TIR_WORKER_WORKER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -58,6 +59,11 @@ struct WorkerOptions {
   absl::Duration min_deadline = absl::Seconds(10);
   // Deadline of making an item current (reference evaluation included).
   absl::Duration prepare_deadline = absl::Minutes(5);
+  // Held while an item is processed, when set: shared by the workers of one
+  // device that lease from several coordinators (a sharded fleet).
+  std::shared_ptr<absl::Mutex> device_lock;
+  // Labels of this worker's metrics (its coordinator, beside others').
+  std::map<std::string, std::string> metric_labels;
 };
 
 // The backoff before retry `attempt` (0 first): `min` doubled per attempt up

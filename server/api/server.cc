@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "compiler/support/status.h"
@@ -17,6 +19,8 @@
 #include "prometheus/gauge.h"
 #include "server/config/config.h"
 #include "server/api/rpc_status.h"
+#include "server/shards/forwarder.h"
+#include "server/shards/shard_ring.h"
 #include "server/store/rocksdb_kernel_store.h"
 
 namespace tir::api {
@@ -74,6 +78,31 @@ void ConfigureConnections(const tir::v1::CoordinatorConfig &config, grpc::Server
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 60000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 2);
+}
+
+// The shard list of a sharded fleet and this shard's place in it.
+absl::StatusOr<shards::ShardRing> RingOf(const tir::v1::CoordinatorConfig &config) {
+  std::vector<std::string> list(config.shards().begin(), config.shards().end());
+  std::string self = config.shard_self();
+  if (!config.shard_pattern().empty()) {
+    TIR_ASSIGN_OR_RETURN(list, shards::ShardAddresses(config.shard_pattern(), static_cast<int>(config.shard_count())));
+    if (self.empty()) {
+      // A StatefulSet's pod: its host name ends with its ordinal.
+      char host[256] = {0};
+      ::gethostname(host, sizeof(host) - 1);
+      const std::string name = host;
+      const size_t dash = name.rfind('-');
+      int index = -1;
+      if (dash == std::string::npos || !absl::SimpleAtoi(name.substr(dash + 1), &index) || index < 0 ||
+          index >= static_cast<int>(list.size())) {
+        return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                         "shard_self is not set and the host name " + name + " does not end with a shard index below " +
+                             absl::StrCat(list.size()));
+      }
+      self = list[index];
+    }
+  }
+  return shards::ShardRing::Make(std::move(list), self);
 }
 
 }  // namespace
@@ -217,8 +246,24 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
                          " without TLS: its tokens would cross the network in the clear. Set tlsCertFile and "
                          "tlsKeyFile, listen on loopback, or pass --insecure (config \"insecure\": true)");
   }
+  std::shared_ptr<shards::Forwarder> forwarder;
+  if (!config.shards().empty() || !config.shard_pattern().empty()) {
+    TIR_ASSIGN_OR_RETURN(shards::ShardRing ring, RingOf(config));
+    o.shard_tag = ring.tag(ring.self());
+    shards::ForwarderOptions fo;
+    fo.retry = absl::Milliseconds(config.shard_retry_ms());
+    fo.max_message_bytes = static_cast<int>(config.max_message_bytes());
+    fo.token = !tokens.read.empty() ? tokens.read : tokens.client;
+    if (!config.shard_ca_file().empty()) {
+      TIR_ASSIGN_OR_RETURN(fo.ca_pem, config::ReadConfigFile(config.shard_ca_file(), "shardCaFile", 1 << 20));
+    }
+    std::fprintf(stderr, "tir-coordinator: shard %d of %zu (%s)\n", ring.self(), ring.size(),
+                 ring.address(ring.self()).c_str());
+    forwarder = std::make_shared<shards::Forwarder>(std::move(ring), std::move(fo));
+    o.find_elsewhere = [forwarder](const std::string &key) { return forwarder->FindElsewhere(key); };
+  }
   s->coordinator_ = std::make_unique<coordinator::Coordinator>(o, s->store_, s->registry_);
-  s->compiler_ = std::make_unique<CompilerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
+  s->compiler_ = std::make_unique<CompilerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_, forwarder);
   s->workers_ = std::make_unique<WorkerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_);
 
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();

@@ -6,7 +6,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "compiler/support/status.h"
+#include "server/api/forwarded_watch.h"
 #include "server/api/rpc_status.h"
 
 namespace tir::api {
@@ -32,8 +35,10 @@ grpc::Status Counted(prometheus::Family<prometheus::Counter> &requests, const ch
 
 }  // namespace
 
-CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry)
+CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry,
+                                         std::shared_ptr<shards::Forwarder> forwarder)
     : c_(c),
+      forwarder_(std::move(forwarder)),
       auth_(std::move(tokens)),
       requests_(prometheus::BuildCounter()
                     .Name("tir_requests_total")
@@ -44,6 +49,56 @@ CompilerServiceImpl::CompilerServiceImpl(coordinator::Coordinator *c, Tokens tok
       waits_(std::make_unique<OperationWaits>(c, [this](const absl::Status &s) { Done("WaitOperation", s); })) {}
 
 grpc::Status CompilerServiceImpl::Done(const char *method, const absl::Status &s) { return Counted(requests_, method, s); }
+
+grpc::Status CompilerServiceImpl::Done(const char *method, const grpc::Status &s) {
+  // Another shard's answer, passed on as it came (its details included).
+  requests_.Add({{"method", method}, {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()))}})
+      .Increment();
+  return s;
+}
+
+std::vector<int> CompilerServiceImpl::Shards(const grpc::ServerContextBase &ctx, absl::string_view key) const {
+  if (!forwarder_ || shards::Forwarder::Forwarded(ctx)) return {};
+  std::vector<int> route = forwarder_->Route(key);
+  if (route.size() == 1 && route.front() == forwarder_->ring().self()) return {};
+  return route;
+}
+
+int CompilerServiceImpl::ShardOf(const grpc::ServerContextBase &ctx, const std::string &operation) const {
+  if (!forwarder_ || shards::Forwarder::Forwarded(ctx)) return -1;
+  const int shard = forwarder_->ring().OfOperation(operation);
+  return shard == forwarder_->ring().self() ? -1 : shard;
+}
+
+template <typename Req, typename Resp>
+CompilerServiceImpl::Answer CompilerServiceImpl::Forwarded(grpc::ServerContextBase *ctx, std::vector<int> shards,
+                                                           AsyncMethod<Req, Resp> method, const Req *req, Resp *out,
+                                                           std::function<absl::Status()> local,
+                                                           const std::string &client) {
+  Answer a;
+  a.later = [this, ctx, shards = std::move(shards), method, req, out, local = std::move(local),
+             client](std::function<void(grpc::Status)> finish) {
+    shards::TryShards(
+        *forwarder_, shards,
+        [this, ctx, method, req, out, wait = !local](int shard, std::function<void(grpc::Status)> done) {
+          // Without a turn here (an operation's shard), a restarting shard
+          // is waited for.
+          forwarder_->Call(
+              shard, *ctx,
+              [method, req, out](shards::Forwarder::Async *async, grpc::ClientContext *cc,
+                                 std::function<void(grpc::Status)> cb) { (async->*method)(cc, req, out, std::move(cb)); },
+              std::move(done), wait);
+        },
+        [this, local, client](std::function<void(grpc::Status)> done) {
+          // This shard's turn: on the slow-call pool, off gRPC's threads.
+          const absl::Status queued =
+              slow_.Submit([local, done] { done(ToGrpc(local())); }, "slowCalls", client);
+          if (!queued.ok()) done(ToGrpc(queued));
+        },
+        std::move(finish));
+  };
+  return a;
+}
 
 grpc::Status CompilerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *method,
                                       const std::function<absl::Status(const Caller &caller)> &handler) {
@@ -68,6 +123,10 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
   caller.client = ClientOf(*ctx, caller.identity);
   const std::string &client = caller.client;
   Answer a = handler(caller);
+  if (a.later) {
+    a.later([this, r, method](grpc::Status s) { r->Finish(Done(method, s)); });
+    return r;
+  }
   if (!a.slow) {
     r->Finish(Done(method, a.status));
     return r;
@@ -76,6 +135,19 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
       slow_.Submit([this, r, method, call = std::move(a.slow)] { r->Finish(Done(method, call())); }, "slowCalls", client);
   if (!queued.ok()) r->Finish(Done(method, queued));
   return r;
+}
+
+template <typename Req, typename Resp>
+grpc::Status CompilerServiceImpl::ForwardedNow(grpc::ServerContextBase *ctx, std::vector<int> shards,
+                                               AsyncMethod<Req, Resp> method, const Req *req, Resp *out) {
+  absl::Notification answered;
+  grpc::Status got;
+  Forwarded(ctx, std::move(shards), method, req, out, {}, "").later([&](grpc::Status s) {
+    got = std::move(s);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return got;
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerContext *ctx,
@@ -89,16 +161,38 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerConte
       *out = **std::move(hit);
       return {absl::OkStatus()};
     }
-    return {absl::OkStatus(), [this, client = caller.client, owner = caller.identity, req, out] {
-              return Assign(c_->Compile(*req, client, owner), out);
-            }};
+    auto here = [this, client = caller.client, owner = caller.identity, req, out] {
+      return Assign(c_->Compile(*req, client, owner), out);
+    };
+    if (!forwarder_ || shards::Forwarder::Forwarded(*ctx)) return {absl::OkStatus(), here};
+    // A sharded fleet: keyed (parsed) on the slow-call pool, then answered
+    // by the key's shard.
+    Answer a;
+    a.later = [this, ctx, req, out, here, client = caller.client](std::function<void(grpc::Status)> finish) {
+      const absl::Status queued = slow_.Submit(
+          [this, ctx, req, out, here, client, finish] {
+            absl::StatusOr<std::string> key = c_->KeyOf(req->graph(), req->options());
+            if (!key.ok()) return finish(ToGrpc(key.status()));
+            std::vector<int> shards = Shards(*ctx, *key);
+            if (shards.empty()) return finish(ToGrpc(here()));
+            Forwarded(ctx, std::move(shards), &shards::Forwarder::Async::Compile, req, out, here, client).later(finish);
+          },
+          "slowCalls", client);
+      if (!queued.ok()) finish(ToGrpc(queued));
+    };
+    return a;
   });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetOperation(grpc::CallbackServerContext *ctx,
                                                             const tir::v1::GetOperationRequest *req,
                                                             tir::v1::Operation *out) {
-  return React(ctx, "GetOperation", [&](const Caller &) -> Answer { return {Assign(c_->GetOperation(req->name()), out)}; });
+  return React(ctx, "GetOperation", [&](const Caller &caller) -> Answer {
+    if (const int shard = ShardOf(*ctx, req->name()); shard >= 0) {
+      return Forwarded(ctx, {shard}, &shards::Forwarder::Async::GetOperation, req, out, {}, caller.client);
+    }
+    return {Assign(c_->GetOperation(req->name()), out)};
+  });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::WaitOperation(grpc::CallbackServerContext *ctx,
@@ -112,6 +206,14 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::WaitOperation(grpc::CallbackServe
   // Answer a little before the caller's deadline, with the operation as it is.
   const absl::Time now = absl::Now();
   const absl::Time end = std::min(now + std::max(timeout, absl::ZeroDuration()), DeadlineOf(*ctx) - absl::Milliseconds(50));
+  if (const int shard = ShardOf(*ctx, req->name()); allowed.ok() && shard >= 0) {
+    // Another shard's operation: waited for there (the call holds no
+    // thread here either).
+    grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
+    Forwarded(ctx, {shard}, &shards::Forwarder::Async::WaitOperation, req, out, {}, ClientOf(*ctx, identity))
+        .later([this, r](grpc::Status s) { r->Finish(Done("WaitOperation", s)); });
+    return r;
+  }
   return waits_->Start(req->name(), end, ClientOf(*ctx, identity), out, allowed);
 }
 
@@ -125,12 +227,20 @@ grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(
     allowed = MakeError(absl::StatusCode::kInvalidArgument, "MALFORMED_REQUEST",
                         "WatchOperation: the request is not a tir.v1.WatchOperationRequest");
   }
+  if (const int shard = ShardOf(*ctx, req.name()); allowed.ok() && shard >= 0) {
+    return new ForwardedWatch(*forwarder_, ctx, req.name(), shard,
+                              [this](const grpc::Status &s) { Done("WatchOperation", s); });
+  }
   return watches_->Start(ctx, req.name(), ClientOf(*ctx, identity), allowed);
 }
 
 grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,
                                                   tir::v1::Operation *out) {
   // Only its owner (the identity that asked for it) or an admin cancels it.
+  if (const int shard = ShardOf(*ctx, req->name()); shard >= 0) {
+    // Another shard's operation: cancelled there, where its owner is checked.
+    return Done("CancelOperation", ForwardedNow(ctx, {shard}, &shards::Forwarder::Async::CancelOperation, req, out));
+  }
   return Run(ctx, "CancelOperation", [&](const Caller &caller) {
     return Assign(c_->CancelOperation(req->name(), caller.identity, caller.admin), out);
   });
@@ -138,21 +248,50 @@ grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, cons
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::GetKernel(grpc::CallbackServerContext *ctx,
                                                          const tir::v1::GetKernelRequest *req, tir::v1::KernelBundle *out) {
-  return React(ctx, "GetKernel",
-               [&](const Caller &) -> Answer { return {Assign(c_->GetKernel(req->name(), req->metadata_only()), out)}; });
+  return React(ctx, "GetKernel", [&](const Caller &caller) -> Answer {
+    absl::StatusOr<tir::v1::KernelBundle> here = c_->GetKernel(req->name(), req->metadata_only());
+    // Not stored here: the key's shard has it, if any does.
+    absl::string_view key = req->name();
+    if (absl::IsNotFound(here.status()) && absl::ConsumePrefix(&key, "kernels/")) {
+      if (std::vector<int> shards = Shards(*ctx, key); !shards.empty()) {
+        shards.pop_back();  // this shard answered already
+        if (!shards.empty()) {
+          return Forwarded(ctx, std::move(shards), &shards::Forwarder::Async::GetKernel, req, out,
+                           [here] { return here.status(); }, caller.client);
+        }
+      }
+    }
+    return {Assign(std::move(here), out)};
+  });
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServerContext *ctx,
                                                             const tir::v1::LookupKernelRequest *req,
                                                             tir::v1::LookupKernelResponse *out) {
-  return React(ctx, "LookupKernel", [&](const Caller &) -> Answer {
+  return React(ctx, "LookupKernel", [&](const Caller &caller) -> Answer {
     absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> known = c_->LookupIfKnown(*req);
     if (!known.ok()) return {known.status()};
     if (*known) {
       *out = **std::move(known);
       return {absl::OkStatus()};
     }
-    return {absl::OkStatus(), [this, req, out] { return Assign(c_->LookupKernel(*req), out); }};
+    auto here = [this, req, out] { return Assign(c_->LookupKernel(*req), out); };
+    if (!forwarder_ || shards::Forwarder::Forwarded(*ctx)) return {absl::OkStatus(), here};
+    Answer a;
+    a.later = [this, ctx, req, out, here, client = caller.client](std::function<void(grpc::Status)> finish) {
+      const absl::Status queued = slow_.Submit(
+          [this, ctx, req, out, here, client, finish] {
+            absl::StatusOr<std::string> key = c_->KeyOf(req->graph(), req->options());
+            if (!key.ok()) return finish(ToGrpc(key.status()));
+            std::vector<int> shards = Shards(*ctx, *key);
+            if (shards.empty()) return finish(ToGrpc(here()));
+            Forwarded(ctx, std::move(shards), &shards::Forwarder::Async::LookupKernel, req, out, here, client)
+                .later(finish);
+          },
+          "slowCalls", client);
+      if (!queued.ok()) finish(ToGrpc(queued));
+    };
+    return a;
   });
 }
 
@@ -166,9 +305,19 @@ grpc::Status CompilerServiceImpl::DeleteKernel(grpc::ServerContext *ctx, const t
                                                tir::v1::DeleteKernelResponse *out) {
   // Only the one identity that asked for it, or an admin, deletes a bundle
   // (a bundle other clients asked for too serves them as well).
-  return Run(ctx, "DeleteKernel", [&](const Caller &caller) {
+  grpc::Status here = Run(ctx, "DeleteKernel", [&](const Caller &caller) {
     return Assign(c_->DeleteKernel(req->name(), caller.identity, caller.admin), out);
   });
+  // Not stored here: deleted where the key's shard keeps it.
+  absl::string_view key = req->name();
+  if (here.error_code() == grpc::StatusCode::NOT_FOUND && absl::ConsumePrefix(&key, "kernels/")) {
+    std::vector<int> shards = Shards(*ctx, key);
+    if (!shards.empty()) shards.pop_back();
+    if (!shards.empty()) {
+      return Done("DeleteKernel", ForwardedNow(ctx, std::move(shards), &shards::Forwarder::Async::DeleteKernel, req, out));
+    }
+  }
+  return here;
 }
 
 grpc::ServerUnaryReactor *CompilerServiceImpl::ListWorkers(grpc::CallbackServerContext *ctx,

@@ -17,6 +17,7 @@
 #include "server/api/watch_streams.h"
 #include "server/coordinator/coordinator.h"
 #include "server/common/work_queue.h"
+#include "server/shards/forwarder.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
 #include "tir/v1/worker_service.grpc.pb.h"
 
@@ -40,7 +41,10 @@ using CompilerServiceBase = tir::v1::CompilerService::WithCallbackMethod_Compile
 
 class CompilerServiceImpl final : public CompilerServiceBase {
  public:
-  CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry);
+  // `forwarder`: in a sharded fleet, where calls that belong to another
+  // shard go (shards/forwarder.h); null for a coordinator alone.
+  CompilerServiceImpl(coordinator::Coordinator *c, Tokens tokens, prometheus::Registry &registry,
+                      std::shared_ptr<shards::Forwarder> forwarder = nullptr);
   grpc::ServerUnaryReactor *Compile(grpc::CallbackServerContext *, const tir::v1::CompileRequest *,
                                     tir::v1::Operation *) override;
   grpc::ServerUnaryReactor *GetOperation(grpc::CallbackServerContext *, const tir::v1::GetOperationRequest *,
@@ -78,6 +82,9 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   struct Answer {
     absl::Status status;
     std::function<absl::Status()> slow;
+    // Or an answer that comes later (a call forwarded to another shard):
+    // started with the function that finishes the call.
+    std::function<void(std::function<void(grpc::Status)>)> later;
   };
   // Who makes an authorized call: who it counts against for limits
   // (ClientOf), its authenticated identity ("" for a shared token or an
@@ -95,7 +102,29 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   grpc::Status Run(grpc::ServerContextBase *ctx, const char *method,
                    const std::function<absl::Status(const Caller &caller)> &handler);
   grpc::Status Done(const char *method, const absl::Status &s);
+  grpc::Status Done(const char *method, const grpc::Status &s);
+  // In a sharded fleet: the shards a call for `key` goes to, in order,
+  // ending with this one (shards::Forwarder::Route); {} when the call is
+  // answered here (no shards, or a call forwarded to this shard already).
+  std::vector<int> Shards(const grpc::ServerContextBase &ctx, absl::string_view key) const;
+  // The shard another shard's operation lives on (-1: this one's, or not
+  // sharded, or a call forwarded here already).
+  int ShardOf(const grpc::ServerContextBase &ctx, const std::string &operation) const;
+  // Forwards a keyed call to `shards` in turn (shards::TryShards), with the
+  // caller's authorization; `local` answers on the slow-call pool when the
+  // turn comes to this shard.
+  template <typename Req, typename Resp>
+  using AsyncMethod = void (shards::Forwarder::Async::*)(grpc::ClientContext *, const Req *, Resp *,
+                                                         std::function<void(grpc::Status)>);
+  template <typename Req, typename Resp>
+  Answer Forwarded(grpc::ServerContextBase *ctx, std::vector<int> shards, AsyncMethod<Req, Resp> method,
+                   const Req *req, Resp *out, std::function<absl::Status()> local, const std::string &client);
+  // The same from a synchronous handler: waits for the answer.
+  template <typename Req, typename Resp>
+  grpc::Status ForwardedNow(grpc::ServerContextBase *ctx, std::vector<int> shards, AsyncMethod<Req, Resp> method,
+                            const Req *req, Resp *out);
   coordinator::Coordinator *c_;
+  std::shared_ptr<shards::Forwarder> forwarder_;
   Authenticator auth_;
   prometheus::Family<prometheus::Counter> &requests_;
   common::WorkPool slow_;

@@ -58,6 +58,9 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.max_connection_age_grace_ms() == 0) c.set_max_connection_age_grace_ms(300000);
   if (c.shape_buckets().empty()) c.set_shape_buckets("pow2");
   if (c.upstream_timeout_ms() == 0) c.set_upstream_timeout_ms(5000);
+  if (c.shard_retry_ms() == 0) c.set_shard_retry_ms(5000);
+  if (!c.shards().empty() && !c.shard_pattern().empty()) return Invalid("shards and shard_pattern exclude each other");
+  if (!c.shard_pattern().empty() && c.shard_count() == 0) return Invalid("shard_pattern needs shard_count");
   if (c.upstream_retry_ms() == 0) c.set_upstream_retry_ms(5000);
   if (c.upstream().empty() && (!c.upstream_token_file().empty() || !c.upstream_bundle_key_file().empty() ||
                                !c.upstream_ca_file().empty())) {
@@ -138,7 +141,8 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   }
   for (const std::string &f : {c.tls_cert_file(), c.tls_key_file(), c.tls_client_ca_file(), c.client_token_file(),
                                c.worker_token_file(), c.read_token_file(), c.bundle_key_file(), c.credentials_file(),
-                               c.upstream_token_file(), c.upstream_bundle_key_file(), c.upstream_ca_file()}) {
+                               c.upstream_token_file(), c.upstream_bundle_key_file(), c.upstream_ca_file(),
+                               c.shard_ca_file()}) {
     if (!f.empty() && !std::ifstream(f).good()) return Invalid("cannot read " + f);
   }
   return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "compiler/support/status.h"
 #include "compiler/target/ArchTable.h"
+#include "client/bundle_signature.h"
 #include "server/tuning/bundle_shapes.h"
 
 namespace tir::coordinator {
@@ -48,7 +49,8 @@ Coordinator::Coordinator(CoordinatorOptions options, std::shared_ptr<store::Kern
       defaults_(builder_, signer_),
       admin_(store_, signer_, sizer_, ledger_),
       keyer_(options_.limits, options_.tuner, Buckets(options_.shape_buckets), limits_),
-      ops_(options_.limits.max_operations, limits_, ledger_),
+      ops_(options_.limits.max_operations, limits_, ledger_,
+           options_.shard_tag.empty() ? "" : options_.shard_tag + "-"),
       dispatcher_(DispatchOptionsOf(options_), *registry_, limits_),
       checks_(dispatcher_, ops_, sizer_, limits_, options_.limits.max_jobs, *registry_),
       tuning_({dispatcher_, ops_, checks_, ledger_, *store_, signer_, builder_, planner_, writer_, limits_, *registry_},
@@ -238,7 +240,20 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
     ledger_.DropJob(parsed.key);
     return tir::v1::Operation();
   }
-  // 2a. A miss here is asked of the upstream tier, when there is one: its
+  // 2a. In a sharded fleet, a shard that took this key while its owner was
+  // down may have it: kept here and served, not tuned again.
+  if (options_.find_elsewhere && !resume && !checkOnly && !parsed.dynamic && !request.options().force_retune()) {
+    if (std::optional<tir::v1::KernelBundle> there = options_.find_elsewhere(parsed.key);
+        there && there->arch() == arch && CheckBinaryHashes(*there).ok()) {
+      there->clear_signature();
+      signer_.Sign(*there);
+      IgnoreError(store_->PutKernel(*there), "a bundle found at another shard is served but not kept here");
+      tir::v1::Operation op = operations::CachedOperation(*std::move(there));
+      op.mutable_metadata()->set_tier("local");
+      return op;
+    }
+  }
+  // 2b. A miss here is asked of the upstream tier, when there is one: its
   // tuned bundle (kept here), its tuning followed, or its untuned answer now.
   std::string upstreamNote;
   if (read_through_ && ask_upstream && !resume && !checkOnly && !request.options().force_retune()) {
@@ -254,7 +269,7 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
                         },
                         parsed.dynamic ? std::optional<common::Shape>(parsed.shape) : std::nullopt, owner};
   const bool live = dispatcher_.HasHealthy(arch);
-  // 2b. The bucket's bundle is checked at this shape first (in heuristic-now
+  // 2c. The bucket's bundle is checked at this shape first (in heuristic-now
   // mode, or without a worker, the check waits and the default answers now).
   if (checkOnly && !now && live) {
     TIR_ASSIGN_OR_RETURN(tir::v1::Operation op,
@@ -419,6 +434,18 @@ absl::StatusOr<tir::v1::LookupKernelResponse> Coordinator::LookupKernel(const ti
   TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
   TIR_ASSIGN_OR_RETURN(frontend::Parsed parsed, keyer_.Parse(request.graph(), request.options(), arch));
   return LookupByKey(parsed, request, true);
+}
+
+absl::StatusOr<std::string> Coordinator::KeyOf(const tir::v1::GraphSource &graph,
+                                               const tir::v1::CompileOptions &options) {
+  const std::string arch = options.target_arch();
+  if (arch.empty()) {
+    return MakeError(absl::StatusCode::kInvalidArgument, "UNKNOWN_ARCH", "options.target_arch is required (e.g. sm_90a, host)");
+  }
+  TIR_RETURN_IF_ERROR(target::LookupArch(arch).status());
+  if (std::shared_ptr<const frontend::Parsed> known = keyer_.Known(graph, options, arch)) return known->key;
+  TIR_ASSIGN_OR_RETURN(frontend::Parsed parsed, keyer_.Parse(graph, options, arch));
+  return parsed.key;
 }
 
 absl::StatusOr<std::optional<tir::v1::LookupKernelResponse>> Coordinator::LookupIfKnown(

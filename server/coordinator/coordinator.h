@@ -120,6 +120,13 @@ struct CoordinatorOptions {
   // The tier above this coordinator, asked on a miss (address "" : none;
   // server/upstream/read_through.h).
   upstream::UpstreamOptions upstream;
+  // In a sharded fleet, this shard's tag: its operation names carry it
+  // ("operations/<tag>-<id>"), so any shard knows where one lives.
+  std::string shard_tag;
+  // In a sharded fleet, the bundle another shard stores under a key this
+  // one misses (shards::Forwarder::FindElsewhere): kept here and served,
+  // not tuned again. Null: none.
+  std::function<std::optional<tir::v1::KernelBundle>(const std::string &key)> find_elsewhere;
 };
 
 class Coordinator {
@@ -156,6 +163,9 @@ class Coordinator {
   absl::StatusOr<tir::v1::Operation> CancelOperation(const std::string &name, const std::string &identity,
                                                      bool admin);
   absl::StatusOr<tir::v1::LookupKernelResponse> LookupKernel(const tir::v1::LookupKernelRequest &request);
+  // The cache key of a graph with `options` (parsed unless seen before): what
+  // a sharded fleet routes a request by. Errors: the parse's.
+  absl::StatusOr<std::string> KeyOf(const tir::v1::GraphSource &graph, const tir::v1::CompileOptions &options);
   // Kernel admin (bundles/kernel_admin.h).
   absl::StatusOr<tir::v1::KernelBundle> GetKernel(const std::string &name, bool metadata_only) {
     return admin_.Get(name, metadata_only);

@@ -31,7 +31,8 @@ tir::v1::Error ErrorOf(const absl::Status &s) {
   return e;
 }
 
-OperationTable::OperationTable(uint32_t max_operations) : max_(std::max(1u, max_operations)) {}
+OperationTable::OperationTable(uint32_t max_operations, std::string prefix)
+    : max_(std::max(1u, max_operations)), prefix_(std::move(prefix)) {}
 
 absl::StatusOr<std::string> OperationTable::New(const std::string &arch, const std::string &key) {
   if (entries_.size() >= max_) {
@@ -50,7 +51,7 @@ absl::StatusOr<std::string> OperationTable::New(const std::string &arch, const s
   }
   std::string name;
   do {
-    name = "operations/" + RandomHex(8);
+    name = "operations/" + prefix_ + RandomHex(8);
   } while (entries_.count(name));
   Restore(name, arch, key);
   return name;

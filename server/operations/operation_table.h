@@ -36,8 +36,9 @@ class OperationTable {
     std::string owner;    // the identity that asked for it ("" anonymous)
   };
 
-  // Names: "operations/" and 16 hex digits from the CSPRNG.
-  explicit OperationTable(uint32_t max_operations);
+  // Names: "operations/", `prefix` (a shard's tag and "-" in a sharded
+  // fleet, shards/shard_ring.h) and 16 hex digits from the CSPRNG.
+  explicit OperationTable(uint32_t max_operations, std::string prefix = "");
 
   // A new operation for `key` on `arch`, not done, at STAGE_VERIFYING.
   // Errors: RESOURCE_EXHAUSTED / LIMIT_EXCEEDED (maxOperations) when the
@@ -68,6 +69,7 @@ class OperationTable {
 
  private:
   uint32_t max_;
+  std::string prefix_;
   std::map<std::string, Entry> entries_;
   std::map<std::string, std::string> requests_;
 };

@@ -43,8 +43,9 @@ std::optional<std::pair<std::string, std::string>> ParseCachedName(const std::st
   return std::make_pair(rest.substr(0, at), rest.substr(at + 1));
 }
 
-Operations::Operations(uint32_t max_operations, common::LimitCounter &limits, ledger::Ledger &ledger)
-    : limits_(limits), ledger_(ledger), table_(max_operations) {}
+Operations::Operations(uint32_t max_operations, common::LimitCounter &limits, ledger::Ledger &ledger,
+                       std::string name_prefix)
+    : limits_(limits), ledger_(ledger), table_(max_operations, std::move(name_prefix)) {}
 
 absl::StatusOr<tir::v1::Operation> Operations::New(const std::string &arch, const std::string &key,
                                                    const std::string &job, const std::string &request_id,

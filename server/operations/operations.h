@@ -39,7 +39,9 @@ std::optional<std::pair<std::string, std::string>> ParseCachedName(const std::st
 
 class Operations {
  public:
-  Operations(uint32_t max_operations, common::LimitCounter &limits, ledger::Ledger &ledger);
+  // `name_prefix`: OperationTable's.
+  Operations(uint32_t max_operations, common::LimitCounter &limits, ledger::Ledger &ledger,
+             std::string name_prefix = "");
 
   // A new operation for `key` on `arch` waiting for `job` ("" for none),
   // `describe` filling its metadata, `request_id` naming it, owned by

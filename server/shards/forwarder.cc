@@ -1,0 +1,134 @@
+#include "server/shards/forwarder.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace tir::shards {
+
+bool TransportFailure(const grpc::Status &status) {
+  if (status.ok() || !status.error_details().empty()) return false;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         status.error_code() == grpc::StatusCode::CANCELLED || status.error_code() == grpc::StatusCode::UNKNOWN;
+}
+
+bool Forwarder::Forwarded(const grpc::ServerContextBase &ctx) {
+  return ctx.client_metadata().find("tir-forwarded") != ctx.client_metadata().end();
+}
+
+Forwarder::Forwarder(ShardRing ring, ForwarderOptions options)
+    : ring_(std::move(ring)), options_(std::move(options)), down_until_(ring_.size(), absl::InfinitePast()) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  args.SetMaxSendMessageSize(options_.max_message_bytes);
+  // A restarted shard is found again soon, not after the default backoff.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options_.ca_pem.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options_.ca_pem;
+    creds = grpc::SslCredentials(ssl);
+  }
+  for (size_t i = 0; i < ring_.size(); ++i) {
+    stubs_.push_back(static_cast<int>(i) == ring_.self()
+                         ? nullptr
+                         : tir::v1::CompilerService::NewStub(grpc::CreateCustomChannel(ring_.address(i), creds, args)));
+  }
+}
+
+bool Forwarder::Up(int shard) {
+  absl::MutexLock l(&mu_);
+  return absl::Now() >= down_until_[shard];
+}
+
+std::vector<int> Forwarder::Route(absl::string_view key) {
+  std::vector<int> out;
+  for (int shard : ring_.Order(key)) {
+    if (shard == ring_.self()) {
+      out.push_back(shard);
+      break;
+    }
+    if (Up(shard)) out.push_back(shard);
+  }
+  return out;
+}
+
+std::optional<tir::v1::KernelBundle> Forwarder::FindElsewhere(const std::string &key) {
+  const std::vector<int> order = ring_.Order(key);
+  bool after = false;
+  for (int shard : order) {
+    if (shard == ring_.self()) {
+      after = true;
+      continue;
+    }
+    if (!after || !Up(shard)) continue;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+    ctx.AddMetadata("tir-forwarded", ring_.tag(ring_.self()));
+    tir::v1::GetKernelRequest request;
+    request.set_name("kernels/" + key);
+    tir::v1::KernelBundle bundle;
+    const grpc::Status s = stubs_[shard]->GetKernel(&ctx, request, &bundle);
+    if (s.ok() && bundle.key() == key && bundle.tuning().tuned()) return bundle;
+    if (TransportFailure(s)) Failed(shard, s);
+  }
+  return std::nullopt;
+}
+
+void Forwarder::Failed(int shard, const grpc::Status &status) {
+  absl::MutexLock l(&mu_);
+  down_until_[shard] = absl::Now() + options_.retry;
+  std::fprintf(stderr, "tir-coordinator: shard %s failed a forwarded call (%s); its keys go to the next shard for %s\n",
+               ring_.address(shard).c_str(), status.error_message().c_str(),
+               absl::FormatDuration(options_.retry).c_str());
+}
+
+void Forwarder::Call(int shard, const grpc::ServerContextBase &in,
+                     const std::function<void(Async *, grpc::ClientContext *, std::function<void(grpc::Status)>)> &start,
+                     std::function<void(grpc::Status)> done, bool wait_for_shard) {
+  auto ctx = std::make_shared<grpc::ClientContext>();
+  ctx->set_wait_for_ready(wait_for_shard);
+  const auto deadline = in.deadline();
+  // A caller without a deadline still gets an answer in bounded time.
+  ctx->set_deadline(std::min(deadline, std::chrono::system_clock::now() + std::chrono::hours(1)));
+  const auto &md = in.client_metadata();
+  for (const char *name : {"authorization", "tir-client"}) {
+    auto it = md.find(name);
+    if (it != md.end()) ctx->AddMetadata(name, std::string(it->second.data(), it->second.size()));
+  }
+  ctx->AddMetadata("tir-forwarded", ring_.tag(ring_.self()));
+  start(stubs_[shard]->async(), ctx.get(), [this, shard, ctx, done = std::move(done)](grpc::Status s) {
+    if (TransportFailure(s)) Failed(shard, s);
+    done(s);
+  });
+}
+
+void TryShards(Forwarder &forwarder, std::vector<int> shards,
+               std::function<void(int shard, std::function<void(grpc::Status)>)> attempt,
+               std::function<void(std::function<void(grpc::Status)>)> local, std::function<void(grpc::Status)> done) {
+  if (shards.empty()) {
+    done(grpc::Status(grpc::StatusCode::UNAVAILABLE, "no shard answers"));
+    return;
+  }
+  const int shard = shards.front();
+  if (shard == forwarder.ring().self()) {
+    local(std::move(done));
+    return;
+  }
+  shards.erase(shards.begin());
+  attempt(shard, [&forwarder, shards = std::move(shards), attempt, local, done](grpc::Status s) mutable {
+    // The shard's own answer (an error included) is the answer; without
+    // one, the key falls to the next shard (this one at the latest).
+    if (!TransportFailure(s) || shards.empty()) {
+      done(s);
+      return;
+    }
+    TryShards(forwarder, std::move(shards), std::move(attempt), std::move(local), std::move(done));
+  });
+}
+
+}  // namespace tir::shards
