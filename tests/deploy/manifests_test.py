@@ -101,9 +101,19 @@ for key in ("clientTokenFile", "readTokenFile", "workerTokenFile", "bundleKeyFil
 wargs = dict(a[2:].split("=", 1) for a in work["args"] if "=" in a)
 wports = {p["name"]: p["containerPort"] for p in work["ports"]}
 check("worker --metrics-port is its metrics container port", int(wargs["metrics-port"]) == wports.get("metrics"))
-host, port = wargs["coordinator"].rsplit(":", 1)
-check("worker --coordinator is the Service's grpc port",
-      host == svc["metadata"]["name"] and int(port) in [p["port"] for p in svc["spec"]["ports"] if p["name"] == "grpc"])
+# Shards: the StatefulSet's pods under a headless Service, as many as the
+# config's shardCount; workers lease from each of them.
+shard_svc = kinds.get(("Service", sts["spec"]["serviceName"]), {})
+check("the StatefulSet's serviceName is a headless Service", shard_svc.get("spec", {}).get("clusterIP") == "None")
+check("shardCount is the replica count", config.get("shardCount") == sts["spec"]["replicas"],
+      "%s vs %s" % (config.get("shardCount"), sts["spec"]["replicas"]))
+pattern = config.get("shardPattern", "")
+check("shardPattern names the pods under the headless Service",
+      pattern == "%s-{i}.%s:%d" % (sts["metadata"]["name"], sts["spec"]["serviceName"], ports["grpc"]), pattern)
+shard_list = [pattern.replace("{i}", str(i)) for i in range(config.get("shardCount", 0))]
+check("worker --coordinator lists every shard", wargs["coordinator"].split(",") == shard_list,
+      "%s vs %s" % (wargs["coordinator"], shard_list))
+check("the shards trust one another's TLS", config.get("shardCaFile", "").startswith(tuple(secret_mounts)))
 check("worker asks for a GPU", work["resources"]["limits"].get("nvidia.com/gpu") == 1)
 spec = ds["spec"]["template"]["spec"]
 check("worker is scheduled on GPU nodes", "nvidia.com/gpu.present" in spec.get("nodeSelector", {}))
