@@ -140,6 +140,11 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
       .Add({{"version", kTirVersion}, {"codegen", kCodegenVersion}})
       .Set(1);
   TIR_ASSIGN_OR_RETURN(std::unique_ptr<store::RocksDbKernelStore> db, store::RocksDbKernelStore::Open(config.db()));
+  if (!config.checkpoint_dir().empty()) {
+    s->checkpoints_ = std::make_unique<store::Checkpoints>(*db, config.checkpoint_dir(),
+                                                           absl::Milliseconds(config.checkpoint_interval_ms()),
+                                                           static_cast<int>(config.checkpoint_keep()));
+  }
   s->store_ = std::move(db);
   coordinator::CoordinatorOptions o;
   o.heartbeat_interval = absl::Milliseconds(config.heartbeat_interval_ms());
@@ -261,6 +266,9 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
                  ring.address(ring.self()).c_str());
     forwarder = std::make_shared<shards::Forwarder>(std::move(ring), std::move(fo));
     o.find_elsewhere = [forwarder](const std::string &key) { return forwarder->FindElsewhere(key); };
+    o.describe_shards = [forwarder](tir::v1::ServiceStatus &s) {
+      for (tir::v1::ShardStatus &shard : forwarder->Snapshot()) *s.add_shards() = std::move(shard);
+    };
   }
   s->coordinator_ = std::make_unique<coordinator::Coordinator>(o, s->store_, s->registry_);
   s->compiler_ = std::make_unique<CompilerServiceImpl>(s->coordinator_.get(), tokens, *s->registry_, forwarder);
@@ -338,6 +346,7 @@ void CoordinatorServer::Wait() {
 }
 
 void CoordinatorServer::Shutdown() {
+  checkpoints_.reset();
   dashboard_.reset();
   if (coordinator_) coordinator_->Shutdown();  // wakes long polls
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -15,6 +15,7 @@
 #include "server/coordinator/coordinator.h"
 #include "server/dashboard/dashboard.h"
 #include "server/api/services.h"
+#include "server/store/checkpoints.h"
 #include "tir/v1/config.pb.h"
 
 namespace tir::api {
@@ -45,6 +46,8 @@ class CoordinatorServer {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::shared_ptr<store::KernelStore> store_;
+  // Backups of the store (checkpointDir), stopped before it closes.
+  std::unique_ptr<store::Checkpoints> checkpoints_;
   std::unique_ptr<coordinator::Coordinator> coordinator_;
   std::unique_ptr<CompilerServiceImpl> compiler_;
   std::unique_ptr<WorkerServiceImpl> workers_;

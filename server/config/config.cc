@@ -59,6 +59,9 @@ absl::Status Finish(tir::v1::CoordinatorConfig &c) {
   if (c.shape_buckets().empty()) c.set_shape_buckets("pow2");
   if (c.upstream_timeout_ms() == 0) c.set_upstream_timeout_ms(5000);
   if (c.shard_retry_ms() == 0) c.set_shard_retry_ms(5000);
+  if (c.checkpoint_interval_ms() == 0) c.set_checkpoint_interval_ms(3600000);
+  if (c.checkpoint_keep() == 0) c.set_checkpoint_keep(3);
+  if (!c.checkpoint_dir().empty() && c.checkpoint_dir() == c.db()) return Invalid("checkpoint_dir is the store itself");
   if (!c.shards().empty() && !c.shard_pattern().empty()) return Invalid("shards and shard_pattern exclude each other");
   if (!c.shard_pattern().empty() && c.shard_count() == 0) return Invalid("shard_pattern needs shard_count");
   if (c.upstream_retry_ms() == 0) c.set_upstream_retry_ms(5000);

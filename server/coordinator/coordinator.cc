@@ -177,6 +177,7 @@ absl::StatusOr<std::optional<tir::v1::Operation>> Coordinator::CacheHit(const fr
 tir::v1::ServiceStatus Coordinator::Status() {
   tir::v1::ServiceStatus s = status_.Render();
   if (upstream_) *s.mutable_upstream() = upstream_->Snapshot(read_through_->following());
+  if (options_.describe_shards) options_.describe_shards(s);
   return s;
 }
 

@@ -127,6 +127,8 @@ struct CoordinatorOptions {
   // one misses (shards::Forwarder::FindElsewhere): kept here and served,
   // not tuned again. Null: none.
   std::function<std::optional<tir::v1::KernelBundle>(const std::string &key)> find_elsewhere;
+  // Adds the fleet's shards to the status page (null: not sharded).
+  std::function<void(tir::v1::ServiceStatus &)> describe_shards;
 };
 
 class Coordinator {

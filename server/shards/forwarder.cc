@@ -18,7 +18,11 @@ bool Forwarder::Forwarded(const grpc::ServerContextBase &ctx) {
 }
 
 Forwarder::Forwarder(ShardRing ring, ForwarderOptions options)
-    : ring_(std::move(ring)), options_(std::move(options)), down_until_(ring_.size(), absl::InfinitePast()) {
+    : ring_(std::move(ring)),
+      options_(std::move(options)),
+      down_until_(ring_.size(), absl::InfinitePast()),
+      forwarded_(ring_.size(), 0),
+      failures_(ring_.size(), 0) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(options_.max_message_bytes);
   args.SetMaxSendMessageSize(options_.max_message_bytes);
@@ -79,8 +83,25 @@ std::optional<tir::v1::KernelBundle> Forwarder::FindElsewhere(const std::string 
   return std::nullopt;
 }
 
+std::vector<tir::v1::ShardStatus> Forwarder::Snapshot() {
+  absl::MutexLock l(&mu_);
+  std::vector<tir::v1::ShardStatus> out;
+  const absl::Time now = absl::Now();
+  for (size_t i = 0; i < ring_.size(); ++i) {
+    tir::v1::ShardStatus s;
+    s.set_address(ring_.address(i));
+    s.set_self(static_cast<int>(i) == ring_.self());
+    s.set_up(now >= down_until_[i]);
+    s.set_forwarded(forwarded_[i]);
+    s.set_failures(failures_[i]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 void Forwarder::Failed(int shard, const grpc::Status &status) {
   absl::MutexLock l(&mu_);
+  ++failures_[shard];
   down_until_[shard] = absl::Now() + options_.retry;
   std::fprintf(stderr, "tir-coordinator: shard %s failed a forwarded call (%s); its keys go to the next shard for %s\n",
                ring_.address(shard).c_str(), status.error_message().c_str(),
@@ -101,6 +122,10 @@ void Forwarder::Call(int shard, const grpc::ServerContextBase &in,
     if (it != md.end()) ctx->AddMetadata(name, std::string(it->second.data(), it->second.size()));
   }
   ctx->AddMetadata("tir-forwarded", ring_.tag(ring_.self()));
+  {
+    absl::MutexLock l(&mu_);
+    ++forwarded_[shard];
+  }
   start(stubs_[shard]->async(), ctx.get(), [this, shard, ctx, done = std::move(done)](grpc::Status s) {
     if (TransportFailure(s)) Failed(shard, s);
     done(s);

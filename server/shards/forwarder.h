@@ -31,6 +31,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/shards/shard_ring.h"
 #include "tir/v1/compiler_service.grpc.pb.h"
+#include "tir/v1/status.pb.h"
 
 namespace tir::shards {
 
@@ -59,6 +60,8 @@ class Forwarder {
   std::vector<int> Route(absl::string_view key);
   // Whether `shard` is not left alone after a failure.
   bool Up(int shard);
+  // Every shard as this one sees it, for the status page.
+  std::vector<tir::v1::ShardStatus> Snapshot();
 
   // One attempt of a call to `shard` with the caller's authorization, by
   // the caller's deadline: `start` issues it on the stub's async interface
@@ -88,6 +91,8 @@ class Forwarder {
   std::vector<std::unique_ptr<tir::v1::CompilerService::Stub>> stubs_;  // null for self
   absl::Mutex mu_;
   std::vector<absl::Time> down_until_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> forwarded_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> failures_ ABSL_GUARDED_BY(mu_);
 };
 
 // Tries `shards` in turn with `attempt` until one answers with more than a

@@ -54,6 +54,13 @@ class RocksDbKernelStore : public KernelStore {
   static absl::StatusOr<std::string> Repair(const std::string& path);
 
   ~RocksDbKernelStore() override;
+  // A consistent copy of the store at `dir` (which must not exist), taken
+  // while it serves: RocksDB's checkpoint (the table files hard-linked where
+  // `dir` is on the same file system, else copied, and the live write-ahead
+  // log copied).
+  // It opens as a store of its own: a backup, restored by putting it back
+  // as the store's directory.
+  absl::Status Checkpoint(const std::string& dir);
 
   absl::Status PutKernel(const tir::v1::KernelBundle& bundle) override;
   absl::StatusOr<tir::v1::KernelBundle> GetKernel(absl::string_view key) override;

@@ -91,6 +91,10 @@ for p in svc["spec"]["ports"]:
 mounts = {m["mountPath"] for m in coord["volumeMounts"]}
 check("the store is on the persistent volume",
       any(config["db"].startswith(m) for m in mounts) and sts["spec"].get("volumeClaimTemplates"))
+check("checkpoints go to a persistent volume of their own",
+      config.get("checkpointDir") and any(config["checkpointDir"] == m for m in mounts)
+      and not config["checkpointDir"].startswith(config["db"])
+      and len(sts["spec"].get("volumeClaimTemplates", [])) >= 2)
 check("the config file is mounted where --config points",
       any(a == "--config=" + m for a in coord["args"] for m in mounts))
 volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}

@@ -38,7 +38,8 @@ start_shard() {  # start_shard I
   local i=$1
   cat >"shard$i.json" <<EOF
 {"listen": "${shards[$i]}", "db": "$TEST_TMPDIR/db$i", "shards": $list, "shardSelf": "${shards[$i]}",
- "shardRetryMs": 1000, "dashboardPort": ${dash[$i]}, "heartbeatIntervalMs": 300, "lostAfterMs": 3000}
+ "shardRetryMs": 1000, "dashboardPort": ${dash[$i]}, "heartbeatIntervalMs": 300, "lostAfterMs": 3000,
+ "checkpointDir": "$TEST_TMPDIR/backup$i", "checkpointIntervalMs": 2000, "checkpointKeep": 2}
 EOF
   "$coordinator" --config="shard$i.json" 2>>"shard$i.log" &
   shard_pid[$i]=$!
@@ -143,6 +144,24 @@ s = json.load(sys.stdin)
 keys = collections.Counter(j.get("key", "") for j in s.get("recent", []) if j.get("state", "") != "cancelled")
 print(sum(1 for k, n in keys.items() if n > 1))')
   check "shard $i tuned no key twice" 0 "$twice"
+done
+
+# Every shard's status page lists the three shards, itself among them.
+for i in 0 1 2; do
+  check "shard $i's status lists the fleet" "3 1" "$(curl -s "http://127.0.0.1:${dash[$i]}/api/status" | python3 -c '
+import json, sys
+s = json.load(sys.stdin).get("shards", [])
+print(len(s), sum(1 for h in s if h.get("self")))')"
+done
+
+# Backups: each shard's newest checkpoint, taken while it served, is a
+# sound store.
+sleep 2.5
+for i in 0 1 2; do
+  newest=$(ls -d "$TEST_TMPDIR/backup$i"/2* 2>/dev/null | sort | tail -1)
+  check "shard $i has a checkpoint" 1 "$([[ -n $newest ]] && echo 1)"
+  [[ -n $newest ]] && "$coordinator" --verify-store --db="$newest" >verify$i.txt 2>&1
+  check "shard $i's checkpoint is a sound store" 0 $?
 done
 
 # Hit latency: a tirctl call (process start included) through a tier and
