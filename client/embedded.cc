@@ -35,7 +35,7 @@ absl::StatusOr<std::unique_ptr<EmbeddedService>> EmbeddedService::Start(const Em
   config.set_upstream_bundle_key_file(options.upstream_bundle_key_file);
   config.set_upstream_ca_file(options.upstream_ca_file);
   config.set_upstream_timeout_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options.upstream_timeout)));
-  config.set_upstream_retry_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options.upstream_timeout)));
+  config.set_upstream_retry_ms(static_cast<uint32_t>(absl::ToInt64Milliseconds(options.upstream_retry)));
   TIR_ASSIGN_OR_RETURN(e->server_, api::CoordinatorServer::Start(config));
   worker::WorkerOptions wo;
   wo.runner_path = runner;

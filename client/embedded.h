@@ -43,6 +43,8 @@ struct EmbeddedOptions {
   // Longest call to the upstream (zero: the coordinator's default); an
   // operation following its tuning gives it up after six of them.
   absl::Duration upstream_timeout = absl::ZeroDuration();
+  // How long a failed upstream is left alone (zero: the default).
+  absl::Duration upstream_retry = absl::ZeroDuration();
 };
 
 class EmbeddedService {

@@ -3,8 +3,8 @@
 namespace tir::api {
 
 ForwardedWatch::ForwardedWatch(shards::Forwarder &forwarder, grpc::CallbackServerContext *ctx, std::string name,
-                               int shard, std::function<void(const grpc::Status &)> done)
-    : forwarder_(forwarder), ctx_(ctx), shard_(shard), done_(std::move(done)) {
+                               int shard, std::string client, std::function<void(const grpc::Status &)> done)
+    : forwarder_(forwarder), ctx_(ctx), shard_(shard), client_(std::move(client)), done_(std::move(done)) {
   request_.set_name(std::move(name));
   request_.mutable_timeout()->set_seconds(5);
   Poll();
@@ -14,7 +14,7 @@ void ForwardedWatch::Poll() {
   // One poll at a time, and none once the stream is finished: this object
   // lives until OnDone, which comes after Finish.
   forwarder_.Call(
-      shard_, *ctx_,
+      shard_, *ctx_, client_,
       [this](shards::Forwarder::Async *async, grpc::ClientContext *cc, std::function<void(grpc::Status)> cb) {
         async->WaitOperation(cc, &request_, &answer_, std::move(cb));
       },

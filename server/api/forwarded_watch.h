@@ -20,7 +20,7 @@ class ForwardedWatch : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `done` counts the stream's outcome once it ends.
   ForwardedWatch(shards::Forwarder &forwarder, grpc::CallbackServerContext *ctx, std::string name, int shard,
-                 std::function<void(const grpc::Status &)> done);
+                 std::string client, std::function<void(const grpc::Status &)> done);
   void OnWriteDone(bool ok) override;
   void OnDone() override { delete this; }
 
@@ -31,6 +31,7 @@ class ForwardedWatch : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   shards::Forwarder &forwarder_;
   grpc::CallbackServerContext *const ctx_;
   const int shard_;
+  const std::string client_;
   const std::function<void(const grpc::Status &)> done_;
   tir::v1::WaitOperationRequest request_;
   tir::v1::Operation answer_;

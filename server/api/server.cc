@@ -175,6 +175,17 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
   if (!config.bundle_key_file().empty()) {
     TIR_ASSIGN_OR_RETURN(o.bundle_key, config::ReadSecret(config.bundle_key_file(), "bundleKeyFile"));
   }
+  // Off loopback, the upstream's answers are code this tier's clients run:
+  // its channel is TLS, or its bundles carry the signature of a key given
+  // here, or the operator said otherwise.
+  if (!config.upstream().empty() && !config::IsLoopback(config.upstream()) && config.upstream_ca_file().empty() &&
+      config.upstream_bundle_key_file().empty() && !config.insecure()) {
+    return MakeError(absl::StatusCode::kFailedPrecondition, "INSECURE_UPSTREAM",
+                     "refusing upstream " + config.upstream() +
+                         " off loopback without upstreamCaFile (TLS) or upstreamBundleKeyFile: its bundles, code "
+                         "this tier's clients run, and the token sent to it would cross the network unchecked. Set "
+                         "one, or pass --insecure (config \"insecure\": true)");
+  }
   o.upstream.address = config.upstream();
   o.upstream.timeout = absl::Milliseconds(config.upstream_timeout_ms());
   o.upstream.retry = absl::Milliseconds(config.upstream_retry_ms());
@@ -259,6 +270,18 @@ absl::StatusOr<std::unique_ptr<CoordinatorServer>> CoordinatorServer::Start(cons
     fo.retry = absl::Milliseconds(config.shard_retry_ms());
     fo.max_message_bytes = static_cast<int>(config.max_message_bytes());
     fo.token = !tokens.read.empty() ? tokens.read : tokens.client;
+    fo.bundle_key = o.bundle_key;
+    fo.secret = !o.bundle_key.empty() ? o.bundle_key : tokens.worker;
+    if (fo.secret.empty() && tokens.ClientsNeedToken()) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                       "a sharded fleet with client tokens needs bundleKeyFile or workerTokenFile: the shards mark "
+                       "the calls they forward with a secret they share");
+    }
+    if (!config.tls_cert_file().empty() && config.shard_ca_file().empty()) {
+      return MakeError(absl::StatusCode::kInvalidArgument, "INVALID_CONFIG",
+                       "the shards serve TLS (tlsCertFile): set shardCaFile, the CA their certificates are checked "
+                       "against when they call one another");
+    }
     if (!config.shard_ca_file().empty()) {
       TIR_ASSIGN_OR_RETURN(fo.ca_pem, config::ReadConfigFile(config.shard_ca_file(), "shardCaFile", 1 << 20));
     }
@@ -348,6 +371,7 @@ void CoordinatorServer::Wait() {
 void CoordinatorServer::Shutdown() {
   checkpoints_.reset();
   dashboard_.reset();
+  if (compiler_) compiler_->StopForwarding();  // forwarded calls hold their callers' open
   if (coordinator_) coordinator_->Shutdown();  // wakes long polls
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   if (compiler_) compiler_->DrainSlowCalls();

@@ -58,16 +58,60 @@ grpc::Status CompilerServiceImpl::Done(const char *method, const grpc::Status &s
 }
 
 std::vector<int> CompilerServiceImpl::Shards(const grpc::ServerContextBase &ctx, absl::string_view key) const {
-  if (!forwarder_ || shards::Forwarder::Forwarded(ctx)) return {};
+  if (!forwarder_ || forwarder_->Forwarded(ctx)) return {};
   std::vector<int> route = forwarder_->Route(key);
   if (route.size() == 1 && route.front() == forwarder_->ring().self()) return {};
   return route;
 }
 
 int CompilerServiceImpl::ShardOf(const grpc::ServerContextBase &ctx, const std::string &operation) const {
-  if (!forwarder_ || shards::Forwarder::Forwarded(ctx)) return -1;
-  const int shard = forwarder_->ring().OfOperation(operation);
+  if (!forwarder_ || forwarder_->Forwarded(ctx)) return -1;
+  int shard = forwarder_->ring().OfOperation(operation);
+  // A cached answer's name ("operations/cached.<key>...") is its key's.
+  if (std::optional<std::pair<std::string, std::string>> cached = operations::ParseCachedName(operation)) {
+    shard = forwarder_->Route(cached->first).front();
+  }
   return shard == forwarder_->ring().self() ? -1 : shard;
+}
+
+std::string CompilerServiceImpl::ClientKey(const grpc::ServerContextBase &ctx, const std::string &identity) const {
+  // A forwarded call counts against the client the forwarding shard names
+  // (its own identity, or the host it came from), not against that shard.
+  if (forwarder_ && identity.empty()) {
+    if (std::string of = forwarder_->ForwardedFor(ctx); !of.empty()) return of;
+  }
+  return ClientOf(ctx, identity);
+}
+
+void CompilerServiceImpl::StopForwarding() {
+  if (forwarder_) forwarder_->Stop();
+}
+
+template <typename Req, typename Resp>
+void CompilerServiceImpl::ForwardOnce(grpc::ServerContextBase *ctx, int shard, AsyncMethod<Req, Resp> method,
+                                      const Req *req, Resp *out, const std::string &client, bool wait,
+                                      std::function<void(grpc::Status)> done) {
+  forwarder_->Call(
+      shard, *ctx, client,
+      [method, req, out](shards::Forwarder::Async *async, grpc::ClientContext *cc,
+                         std::function<void(grpc::Status)> cb) { (async->*method)(cc, req, out, std::move(cb)); },
+      [this, ctx, shard, method, req, out, client, wait, done = std::move(done)](grpc::Status s) mutable {
+        // Without a turn here (an operation's shard), a restarting shard is
+        // waited for: its connection refused is tried again, a little later,
+        // while the caller's deadline allows.
+        if (wait && shards::TransportFailure(s) && !forwarder_->stopping() &&
+            DeadlineOf(*ctx) - absl::Now() > absl::Seconds(2)) {
+          const absl::Status queued = slow_.Submit(
+              [this, ctx, shard, method, req, out, client, done] {
+                absl::SleepFor(absl::Milliseconds(500));
+                ForwardOnce(ctx, shard, method, req, out, client, true, done);
+              },
+              "slowCalls", client);
+          if (queued.ok()) return;
+        }
+        done(s);
+      },
+      wait);
 }
 
 template <typename Req, typename Resp>
@@ -80,14 +124,8 @@ CompilerServiceImpl::Answer CompilerServiceImpl::Forwarded(grpc::ServerContextBa
              client](std::function<void(grpc::Status)> finish) {
     shards::TryShards(
         *forwarder_, shards,
-        [this, ctx, method, req, out, wait = !local](int shard, std::function<void(grpc::Status)> done) {
-          // Without a turn here (an operation's shard), a restarting shard
-          // is waited for.
-          forwarder_->Call(
-              shard, *ctx,
-              [method, req, out](shards::Forwarder::Async *async, grpc::ClientContext *cc,
-                                 std::function<void(grpc::Status)> cb) { (async->*method)(cc, req, out, std::move(cb)); },
-              std::move(done), wait);
+        [this, ctx, method, req, out, client, wait = !local](int shard, std::function<void(grpc::Status)> done) {
+          ForwardOnce(ctx, shard, method, req, out, client, wait, std::move(done));
         },
         [this, local, client](std::function<void(grpc::Status)> done) {
           // This shard's turn: on the slow-call pool, off gRPC's threads.
@@ -105,7 +143,7 @@ grpc::Status CompilerServiceImpl::Run(grpc::ServerContextBase *ctx, const char *
   Caller caller;
   absl::Status s = auth_.Check(*ctx, method, &caller.identity, &caller.admin);
   if (s.ok()) {
-    caller.client = ClientOf(*ctx, caller.identity);
+    caller.client = ClientKey(*ctx, caller.identity);
     s = handler(caller);
   }
   return Done(method, s);
@@ -120,7 +158,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
     r->Finish(Done(method, allowed));
     return r;
   }
-  caller.client = ClientOf(*ctx, caller.identity);
+  caller.client = ClientKey(*ctx, caller.identity);
   const std::string &client = caller.client;
   Answer a = handler(caller);
   if (a.later) {
@@ -142,7 +180,7 @@ grpc::Status CompilerServiceImpl::ForwardedNow(grpc::ServerContextBase *ctx, std
                                                AsyncMethod<Req, Resp> method, const Req *req, Resp *out) {
   absl::Notification answered;
   grpc::Status got;
-  Forwarded(ctx, std::move(shards), method, req, out, {}, "").later([&](grpc::Status s) {
+  Forwarded(ctx, std::move(shards), method, req, out, {}, ClientKey(*ctx, "")).later([&](grpc::Status s) {
     got = std::move(s);
     answered.Notify();
   });
@@ -164,7 +202,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerConte
     auto here = [this, client = caller.client, owner = caller.identity, req, out] {
       return Assign(c_->Compile(*req, client, owner), out);
     };
-    if (!forwarder_ || shards::Forwarder::Forwarded(*ctx)) return {absl::OkStatus(), here};
+    if (!forwarder_ || forwarder_->Forwarded(*ctx)) return {absl::OkStatus(), here};
     // A sharded fleet: keyed (parsed) on the slow-call pool, then answered
     // by the key's shard.
     Answer a;
@@ -210,11 +248,20 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::WaitOperation(grpc::CallbackServe
     // Another shard's operation: waited for there (the call holds no
     // thread here either).
     grpc::ServerUnaryReactor *r = ctx->DefaultReactor();
-    Forwarded(ctx, {shard}, &shards::Forwarder::Async::WaitOperation, req, out, {}, ClientOf(*ctx, identity))
-        .later([this, r](grpc::Status s) { r->Finish(Done("WaitOperation", s)); });
+    // Answered there a little earlier than here, so the answer, not the
+    // caller's deadline, ends the wait across the extra hop.
+    auto there = std::make_shared<tir::v1::WaitOperationRequest>(*req);
+    const absl::Duration left = end - now;
+    const absl::Duration poll =
+        std::max(absl::ZeroDuration(), left - std::clamp(left / 10, absl::Milliseconds(200), absl::Seconds(2)));
+    there->mutable_timeout()->set_seconds(absl::ToInt64Seconds(poll));
+    there->mutable_timeout()->set_nanos(static_cast<int32_t>(absl::ToInt64Nanoseconds(poll) % 1000000000));
+    Forwarded(ctx, {shard}, &shards::Forwarder::Async::WaitOperation, static_cast<const tir::v1::WaitOperationRequest *>(there.get()), out, {},
+              ClientKey(*ctx, identity))
+        .later([this, r, there](grpc::Status s) { r->Finish(Done("WaitOperation", s)); });
     return r;
   }
-  return waits_->Start(req->name(), end, ClientOf(*ctx, identity), out, allowed);
+  return waits_->Start(req->name(), end, ClientKey(*ctx, identity), out, allowed);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(grpc::CallbackServerContext *ctx,
@@ -228,17 +275,19 @@ grpc::ServerWriteReactor<grpc::ByteBuffer> *CompilerServiceImpl::WatchOperation(
                         "WatchOperation: the request is not a tir.v1.WatchOperationRequest");
   }
   if (const int shard = ShardOf(*ctx, req.name()); allowed.ok() && shard >= 0) {
-    return new ForwardedWatch(*forwarder_, ctx, req.name(), shard,
+    return new ForwardedWatch(*forwarder_, ctx, req.name(), shard, ClientKey(*ctx, identity),
                               [this](const grpc::Status &s) { Done("WatchOperation", s); });
   }
-  return watches_->Start(ctx, req.name(), ClientOf(*ctx, identity), allowed);
+  return watches_->Start(ctx, req.name(), ClientKey(*ctx, identity), allowed);
 }
 
 grpc::Status CompilerServiceImpl::CancelOperation(grpc::ServerContext *ctx, const tir::v1::CancelOperationRequest *req,
                                                   tir::v1::Operation *out) {
   // Only its owner (the identity that asked for it) or an admin cancels it.
   if (const int shard = ShardOf(*ctx, req->name()); shard >= 0) {
-    // Another shard's operation: cancelled there, where its owner is checked.
+    // Another shard's operation: cancelled there, where its owner is
+    // checked (the caller is authenticated here first).
+    if (absl::Status allowed = auth_.Check(*ctx, "CancelOperation"); !allowed.ok()) return Done("CancelOperation", allowed);
     return Done("CancelOperation", ForwardedNow(ctx, {shard}, &shards::Forwarder::Async::CancelOperation, req, out));
   }
   return Run(ctx, "CancelOperation", [&](const Caller &caller) {
@@ -276,7 +325,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServer
       return {absl::OkStatus()};
     }
     auto here = [this, req, out] { return Assign(c_->LookupKernel(*req), out); };
-    if (!forwarder_ || shards::Forwarder::Forwarded(*ctx)) return {absl::OkStatus(), here};
+    if (!forwarder_ || forwarder_->Forwarded(*ctx)) return {absl::OkStatus(), here};
     Answer a;
     a.later = [this, ctx, req, out, here, client = caller.client](std::function<void(grpc::Status)> finish) {
       const absl::Status queued = slow_.Submit(

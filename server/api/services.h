@@ -68,6 +68,9 @@ class CompilerServiceImpl final : public CompilerServiceBase {
 
   // Calls that wait for the slow-call pool at most.
   static constexpr size_t kSlowCalls = 4096;
+  // Cancels the calls forwarded to other shards (before the server shuts
+  // down: each holds its caller's call open).
+  void StopForwarding();
   // Returns once every call handed to the pool has finished (before the
   // server goes away).
   void DrainSlowCalls() {
@@ -110,6 +113,8 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   // The shard another shard's operation lives on (-1: this one's, or not
   // sharded, or a call forwarded here already).
   int ShardOf(const grpc::ServerContextBase &ctx, const std::string &operation) const;
+  // ClientOf, or for a call another shard forwarded, the client it names.
+  std::string ClientKey(const grpc::ServerContextBase &ctx, const std::string &identity) const;
   // Forwards a keyed call to `shards` in turn (shards::TryShards), with the
   // caller's authorization; `local` answers on the slow-call pool when the
   // turn comes to this shard.
@@ -119,6 +124,11 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   template <typename Req, typename Resp>
   Answer Forwarded(grpc::ServerContextBase *ctx, std::vector<int> shards, AsyncMethod<Req, Resp> method,
                    const Req *req, Resp *out, std::function<absl::Status()> local, const std::string &client);
+  // One forwarded call to `shard` (again, a little later, while the shard
+  // refuses connections and `wait` says to wait for it).
+  template <typename Req, typename Resp>
+  void ForwardOnce(grpc::ServerContextBase *ctx, int shard, AsyncMethod<Req, Resp> method, const Req *req, Resp *out,
+                   const std::string &client, bool wait, std::function<void(grpc::Status)> done);
   // The same from a synchronous handler: waits for the answer.
   template <typename Req, typename Resp>
   grpc::Status ForwardedNow(grpc::ServerContextBase *ctx, std::vector<int> shards, AsyncMethod<Req, Resp> method,

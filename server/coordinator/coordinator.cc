@@ -257,7 +257,10 @@ absl::StatusOr<tir::v1::Operation> Coordinator::CompileInternal(const tir::v1::C
   // 2b. A miss here is asked of the upstream tier, when there is one: its
   // tuned bundle (kept here), its tuning followed, or its untuned answer now.
   std::string upstreamNote;
-  if (read_through_ && ask_upstream && !resume && !checkOnly && !request.options().force_retune()) {
+  // A job here for the key already (the upstream was down when it began)
+  // takes the request below, rather than a second tuning there.
+  if (read_through_ && ask_upstream && !resume && !checkOnly && !request.options().force_retune() &&
+      !tuning_.Tuning(parsed.key)) {
     upstream::Miss miss{parsed.key, arch, parsed.dynamic ? parsed.shape.text : "", requestId, owner,
                         [&parsed](tir::v1::Operation &op) { frontend::DescribeShape(op, parsed); }};
     if (std::optional<tir::v1::Operation> op = read_through_->Compile(request, miss, &upstreamNote)) return *op;

@@ -3,23 +3,44 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "client/bundle_signature.h"
+#include "compiler/support/digest.h"
 
 namespace tir::shards {
 
 bool TransportFailure(const grpc::Status &status) {
-  if (status.ok() || !status.error_details().empty()) return false;
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-         status.error_code() == grpc::StatusCode::CANCELLED || status.error_code() == grpc::StatusCode::UNKNOWN;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE && status.error_details().empty();
 }
 
-bool Forwarder::Forwarded(const grpc::ServerContextBase &ctx) {
-  return ctx.client_metadata().find("tir-forwarded") != ctx.client_metadata().end();
+namespace {
+
+std::string Metadata(const grpc::ServerContextBase &ctx, const char *name) {
+  auto it = ctx.client_metadata().find(name);
+  return it == ctx.client_metadata().end() ? "" : std::string(it->second.data(), std::min<size_t>(it->second.size(), 256));
+}
+
+// Compares without stopping at the first difference.
+bool SameBytes(const std::string &a, const std::string &b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+bool Forwarder::Forwarded(const grpc::ServerContextBase &ctx) const {
+  return SameBytes(Metadata(ctx, "tir-forwarded"), marker_);
+}
+
+std::string Forwarder::ForwardedFor(const grpc::ServerContextBase &ctx) const {
+  return Forwarded(ctx) ? Metadata(ctx, "tir-forwarded-for") : "";
 }
 
 Forwarder::Forwarder(ShardRing ring, ForwarderOptions options)
     : ring_(std::move(ring)),
       options_(std::move(options)),
+      marker_(Sha256Hex("tir-forwarded\n" + options_.secret)),
       down_until_(ring_.size(), absl::InfinitePast()),
       forwarded_(ring_.size(), 0),
       failures_(ring_.size(), 0) {
@@ -72,12 +93,16 @@ std::optional<tir::v1::KernelBundle> Forwarder::FindElsewhere(const std::string 
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
-    ctx.AddMetadata("tir-forwarded", ring_.tag(ring_.self()));
+    ctx.AddMetadata("tir-forwarded", marker_);
     tir::v1::GetKernelRequest request;
     request.set_name("kernels/" + key);
     tir::v1::KernelBundle bundle;
     const grpc::Status s = stubs_[shard]->GetKernel(&ctx, request, &bundle);
-    if (s.ok() && bundle.key() == key && bundle.tuning().tuned()) return bundle;
+    // Kept only as the fleet signed it (the shards share its key).
+    if (s.ok() && bundle.key() == key && bundle.tuning().tuned() &&
+        (options_.bundle_key.empty() || CheckBundleSignature(bundle, options_.bundle_key).ok())) {
+      return bundle;
+    }
     if (TransportFailure(s)) Failed(shard, s);
   }
   return std::nullopt;
@@ -108,28 +133,48 @@ void Forwarder::Failed(int shard, const grpc::Status &status) {
                absl::FormatDuration(options_.retry).c_str());
 }
 
-void Forwarder::Call(int shard, const grpc::ServerContextBase &in,
+void Forwarder::Call(int shard, const grpc::ServerContextBase &in, const std::string &client,
                      const std::function<void(Async *, grpc::ClientContext *, std::function<void(grpc::Status)>)> &start,
                      std::function<void(grpc::Status)> done, bool wait_for_shard) {
   auto ctx = std::make_shared<grpc::ClientContext>();
   ctx->set_wait_for_ready(wait_for_shard);
-  const auto deadline = in.deadline();
-  // A caller without a deadline still gets an answer in bounded time.
-  ctx->set_deadline(std::min(deadline, std::chrono::system_clock::now() + std::chrono::hours(1)));
+  // The caller's deadline, and at most `max_call`: a caller without one
+  // still gets an answer in bounded time.
+  ctx->set_deadline(std::min(in.deadline(), absl::ToChronoTime(absl::Now() + options_.max_call)));
   const auto &md = in.client_metadata();
   for (const char *name : {"authorization", "tir-client"}) {
     auto it = md.find(name);
     if (it != md.end()) ctx->AddMetadata(name, std::string(it->second.data(), it->second.size()));
   }
-  ctx->AddMetadata("tir-forwarded", ring_.tag(ring_.self()));
+  ctx->AddMetadata("tir-forwarded", marker_);
+  ctx->AddMetadata("tir-forwarded-for", client.substr(0, 256));
+  bool stopping;
   {
     absl::MutexLock l(&mu_);
-    ++forwarded_[shard];
+    stopping = stopping_;
+    if (!stopping) {
+      ++forwarded_[shard];
+      in_flight_.insert(ctx.get());
+    }
+  }
+  if (stopping) {
+    done(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down"));
+    return;
   }
   start(stubs_[shard]->async(), ctx.get(), [this, shard, ctx, done = std::move(done)](grpc::Status s) {
+    {
+      absl::MutexLock l(&mu_);
+      in_flight_.erase(ctx.get());
+    }
     if (TransportFailure(s)) Failed(shard, s);
     done(s);
   });
+}
+
+void Forwarder::Stop() {
+  absl::MutexLock l(&mu_);
+  stopping_ = true;
+  for (grpc::ClientContext *ctx : in_flight_) ctx->TryCancel();
 }
 
 void TryShards(Forwarder &forwarder, std::vector<int> shards,

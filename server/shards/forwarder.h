@@ -5,12 +5,14 @@
 // A forwarded call carries the caller's own authorization (every shard has
 // the same tokens and credentials), so the owner authenticates the caller
 // itself: roles, identities, ownership and per-identity limits hold across
-// shards, and no shard has to trust another with a caller's identity. The
-// one thing lost is the peer address of a caller without a credential of
-// its own (a shared token, or none): the owner counts such callers, for
-// per-client limits, by the forwarding shard's address.
-// It is marked "tir-forwarded": the receiving shard answers it itself and
-// never forwards it again (a shard with another shard list cannot loop it).
+// shards, and no shard has to trust another with a caller's identity.
+// It is marked "tir-forwarded" with a value only the shards can make (a
+// digest of the fleet's shared secret: its bundle key, else its worker
+// token): the receiving shard answers it itself and never forwards it again
+// (a shard with another shard list cannot loop it), and takes the caller's
+// client key ("tir-forwarded-for": its identity or its host, for per-client
+// limits and request ids) from it. A client that sends the header without
+// the value is an ordinary client.
 //
 // Calls are asynchronous (gRPC's callback API): a forwarded long poll holds
 // no thread. A shard that fails a call (unreachable, deadline) is left alone
@@ -21,6 +23,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +46,14 @@ struct ForwarderOptions {
   // The token a shard presents for its own lookups at the others (a read or
   // client token of the fleet; "" for a fleet without tokens).
   std::string token;
+  // The fleet's shared secret the forwarded marker is made from ("" : a
+  // fleet without tokens or keys, where anyone may do anything anyway).
+  std::string secret;
+  // Every bundle a shard keeps from another must be signed with it ("" :
+  // not checked).
+  std::string bundle_key;
+  // Longest wait of a forwarded call whose caller set none or a longer one.
+  absl::Duration max_call = absl::Minutes(10);
   int max_message_bytes = 64 << 20;
 };
 
@@ -51,8 +62,12 @@ class Forwarder {
   Forwarder(ShardRing ring, ForwarderOptions options);
 
   const ShardRing &ring() const { return ring_; }
-  // Whether `ctx`'s call came from another shard (answered where it lands).
-  static bool Forwarded(const grpc::ServerContextBase &ctx);
+  // Whether `ctx`'s call came from another shard (answered where it lands):
+  // it carries the marker only shards can make.
+  bool Forwarded(const grpc::ServerContextBase &ctx) const;
+  // For a forwarded call: the client key the forwarding shard gave
+  // ("" : none, or not forwarded).
+  std::string ForwardedFor(const grpc::ServerContextBase &ctx) const;
 
   // The shards to try for `key`, in order, ending with this one where the
   // order reaches it: those before it that are not left alone after a
@@ -79,20 +94,31 @@ class Forwarder {
   // the caller's deadline, for calls no other shard can answer (an
   // operation's); else a down shard fails the call at once, and its keys
   // fall to the next shard.
-  void Call(int shard, const grpc::ServerContextBase &in,
+  // `client`: the caller's client key, sent along.
+  void Call(int shard, const grpc::ServerContextBase &in, const std::string &client,
             const std::function<void(Async *, grpc::ClientContext *, std::function<void(grpc::Status)>)> &start,
             std::function<void(grpc::Status)> done, bool wait_for_shard = false);
+  // Cancels every forwarded call in flight, and answers later ones
+  // UNAVAILABLE at once (the server is going away).
+  void Stop();
+  bool stopping() {
+    absl::MutexLock l(&mu_);
+    return stopping_;
+  }
 
  private:
   void Failed(int shard, const grpc::Status &status);
 
   const ShardRing ring_;
   const ForwarderOptions options_;
+  const std::string marker_;
   std::vector<std::unique_ptr<tir::v1::CompilerService::Stub>> stubs_;  // null for self
   absl::Mutex mu_;
   std::vector<absl::Time> down_until_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> forwarded_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> failures_ ABSL_GUARDED_BY(mu_);
+  std::set<grpc::ClientContext *> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Tries `shards` in turn with `attempt` until one answers with more than a
@@ -103,8 +129,9 @@ void TryShards(Forwarder &forwarder, std::vector<int> shards,
                std::function<void(int shard, std::function<void(grpc::Status)>)> attempt,
                std::function<void(std::function<void(grpc::Status)>)> local, std::function<void(grpc::Status)> done);
 
-// A transport failure: the shard did not answer (its own errors carry
-// tir.v1.Error details).
+// A shard that did not answer: UNAVAILABLE without tir.v1.Error details
+// (its own errors carry them). A deadline is the caller's, never a shard
+// failure: a caller cannot make a shard look down by asking it to hurry.
 bool TransportFailure(const grpc::Status &status);
 
 }  // namespace tir::shards

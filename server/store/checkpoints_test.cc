@@ -34,6 +34,8 @@ TEST(CheckpointsTest, ACheckpointIsAWholeStoreAndTheNewestAreKept) {
   auto store = RocksDbKernelStore::Open(db);
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->PutKernel(Bundle("first")).ok());
+  // A volume's own directory there is neither counted nor removed.
+  std::filesystem::create_directories(dir + "/lost+found");
   Checkpoints c(**store, dir, absl::Hours(1), 2);
   absl::StatusOr<std::string> one = c.Take();
   ASSERT_TRUE(one.ok()) << one.status();
@@ -42,7 +44,9 @@ TEST(CheckpointsTest, ACheckpointIsAWholeStoreAndTheNewestAreKept) {
   absl::StatusOr<std::string> three = c.Take();
   ASSERT_TRUE(two.ok()) << two.status();
   ASSERT_TRUE(three.ok()) << three.status();
-  EXPECT_EQ(Entries(dir).size(), 2u) << "the newest two are kept";
+  EXPECT_EQ(Entries(dir).size(), 3u) << "the newest two are kept, and lost+found";
+  EXPECT_TRUE(std::filesystem::exists(dir + "/lost+found"));
+  EXPECT_TRUE(std::filesystem::exists(*two));
   EXPECT_FALSE(std::filesystem::exists(*one));
   // The newest opens as a store of its own, with what was written before it.
   auto copy = RocksDbKernelStore::Open(*three);

@@ -40,6 +40,11 @@ size_t TuningJobs::size() const {
   return jobs_.size();
 }
 
+bool TuningJobs::Tuning(const std::string &key) const {
+  absl::MutexLock l(&mu_);
+  return jobs_.count(key) > 0;
+}
+
 absl::Status TuningJobs::Fits(const std::string &client, size_t kernels) const {
   if (jobs_.size() >= limits_.max_jobs) {
     return parts_.limits.Exceeded("maxJobs", limits_.max_jobs, absl::StrCat(jobs_.size(), " tuning jobs are in flight"));

@@ -104,6 +104,8 @@ class TuningJobs : public dispatch::WorkOwner {
   void Cancel(const std::string &op, const std::string &key) ABSL_LOCKS_EXCLUDED(mu_);
 
   size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a job for `key` is open (tuning, or waiting for a worker).
+  bool Tuning(const std::string &key) const ABSL_LOCKS_EXCLUDED(mu_);
   // Candidates measured by workers since the start (the status series).
   uint64_t measured() const { return measured_.load(); }
   // Running and recently finished jobs (newest first), for the status page.

@@ -1,6 +1,7 @@
 #include "server/upstream/read_through.h"
 
 #include <cstdio>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,16 @@ void SetTier(tir::v1::Operation &op, const std::string &tier, const std::string 
   if (!note.empty()) op.mutable_metadata()->add_notes(note);
 }
 
+// For a dynamic graph: the upstream's answer is sized for the shape asked
+// (each input's shape as the request gave it).
+bool SizedFor(const tir::v1::KernelBundle &b, const tir::v1::CompileRequest &request) {
+  if (!b.has_served_shape()) return false;
+  std::map<uint32_t, std::vector<int64_t>> asked, served;
+  for (const tir::v1::ShapeHint &h : request.options().shape_hints()) asked[h.input()] = {h.shape().begin(), h.shape().end()};
+  for (const tir::v1::ShapeHint &h : b.served_shape().shape()) served[h.input()] = {h.shape().begin(), h.shape().end()};
+  return asked == served;
+}
+
 absl::Status ErrorOf(const tir::v1::Operation &op) {
   return MakeError(static_cast<absl::StatusCode>(op.error().code()), op.error().reason(), op.error().message());
 }
@@ -43,8 +54,10 @@ uint32_t ReadThrough::following() const {
 void ReadThrough::Stop() {
   absl::MutexLock l(&mu_);
   stopping_ = true;
-  // Each follow notices within one poll of the upstream (2 s).
-  mu_.AwaitWithTimeout(absl::Condition(+[](int *n) { return *n == 0; }, &threads_), absl::Seconds(10));
+  // Each follow notices within one poll of the upstream (2 s) or of a
+  // local operation (2 s); a fallback's local compile is bounded by the
+  // planning budget. They use the coordinator's parts: none may outlive it.
+  mu_.Await(absl::Condition(+[](int *n) { return *n == 0; }, &threads_));
 }
 
 tir::v1::KernelBundle ReadThrough::Served(tir::v1::KernelBundle bundle) const {
@@ -61,7 +74,8 @@ void ReadThrough::Keep(const tir::v1::KernelBundle &bundle, const Miss &miss) {
     // The answer is sized for one shape; the bucket's bundle is what serves
     // the others.
     absl::StatusOr<tir::v1::KernelBundle> bucket = parts_.upstream.Kernel(miss.key);
-    if (!bucket.ok() || bucket->has_served_shape() || !parts_.upstream.Check(*bucket, miss.key, miss.arch).ok()) {
+    if (!bucket.ok() || bucket->has_served_shape() || !bucket->tuning().tuned() ||
+        !parts_.upstream.Check(*bucket, miss.key, miss.arch).ok()) {
       std::fprintf(stderr, "tir-coordinator: the upstream's bucket bundle of %s is not kept here: %s\n",
                    miss.key.substr(0, 16).c_str(),
                    bucket.ok() ? "it is not a bucket's bundle or failed its checks"
@@ -113,7 +127,13 @@ std::optional<tir::v1::Operation> ReadThrough::Compile(const tir::v1::CompileReq
       return *op;
     }
   }
+  if (up.read_only()) return FromLookup(request, miss, note);
   absl::StatusOr<tir::v1::Operation> asked = up.Compile(request);
+  if (ReasonOf(asked.status()) == "READ_ONLY_ROLE") {
+    // A read token: the upstream's store is looked up, nothing tuned there.
+    up.set_read_only();
+    return FromLookup(request, miss, note);
+  }
   if (!asked.ok()) {
     up.Count(Outcome::kFailed);
     *note = absl::StrCat("upstream ", up.address(), " did not answer (", ReasonOf(asked.status()), ": ",
@@ -128,7 +148,12 @@ std::optional<tir::v1::Operation> ReadThrough::Compile(const tir::v1::CompileReq
   }
   if (asked->done()) {
     const tir::v1::KernelBundle &b = asked->response();
-    if (absl::Status checked = up.Check(b, miss.key, miss.arch); !checked.ok()) {
+    absl::Status checked = up.Check(b, miss.key, miss.arch);
+    if (checked.ok() && !miss.shape.empty() && !SizedFor(b, request)) {
+      checked = MakeError(absl::StatusCode::kFailedPrecondition, "UPSTREAM_BUNDLE_REFUSED",
+                          "the upstream's answer is not sized for the shape asked");
+    }
+    if (!checked.ok()) {
       up.Count(Outcome::kFailed);
       *note = absl::StrCat("upstream ", up.address(), ": ", checked.message(), ": answered here");
       return std::nullopt;
@@ -185,6 +210,25 @@ std::optional<tir::v1::Operation> ReadThrough::Compile(const tir::v1::CompileReq
   return *op;
 }
 
+std::optional<tir::v1::Operation> ReadThrough::FromLookup(const tir::v1::CompileRequest &request, const Miss &miss,
+                                                          std::string *note) {
+  tir::v1::LookupKernelRequest lookup;
+  *lookup.mutable_graph() = request.graph();
+  *lookup.mutable_options() = request.options();
+  std::optional<tir::v1::LookupKernelResponse> found = Lookup(lookup, miss);
+  if (!found || (!miss.shape.empty() && !found->shape_verified())) {
+    *note = absl::StrCat("upstream ", parts_.upstream.address(),
+                         " answers lookups only (a read token) and has no tuned bundle for it: answered here");
+    return std::nullopt;
+  }
+  absl::StatusOr<tir::v1::Operation> op = NewOperation(miss, "");
+  if (!op.ok()) return std::nullopt;
+  parts_.operations.Finish({op->name()}, found->bundle());
+  std::optional<tir::v1::Operation> done = parts_.operations.Get(op->name());
+  if (done) done->mutable_metadata()->set_cache_hit(true);
+  return done;
+}
+
 std::vector<std::string> ReadThrough::End(Follow &follow) {
   absl::MutexLock l(&mu_);
   follow.ended = true;
@@ -200,10 +244,16 @@ void ReadThrough::Answer(Follow &follow, const absl::StatusOr<tir::v1::KernelBun
 void ReadThrough::Run(std::shared_ptr<Follow> follow) {
   Upstream &up = parts_.upstream;
   absl::Time down_since = absl::InfinitePast();
+  const absl::Time give_up = absl::Now() + kMaxFollow;
   for (;;) {
     {
       absl::MutexLock l(&mu_);
       if (stopping_) break;
+    }
+    if (absl::Now() >= give_up) {
+      Fallback(*follow, absl::StrCat("upstream ", up.address(), " did not finish it within ",
+                                     absl::FormatDuration(kMaxFollow)));
+      break;
     }
     absl::StatusOr<tir::v1::Operation> op = up.Wait(follow->upstream_name, absl::Seconds(2));
     if (!op.ok()) {
@@ -237,6 +287,10 @@ void ReadThrough::Run(std::shared_ptr<Follow> follow) {
     }
     const tir::v1::KernelBundle &b = op->response();
     absl::Status checked = up.Check(b, follow->miss.key, follow->miss.arch);
+    if (checked.ok() && !follow->miss.shape.empty() && !SizedFor(b, follow->request)) {
+      checked = MakeError(absl::StatusCode::kFailedPrecondition, "UPSTREAM_BUNDLE_REFUSED",
+                          "the upstream's answer is not sized for the shape asked");
+    }
     if (checked.ok() && !b.tuning().tuned()) checked = MakeError(absl::StatusCode::kUnavailable, "UNTUNED", "it ended untuned");
     if (!checked.ok()) {
       Fallback(*follow, absl::StrCat("upstream ", up.address(), ": ", checked.message()));

@@ -72,6 +72,8 @@ class ReadThrough {
   // Operations following the upstream at once; past it, requests are
   // answered here.
   static constexpr size_t kMaxFollows = 256;
+  // A follow whose upstream operation has not ended by then is compiled here.
+  static constexpr absl::Duration kMaxFollow = absl::Hours(2);
 
   explicit ReadThrough(Parts parts, absl::Duration give_up_after = absl::Seconds(30));
   ~ReadThrough();
@@ -92,6 +94,10 @@ class ReadThrough {
 
  private:
   struct Follow;
+  // A compile answered by a lookup there (an upstream that takes this
+  // tier's token for reads only).
+  std::optional<tir::v1::Operation> FromLookup(const tir::v1::CompileRequest &request, const Miss &miss,
+                                               std::string *note);
   // Signed with this coordinator's key (the upstream's signature removed).
   tir::v1::KernelBundle Served(tir::v1::KernelBundle bundle) const;
   // Stores the upstream's tuned bundle here (a dynamic graph's: its bucket's).

@@ -33,21 +33,21 @@ absl::Status Refused(const std::string &why) {
 }  // namespace
 
 bool IsUpstreamFailure(const absl::Status &status) {
+  const std::string reason = ReasonOf(status);
+  // What says the upstream cannot answer anyone now: unreachable, refusing
+  // this tier's credentials, not a tir coordinator. A deadline or an
+  // internal error may be the request's own (a huge graph): it fails that
+  // request's asking only.
   switch (status.code()) {
     case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kUnauthenticated:
-    case absl::StatusCode::kPermissionDenied:
-    case absl::StatusCode::kInternal:
-    case absl::StatusCode::kUnknown:
     case absl::StatusCode::kUnimplemented:
-    case absl::StatusCode::kDataLoss:
-    case absl::StatusCode::kCancelled:
       return true;
+    case absl::StatusCode::kPermissionDenied:
+      return reason != "READ_ONLY_ROLE";  // a read token: lookups still answer
     default:
       break;
   }
-  const std::string reason = ReasonOf(status);
   return reason == "UPSTREAM_BUNDLE_REFUSED" || reason == "BUNDLE_UNSIGNED" || reason == "BUNDLE_KEY_MISMATCH" ||
          reason == "BUNDLE_SIGNATURE_INVALID" || reason == "OPERATION_KEY_CHANGED";
 }
@@ -165,7 +165,10 @@ void Upstream::Count(Outcome outcome) {
   }
   // An answer (tuned or under way) says it is up: the next failure waits
   // `retry` again.
-  if (outcome == Outcome::kHit || outcome == Outcome::kPending) backoff_ = options_.retry;
+  if (outcome == Outcome::kHit || outcome == Outcome::kPending) {
+    backoff_ = options_.retry;
+    retry_at_ = absl::InfinitePast();
+  }
 }
 
 std::string Upstream::LastError() {

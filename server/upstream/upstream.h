@@ -20,6 +20,7 @@
 #ifndef TIR_SERVER_UPSTREAM_UPSTREAM_H_
 #define TIR_SERVER_UPSTREAM_UPSTREAM_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -88,6 +89,10 @@ class Upstream {
   void Count(Outcome outcome);
   // The last failure, for a note ("" when none).
   std::string LastError();
+  // Whether it took this tier's token for reads only (READ_ONLY_ROLE once):
+  // misses are looked up there, never compiled.
+  bool read_only() const { return read_only_; }
+  void set_read_only() { read_only_ = true; }
 
   // For the status page; `following`: compiles here waiting on tuning there.
   tir::v1::UpstreamStatus Snapshot(uint32_t following);
@@ -99,6 +104,7 @@ class Upstream {
 
   const UpstreamOptions options_;
   const std::unique_ptr<Client> client_;
+  std::atomic<bool> read_only_{false};
   prometheus::Family<prometheus::Counter> &requests_;
   absl::Mutex mu_;
   absl::Time retry_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

@@ -65,9 +65,8 @@ check "tier A starts" 0 $?
 "$tirctl" service start --cache-dir="$TEST_TMPDIR/tierB" --backend=host --idle-timeout=0 --upstream="${shards[1]}" >/dev/null
 check "tier B starts" 0 $?
 
-# Sixteen softmax graphs, each tuned for a few seconds on the host (the
-# chance that shard 2 owns none of them is (2/3)^16, 0.15%).
-for g in $(seq 0 15); do
+# Eight softmax graphs, each tuned for a few seconds on the host.
+for g in $(seq 0 7); do
   t="tensor<$((16 + 8 * g))x1024xf32>" c="tensor<$((16 + 8 * g))x1xf32>"
   cat >"g$g.mlir" <<EOF
 tir.graph @softmax$g(%x: $t) -> $t {
@@ -83,16 +82,17 @@ tir.graph @softmax$g(%x: $t) -> $t {
 EOF
 done
 
-# 64 clients: half through the tiers, half straight to the two shards that
-# stay up; shard 2 is killed while they run and comes back on its store.
+# 64 clients: half through the tiers, half straight to shard 0 (as through
+# a Service, any shard would do); shard 1 or 2, whichever is tuning, is
+# killed while they run and comes back on its store (tier B's upstream, if
+# it is shard 1: that tier then tunes here what it followed there).
 clients=()
 for c in $(seq 0 63); do
-  g=$((c % 16))
+  g=$((c % 8))
   case $((c % 4)) in
     0) where=(--cache-dir="$TEST_TMPDIR/tierA") ;;
     1) where=(--cache-dir="$TEST_TMPDIR/tierB") ;;
-    2) where=(--server "${shards[0]}") ;;
-    3) where=(--server "${shards[1]}") ;;
+    *) where=(--server "${shards[0]}") ;;
   esac
   "$tirctl" compile "g$g.mlir" --arch host --timeout 600 "${where[@]}" -o "out$c.pb" >"client$c.txt" 2>&1 &
   clients+=($!)
@@ -100,17 +100,20 @@ done
 running() {  # running I: jobs shard I is tuning
   curl -s "http://127.0.0.1:${dash[$1]}/api/status" | python3 -c 'import json, sys; print(len(json.load(sys.stdin).get("running", [])))' 2>/dev/null || echo 0
 }
-for _ in $(seq 100); do
-  [[ "$(running 2)" -gt 0 ]] && break
+victim=2 tuning=0
+for _ in $(seq 300); do
+  for v in 2 1; do
+    tuning=$(running $v)
+    if [[ $tuning -gt 0 ]]; then victim=$v; break 2; fi
+  done
   sleep 0.2
 done
-tuning=$(running 2)
-check "shard 2 is tuning when it is killed" 1 "$([[ $tuning -gt 0 ]] && echo 1)"
-kill -KILL "${shard_pid[2]}"
-wait "${shard_pid[2]}" 2>/dev/null
-echo "shard 2 killed while tuning $tuning jobs"
+check "a shard is tuning when it is killed" 1 "$([[ $tuning -gt 0 ]] && echo 1)"
+kill -KILL "${shard_pid[$victim]}"
+wait "${shard_pid[$victim]}" 2>/dev/null
+echo "shard $victim killed while tuning $tuning jobs"
 sleep 2
-start_shard 2
+start_shard $victim
 failed=0
 for c in $(seq 0 63); do
   if ! wait "${clients[$c]}"; then
@@ -124,7 +127,7 @@ check "every client wrote its bundle" 64 "$(ls out*.pb 2>/dev/null | wc -l)"
 # No bundle lost: every graph is a hit (no tuning) through every shard and
 # every tier, the restarted shard included.
 hits=0
-for g in $(seq 0 15); do
+for g in $(seq 0 7); do
   for i in 0 1 2; do
     "$tirctl" compile "g$g.mlir" --arch host --server "${shards[$i]}" -o hit.pb 2>/dev/null | grep -q 'cache hit' && hits=$((hits + 1))
   done
@@ -133,10 +136,12 @@ for g in $(seq 0 15); do
       hits=$((hits + 1))
   done
 done
-check "every graph a hit everywhere" 80 "$hits"
+check "every graph a hit everywhere" 40 "$hits"
 
 # No shard tuned a key twice in its lifetime (the killed one: since its
-# restart), from each dashboard's recent jobs.
+# restart), from each dashboard's recent jobs; and over the fleet, a key is
+# tuned at most twice (its owner, and the shard that stood in while the
+# owner was down).
 for i in 0 1 2; do
   twice=$(curl -s "http://127.0.0.1:${dash[$i]}/api/status" | python3 -c '
 import json, sys, collections
@@ -145,6 +150,15 @@ keys = collections.Counter(j.get("key", "") for j in s.get("recent", []) if j.ge
 print(sum(1 for k, n in keys.items() if n > 1))')
   check "shard $i tuned no key twice" 0 "$twice"
 done
+fleet_twice=$(for i in 0 1 2; do curl -s "http://127.0.0.1:${dash[$i]}/api/status"; echo; done | python3 -c '
+import json, sys, collections
+keys = collections.Counter()
+for line in sys.stdin:
+    if line.strip():
+        for j in json.loads(line).get("recent", []):
+            if j.get("state", "") != "cancelled": keys[j.get("key", "")] += 1
+print(sum(1 for k, n in keys.items() if n > 2))')
+check "no key tuned more than twice in the fleet" 0 "$fleet_twice"
 
 # Every shard's status page lists the three shards, itself among them.
 for i in 0 1 2; do
