@@ -176,6 +176,26 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::React(grpc::CallbackServerContext
 }
 
 template <typename Req, typename Resp>
+CompilerServiceImpl::Answer CompilerServiceImpl::Keyed(grpc::ServerContextBase *ctx, AsyncMethod<Req, Resp> method,
+                                                       const Req *req, Resp *out, std::function<absl::Status()> here,
+                                                       const std::string &client) {
+  Answer a;
+  a.later = [this, ctx, method, req, out, here, client](std::function<void(grpc::Status)> finish) {
+    const absl::Status queued = slow_.Submit(
+        [this, ctx, method, req, out, here, client, finish] {
+          absl::StatusOr<std::string> key = c_->KeyOf(req->graph(), req->options());
+          if (!key.ok()) return finish(ToGrpc(key.status()));
+          std::vector<int> shards = Shards(*ctx, *key);
+          if (shards.empty()) return finish(ToGrpc(here()));
+          Forwarded(ctx, std::move(shards), method, req, out, here, client).later(finish);
+        },
+        "slowCalls", client);
+    if (!queued.ok()) finish(ToGrpc(queued));
+  };
+  return a;
+}
+
+template <typename Req, typename Resp>
 grpc::Status CompilerServiceImpl::ForwardedNow(grpc::ServerContextBase *ctx, std::vector<int> shards,
                                                AsyncMethod<Req, Resp> method, const Req *req, Resp *out) {
   absl::Notification answered;
@@ -203,22 +223,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::Compile(grpc::CallbackServerConte
       return Assign(c_->Compile(*req, client, owner), out);
     };
     if (!forwarder_ || forwarder_->Forwarded(*ctx)) return {absl::OkStatus(), here};
-    // A sharded fleet: keyed (parsed) on the slow-call pool, then answered
-    // by the key's shard.
-    Answer a;
-    a.later = [this, ctx, req, out, here, client = caller.client](std::function<void(grpc::Status)> finish) {
-      const absl::Status queued = slow_.Submit(
-          [this, ctx, req, out, here, client, finish] {
-            absl::StatusOr<std::string> key = c_->KeyOf(req->graph(), req->options());
-            if (!key.ok()) return finish(ToGrpc(key.status()));
-            std::vector<int> shards = Shards(*ctx, *key);
-            if (shards.empty()) return finish(ToGrpc(here()));
-            Forwarded(ctx, std::move(shards), &shards::Forwarder::Async::Compile, req, out, here, client).later(finish);
-          },
-          "slowCalls", client);
-      if (!queued.ok()) finish(ToGrpc(queued));
-    };
-    return a;
+    return Keyed(ctx, &shards::Forwarder::Async::Compile, req, out, here, caller.client);
   });
 }
 
@@ -326,21 +331,7 @@ grpc::ServerUnaryReactor *CompilerServiceImpl::LookupKernel(grpc::CallbackServer
     }
     auto here = [this, req, out] { return Assign(c_->LookupKernel(*req), out); };
     if (!forwarder_ || forwarder_->Forwarded(*ctx)) return {absl::OkStatus(), here};
-    Answer a;
-    a.later = [this, ctx, req, out, here, client = caller.client](std::function<void(grpc::Status)> finish) {
-      const absl::Status queued = slow_.Submit(
-          [this, ctx, req, out, here, client, finish] {
-            absl::StatusOr<std::string> key = c_->KeyOf(req->graph(), req->options());
-            if (!key.ok()) return finish(ToGrpc(key.status()));
-            std::vector<int> shards = Shards(*ctx, *key);
-            if (shards.empty()) return finish(ToGrpc(here()));
-            Forwarded(ctx, std::move(shards), &shards::Forwarder::Async::LookupKernel, req, out, here, client)
-                .later(finish);
-          },
-          "slowCalls", client);
-      if (!queued.ok()) finish(ToGrpc(queued));
-    };
-    return a;
+    return Keyed(ctx, &shards::Forwarder::Async::LookupKernel, req, out, here, caller.client);
   });
 }
 

@@ -129,6 +129,12 @@ class CompilerServiceImpl final : public CompilerServiceBase {
   template <typename Req, typename Resp>
   void ForwardOnce(grpc::ServerContextBase *ctx, int shard, AsyncMethod<Req, Resp> method, const Req *req, Resp *out,
                    const std::string &client, bool wait, std::function<void(grpc::Status)> done);
+  // A call keyed by its graph (Compile, LookupKernel) in a sharded fleet:
+  // keyed (parsed) on the slow-call pool, then answered by the key's shard,
+  // `here` when that is this one.
+  template <typename Req, typename Resp>
+  Answer Keyed(grpc::ServerContextBase *ctx, AsyncMethod<Req, Resp> method, const Req *req, Resp *out,
+               std::function<absl::Status()> here, const std::string &client);
   // The same from a synchronous handler: waits for the answer.
   template <typename Req, typename Resp>
   grpc::Status ForwardedNow(grpc::ServerContextBase *ctx, std::vector<int> shards, AsyncMethod<Req, Resp> method,

@@ -320,6 +320,9 @@ void TuningJobs::Advance(const std::string &key) {
       // A lying worker, or one whose word cannot be checked, costs the job a
       // new measurement (by the other workers), not its answer.
       if (!ours()) return;
+      // Its worker not registered now: measured again, by whichever workers
+      // come (the job waits for them as any job does).
+      if (ReasonOf(built) == "WINNER_WORKER_UNKNOWN" && Remeasure(key, built)) return;
       if (unconfirmed || ReasonOf(built) == "BINARY_MISMATCH") {
         Job &job = jobs_.at(key);
         std::set<std::string> besides = job.excluded;
@@ -380,6 +383,15 @@ absl::Status TuningJobs::Build(tir::v1::KernelBundle &b, const std::vector<Measu
   const std::string ours = bundles::BinaryBuilder::Toolchain(b.arch());
   for (int k = 0; k < b.kernels_size(); ++k) {
     const Measured &m = measured.at(k);
+    // The winner's worker is not registered (gone, or not back yet after a
+    // restart of this coordinator): its toolchain is unknown, which is no
+    // verdict against it. The kernel is measured again.
+    if (!m.known) {
+      return MakeError(absl::StatusCode::kUnavailable, "WINNER_WORKER_UNKNOWN",
+                       absl::StrCat("the winner of kernel ", k, " was measured by ",
+                                    m.worker.empty() ? "a worker gone" : m.worker,
+                                    ", which is not registered now: its toolchain cannot be checked"));
+    }
     // A winner is served only when what its worker measured is checked
     // against the coordinator's build: a worker whose toolchain is not the
     // coordinator's (or that named no hash) cannot be confirmed, so its
@@ -433,6 +445,7 @@ tir::v1::KernelBundle TuningJobs::Assemble(const Job &job, std::vector<Measured>
     if (auto h = kj.hashes.find(w); h != kj.hashes.end()) m.sha256 = h->second;
     if (std::optional<tir::v1::WorkerCapabilities> caps = parts_.dispatcher.CapabilitiesOf(m.worker)) {
       m.toolchain = caps->backend() == "host" ? caps->host_compiler() : absl::StrCat("nvrtc ", caps->nvrtc_version());
+      m.known = true;
     }
     const tir::v1::CandidateWork &cw = kj.work.item.candidates(w);
     m.options.assign(cw.compile_options().begin(), cw.compile_options().end());

@@ -155,6 +155,7 @@ class TuningJobs : public dispatch::WorkOwner {
     std::string worker;
     std::string sha256;
     std::string toolchain;  // the worker's, for the bundle's arch
+    bool known = false;     // its worker is registered (its toolchain known)
     std::vector<std::string> options;
   };
   // The bundle without binaries, and per kernel what was measured.

@@ -128,7 +128,10 @@ class WorkerVerdicts : public Security {
     const Registered honest = RegisterWith("worker-token", tir::codegen::ToolchainOf("host"));
     tir::v1::Operation tuned;
     ASSERT_TRUE(CompileAt(300, &tuned).ok());
-    const tir::v1::Operation done = Play(honest, tuned.name(), Honest);
+    // Once the honest worker has measured everything, the coordinator builds
+    // the winner and stores it: waited for, not assumed done.
+    Play(honest, tuned.name(), Honest);
+    const tir::v1::Operation done = Wait(tuned.name());
     ASSERT_TRUE(done.has_response()) << done.error().message();
     ASSERT_TRUE(done.response().tuning().tuned());
   }
@@ -215,7 +218,8 @@ TEST_F(WorkerVerdicts, OneWorkersWrongDoesNotFailATuningJob) {
   const tir::v1::Operation after = Play(rogue, op.name(), SayWrong);
   EXPECT_FALSE(after.done()) << "one worker's WRONG failed the job: " << after.error().message();
   const Registered honest = RegisterWith("worker-token", tir::codegen::ToolchainOf("host"));
-  const tir::v1::Operation done = Play(honest, op.name(), Honest);
+  Play(honest, op.name(), Honest);
+  const tir::v1::Operation done = Wait(op.name());
   ASSERT_TRUE(done.has_response()) << done.error().message();
   EXPECT_EQ(done.response().provenance().worker(), honest.name);
   EXPECT_EQ(WaitState(rogue.name, "distrusted"), "distrusted");
@@ -253,7 +257,7 @@ TEST_F(WorkerVerdicts, NoWorkerTextRidesInASignedBundle) {
       RegisterWith("worker-token", tir::codegen::ToolchainOf("host"), "Rogue GPU <img src=x onerror=alert(1)>");
   tir::v1::Operation op;
   ASSERT_TRUE(Compile(Graph("words", 48), &op).ok());
-  const tir::v1::Operation done = Play(writer, op.name(), [](const auto &c, tir::v1::CandidateResult *x) {
+  Play(writer, op.name(), [](const auto &c, tir::v1::CandidateResult *x) {
     x->mutable_verification()->set_verdict(tir::v1::VERDICT_PASSED);
     x->mutable_verification()->set_relative_l2_error(1e-7);
     x->mutable_verification()->set_detail("\x1b[2J\x1b]0;rogue title\x07rogue detail " + std::string(1024, 'D'));
@@ -266,6 +270,7 @@ TEST_F(WorkerVerdicts, NoWorkerTextRidesInASignedBundle) {
       m->GetReflection()->MutableUnknownFields(m)->AddLengthDelimited(77, "rogue payload");
     }
   });
+  const tir::v1::Operation done = Wait(op.name());
   ASSERT_TRUE(done.has_response()) << done.error().message();
   const tir::v1::KernelBundle &b = done.response();
   EXPECT_EQ(b.provenance().worker(), writer.name) << "its measurement won";
