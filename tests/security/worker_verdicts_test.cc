@@ -64,12 +64,16 @@ class WorkerVerdicts : public Security {
     h->add_shape(64);
     return clients_->Compile(&ctx, r, op);
   }
-  // Plays `w` until `op` is done or `w` is leased nothing (twice in a row),
+  // Plays `w` until `op` is done or `w` is leased nothing (twice in a row,
+  // once it has been leased anything),
   // each candidate's result filled by `fill`. Returns the operation.
   static tir::v1::Operation Play(const Registered &w, const std::string &op,
                                  const std::function<void(const tir::v1::CandidateWork &, tir::v1::CandidateResult *)> &fill) {
+    // Until the first item comes the job may still be planning (slow on a
+    // loaded machine): idle leases count only once work has come.
     int idle = 0;
-    for (int i = 0; i < 100 && idle < 2; ++i) {
+    bool leasedAny = false;
+    for (int i = 0; i < 100 && idle < (leasedAny ? 2 : 30); ++i) {
       if (tir::v1::Operation now = Get(op); now.done()) return now;
       grpc::ClientContext ctx;
       Token(ctx, w.token);
@@ -81,6 +85,7 @@ class WorkerVerdicts : public Security {
       tir::v1::LeaseWorkResponse leased;
       if (!workers_->LeaseWork(&ctx, r, &leased).ok()) break;  // refused: distrusted
       idle = leased.items_size() == 0 ? idle + 1 : 0;
+      leasedAny |= leased.items_size() > 0;
       for (const auto &item : leased.items()) {
         tir::v1::ReportResultRequest report;
         report.set_name(w.name);
